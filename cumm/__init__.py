@@ -1,0 +1,56 @@
+"""cumm: SGEMM kernels as CUDA source templates, compiled at run time by NVRTC through CuPy.
+
+    >>> import cupy, cumm
+    >>> a = cupy.random.standard_normal((4096, 4096), dtype=cupy.float32)
+    >>> c = cumm.matmul(a, a, kernel="double_buffer")
+"""
+
+from __future__ import annotations
+
+try:
+    import cupy  # noqa: F401
+except ImportError as e:  # pragma: no cover - exercised only without CuPy
+    raise ImportError(
+        "cumm needs CuPy. Install it with the extra for your CUDA version: "
+        "pip install 'cumm[cuda12]' (CUDA 12) or pip install 'cumm[cuda13]' (CUDA 13)"
+    ) from e
+
+from collections.abc import Mapping
+
+from ._compile import CompiledKernel, compile_offline
+from ._errors import CompileError, ConfigError, SharedMemoryError
+from ._ladder import REGISTRY, get_spec
+from ._matmul import SUPPORTED_DTYPES, matmul
+from ._spec import KernelSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompileError", "CompiledKernel", "ConfigError", "KernelSpec", "SharedMemoryError", "SUPPORTED_DTYPES",
+    "compile", "kernel_spec", "kernels", "matmul",
+]
+
+
+def kernels(kind: str = "gemm") -> list[str]:
+    """Kernel names in ladder order (``kind="gemm"``: usable with :func:`matmul`)."""
+    return [n for n, s in REGISTRY.items() if s.kind == kind]
+
+
+def kernel_spec(name: str) -> KernelSpec:
+    """The declarative spec of kernel ``name``: parameters, defaults, constraints, launch geometry."""
+    return get_spec(name)
+
+
+def compile(kernel: str, config: Mapping[str, int] | None = None, arch: str = "sm_90", *,
+            aligned: bool = True) -> CompiledKernel:
+    """Compile ``kernel`` for ``arch`` with NVRTC, without a GPU; report registers, spills, shared memory.
+
+    ``config`` overrides any subset of the defaults for that architecture; ``aligned=False`` compiles the
+    variant used when operands do not allow 16-byte accesses.
+    """
+    spec = get_spec(kernel)
+    if not isinstance(arch, str) or not arch.startswith("sm_") or not arch[3:].rstrip("a").isdigit():
+        raise ValueError(f"arch must look like 'sm_80' or 'sm_90', got {arch!r}")
+    cfg = spec.resolve(config, int(arch[3:].rstrip("a")))
+    flags = (1, 1, 1) if aligned else (0, 0, 0)
+    return compile_offline(spec, cfg, arch, flags)

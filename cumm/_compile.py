@@ -1,0 +1,181 @@
+"""Compilation: offline (NVRTC, no GPU needed) and for a device (CuPy RawKernel, cached).
+
+``compile_offline`` runs NVRTC directly through CuPy's bindings and reads registers, spills and shared
+memory from ptxas's report; it needs neither a GPU nor a driver. ``device_kernel`` compiles through
+CuPy for a device, keeps one kernel per (kernel, configuration, flags, device) in process and relies on
+CuPy's on-disk cache across processes. Concurrent requests for the same new configuration compile it once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ._errors import CompileError, ConfigError, SharedMemoryError
+from ._render import ALIGNED, render
+from ._spec import Config, KernelSpec
+
+# CuPy adds -ftz=true and its own -arch when it compiles; offline compiles add the same so that the
+# register report matches what runs.
+NVRTC_OPTIONS = ("-std=c++17",)
+DEFAULT_SMEM_LIMIT = 48 * 1024
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """What NVRTC and ptxas made of one configuration for one architecture."""
+
+    kernel: str
+    config: dict[str, int]
+    arch: str
+    name: str
+    cubin: bytes = field(repr=False)
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack_bytes: int
+    static_shared_bytes: int
+    dynamic_shared_bytes: int
+    threads: int
+    log: str = field(repr=False)
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.static_shared_bytes + self.dynamic_shared_bytes
+
+
+_ARCH_RE = re.compile(r"sm_(\d{2,3})a?")
+
+
+def _parse_ptxas(log: str, name: str) -> dict[str, int]:
+    # ptxas reports each entry function; ours has exactly one.
+    section = log[log.find(f"Compiling entry function '{name}'") :]
+
+    def grab(pattern: str) -> int:
+        m = re.search(pattern, section)
+        return int(m.group(1)) if m else 0
+
+    return dict(
+        registers=grab(r"Used (\d+) registers"),
+        stack_bytes=grab(r"(\d+) bytes stack frame"),
+        spill_stores=grab(r"(\d+) bytes spill stores"),
+        spill_loads=grab(r"(\d+) bytes spill loads"),
+        static_shared_bytes=grab(r"(\d+) bytes smem"),
+    )
+
+
+def _cubin(nvrtc, prog: int) -> bytes:
+    """The program's cubin, whole. CuPy's getCUBIN drops the last byte (it treats the buffer like
+    NUL-terminated PTX), which truncates the ELF's program headers; ask the loaded NVRTC directly."""
+    try:
+        lib = ctypes.CDLL(f"libnvrtc.so.{nvrtc.getVersion()[0]}")  # the copy CuPy already loaded
+        size = ctypes.c_size_t()
+        if lib.nvrtcGetCUBINSize(ctypes.c_void_p(prog), ctypes.byref(size)) == 0:
+            buf = ctypes.create_string_buffer(size.value)
+            if lib.nvrtcGetCUBIN(ctypes.c_void_p(prog), buf) == 0:
+                return buf.raw
+    except (OSError, AttributeError):
+        pass
+    return nvrtc.getCUBIN(prog)
+
+
+def compile_offline(spec: KernelSpec, cfg: Config, arch: str = "sm_90", flags=ALIGNED) -> CompiledKernel:
+    from cupy.cuda import nvrtc
+
+    if not isinstance(arch, str) or not _ARCH_RE.fullmatch(arch):
+        raise ValueError(f"arch must look like 'sm_80' or 'sm_90', got {arch!r}")
+    name, source = render(spec, cfg, flags)
+    options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"]
+    prog = nvrtc.createProgram(source, f"{spec.name}.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, options)
+        except nvrtc.NVRTCError as e:
+            log = nvrtc.getProgramLog(prog)
+            raise CompileError(
+                f"NVRTC failed to compile kernel {spec.name!r} for {arch} with {dict(cfg)}: {e}\n{log}",
+                log=log, source=source,
+            ) from None
+        log = nvrtc.getProgramLog(prog).rstrip("\x00")
+        cubin = _cubin(nvrtc, prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    return CompiledKernel(
+        kernel=spec.name, config=dict(cfg), arch=arch, name=name, cubin=cubin,
+        dynamic_shared_bytes=spec.smem(cfg), threads=spec.threads(cfg), log=log,
+        **_parse_ptxas(log, name),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Device compilation
+# ---------------------------------------------------------------------------------------------------
+
+_kernels: dict[tuple, object] = {}
+_key_locks: dict[tuple, threading.Lock] = {}
+_registry_lock = threading.Lock()
+stats = {"compiles": 0, "compile_seconds": 0.0}  # read by tests and the bench report
+
+
+def device_kernel(spec: KernelSpec, cfg: Config, flags: tuple[int, ...], device_id: int):
+    """A compiled, launch-ready ``cupy.RawKernel`` for ``cfg`` on ``device_id`` (cached)."""
+    key = (spec.name, tuple(cfg[k] for k in spec.params), flags, device_id)
+    kern = _kernels.get(key)
+    if kern is not None:
+        return kern
+    with _registry_lock:
+        lock = _key_locks.setdefault(key, threading.Lock())
+    with lock:
+        kern = _kernels.get(key)
+        if kern is None:
+            kern = _build(spec, cfg, flags, device_id)
+            _kernels[key] = kern
+    return kern
+
+
+def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
+    import cupy
+    from cupy.cuda.compiler import CompileException
+
+    name, source = render(spec, cfg, flags)
+    t0 = time.perf_counter()
+    with cupy.cuda.Device(device_id) as dev:
+        dynamic = spec.smem(cfg)
+        limit = dev.attributes.get("MaxSharedMemoryPerBlockOptin", DEFAULT_SMEM_LIMIT)
+
+        def too_much(static: int) -> SharedMemoryError:
+            return SharedMemoryError(
+                f"kernel {spec.name!r} with {dict(cfg)} needs {static + dynamic} bytes of shared memory per "
+                f"block ({static} static + {dynamic} dynamic); device {device_id} allows {limit}"
+            )
+
+        if dynamic > limit:  # known before compiling
+            raise too_much(0)
+        kern = cupy.RawKernel(source, name, options=NVRTC_OPTIONS)
+        try:
+            kern.compile()
+        except CompileException as e:
+            raise CompileError(
+                f"NVRTC failed to compile kernel {spec.name!r} with {dict(cfg)}:\n{e}", log=str(e), source=source
+            ) from None
+        static = kern.shared_size_bytes
+        if static + dynamic > limit:
+            raise too_much(static)
+        if dynamic > DEFAULT_SMEM_LIMIT - static:
+            kern.max_dynamic_shared_size_bytes = dynamic  # opt in past the 48 KB default
+        threads = spec.threads(cfg)
+        if kern.max_threads_per_block < threads:
+            raise ConfigError(
+                f"kernel {spec.name!r} with {dict(cfg)} uses {kern.num_regs} registers per thread, so at most "
+                f"{kern.max_threads_per_block} threads fit in a block on device {device_id}; it needs {threads}"
+            )
+    stats["compiles"] += 1
+    stats["compile_seconds"] += time.perf_counter() - t0
+    return kern

@@ -1,0 +1,214 @@
+"""The registry: every kernel's declarative spec, in ladder order.
+
+Adding a kernel = one ``kernels/<name>.cu`` template + one ``KernelSpec`` here. Tests, benchmarks,
+the tuner and the CLI iterate over ``REGISTRY``; nothing else names kernels.
+"""
+
+from __future__ import annotations
+
+from ._spec import Constraint, KernelSpec, at_most_1024_threads, cdiv, positive
+
+C = Constraint
+SMEM_STATIC_LIMIT = 48 * 1024  # static __shared__ arrays cannot opt in past 48 KB
+
+
+def _grid_nm(bm: str, bn: str):
+    """Blocks tile C: x along N (BN columns each), y along M (BM rows each)."""
+    return lambda c, M, N, K: (cdiv(N, c[bn]), cdiv(M, c[bm]), 1)
+
+
+def _static_smem(expr: str) -> Constraint:
+    return C(f"({expr}) * 4 <= {SMEM_STATIC_LIMIT}", "static shared memory is limited to 48 KB per block")
+
+
+_THREADS_2D = "(BM // TM) * (BN // TN)"
+
+# Constraints of the register-tiled, float4 rungs (vectorized and up).
+_FLOAT4_TILES = [
+    C("TM % 4 == 0 and TN % 4 == 0", "a thread's tile is read as float4s, so TM and TN are multiples of 4"),
+    C("BK % 4 == 0 and BN % 4 == 0", "tiles are fetched as float4s along K (A) and N (B)"),
+]
+_SWIZZLE = [
+    C("BK in (4, 8, 16, 32)", "the A swizzle XORs by (k/4) * 128/BK, which needs BK in 4, 8, 16, 32"),
+    C("BM % 32 == 0", "the A swizzle permutes 32-column bands, so BM is a multiple of 32"),
+]
+
+
+def _warptile_derived(c):
+    wmiter = (c["WM"] * c["WN"]) // (32 * c["TM"] * c["TN"] * c["WNITER"])
+    return {
+        "WMITER": wmiter,
+        "WSUBM": c["WM"] // wmiter if wmiter else 0,
+        "WSUBN": c["WN"] // c["WNITER"],
+    }
+
+
+_WARPTILE_CONSTRAINTS = [
+    *positive("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "NUM_THREADS", "MINB"),
+    C("NUM_THREADS % 32 == 0", "NUM_THREADS is a whole number of warps"),
+    at_most_1024_threads("NUM_THREADS"),
+    C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+    C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS", "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    C("(WM * WN) % (32 * TM * TN * WNITER) == 0 and WMITER >= 1",
+      "WMITER = WM*WN / (32*TM*TN*WNITER) must be a positive integer"),
+    C("WM % WMITER == 0 and WN % WNITER == 0", "WMITER and WNITER split the warp tile into equal sub-tiles"),
+    C("WSUBM % TM == 0 and WSUBN % TN == 0",
+      "the warp sub-tile (WSUBM x WSUBN) must divide by the thread tile TM x TN"),
+    C("(WSUBM // TM) * (WSUBN // TN) == 32", "the 32 lanes of a warp exactly cover a warp sub-tile"),
+    *_FLOAT4_TILES,
+    *_SWIZZLE,
+    C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+      "every thread fetches the same number of float4s of the A and B tiles"),
+]
+
+_WARPTILE_DEFAULTS = dict(BM=128, BN=128, BK=16, WM=64, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=256, MINB=2)
+_WARPTILE_SPACE = dict(
+    BM=(64, 128, 256), BN=(64, 128, 256), BK=(8, 16, 32), WM=(32, 64, 128), WN=(32, 64, 128),
+    WNITER=(1, 2, 4), TM=(4, 8), TN=(4, 8), NUM_THREADS=(128, 256), MINB=(1, 2),
+)
+
+
+def _warptile_block(c):
+    return (c["NUM_THREADS"], 1, 1)
+
+
+REGISTRY: dict[str, KernelSpec] = {
+    s.name: s
+    for s in [
+        KernelSpec(
+            name="naive",
+            template="naive.cu",
+            summary="one thread per element of C; threads run down columns (uncoalesced)",
+            defaults=dict(BS=32),
+            block=lambda c: (c["BS"], c["BS"], 1),
+            grid=lambda c, M, N, K: (cdiv(M, c["BS"]), cdiv(N, c["BS"]), 1),
+            constraints=[*positive("BS"), at_most_1024_threads("BS * BS")],
+            space=dict(BS=(8, 16, 32)),
+        ),
+        KernelSpec(
+            name="coalesced",
+            template="coalesced.cu",
+            summary="consecutive threads along a row of C: B loads and C stores coalesce",
+            defaults=dict(BS=32),
+            block=lambda c: (c["BS"] * c["BS"], 1, 1),
+            grid=_grid_nm("BS", "BS"),
+            constraints=[*positive("BS"), at_most_1024_threads("BS * BS")],
+            space=dict(BS=(8, 16, 32)),
+        ),
+        KernelSpec(
+            name="smem",
+            template="smem.cu",
+            summary="shared-memory cache blocking with BS x BS tiles",
+            defaults=dict(BS=32),
+            block=lambda c: (c["BS"] * c["BS"], 1, 1),
+            grid=_grid_nm("BS", "BS"),
+            constraints=[*positive("BS"), at_most_1024_threads("BS * BS"), _static_smem("2 * BS * BS")],
+            space=dict(BS=(8, 16, 32)),
+        ),
+        KernelSpec(
+            name="blocktile_1d",
+            template="blocktile_1d.cu",
+            summary="each thread computes TM results down a column of C",
+            defaults=dict(BM=64, BN=64, BK=8, TM=8),
+            block=lambda c: (c["BM"] * c["BN"] // c["TM"], 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            constraints=[
+                *positive("BM", "BN", "BK", "TM"),
+                C("BM % TM == 0", "TM divides BM: each thread owns TM whole rows"),
+                at_most_1024_threads("BM * BN // TM"),
+                _static_smem("BM * BK + BK * BN"),
+            ],
+            space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(4, 8, 16), TM=(4, 8, 16)),
+        ),
+        KernelSpec(
+            name="blocktile_2d",
+            template="blocktile_2d.cu",
+            summary="each thread computes a TM x TN tile as outer products from shared memory",
+            defaults=dict(BM=128, BN=128, BK=8, TM=8, TN=8),
+            block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            constraints=[
+                *positive("BM", "BN", "BK", "TM", "TN"),
+                C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
+                at_most_1024_threads(_THREADS_2D),
+                _static_smem("BM * (BK + 1) + BK * BN"),
+            ],
+            space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8)),
+        ),
+        KernelSpec(
+            name="vectorized",
+            template="vectorized.cu",
+            summary="16-byte global loads/stores; A transposed in shared memory, read as float4",
+            defaults=dict(BM=128, BN=128, BK=8, TM=8, TN=8),
+            block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            constraints=[
+                *positive("BM", "BN", "BK", "TM", "TN"),
+                C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
+                at_most_1024_threads(_THREADS_2D),
+                *_FLOAT4_TILES,
+                C(f"(BM * BK) % (4 * {_THREADS_2D}) == 0 and (BK * BN) % (4 * {_THREADS_2D}) == 0",
+                  "every thread fetches the same number of float4s of the A and B tiles"),
+                _static_smem("BK * BM + BK * BN"),
+            ],
+            space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8)),
+        ),
+        KernelSpec(
+            name="bank_conflict_free",
+            template="bank_conflict_free.cu",
+            summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
+            defaults=dict(BM=128, BN=128, BK=8, TM=8, TN=8, SWIZZLE=1, PAD=4),
+            block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            constraints=[
+                *positive("BM", "BN", "BK", "TM", "TN"),
+                C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
+                at_most_1024_threads(_THREADS_2D),
+                *_FLOAT4_TILES,
+                C(f"(BM * BK) % (4 * {_THREADS_2D}) == 0 and (BK * BN) % (4 * {_THREADS_2D}) == 0",
+                  "every thread fetches the same number of float4s of the A and B tiles"),
+                C("SWIZZLE in (0, 1)", "SWIZZLE is 1 (XOR swizzle) or 0 (padding by PAD floats)"),
+                C("PAD % 4 == 0", "PAD keeps rows 16-byte aligned for LDS.128, so it is a multiple of 4"),
+                C("SWIZZLE == 0 or (BK in (4, 8, 16, 32) and BM % 32 == 0)",
+                  "the A swizzle needs BK in 4, 8, 16, 32 and BM a multiple of 32"),
+                _static_smem("BK * (BM + PAD * (1 - SWIZZLE)) + BK * BN"),
+            ],
+            space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8), SWIZZLE=(0, 1)),
+        ),
+        KernelSpec(
+            name="warptile",
+            template="warptile.cu",
+            summary="block -> warp -> thread tiling; conflict-free LDS.128 per warp sub-tile",
+            defaults=_WARPTILE_DEFAULTS,
+            block=_warptile_block,
+            grid=_grid_nm("BM", "BN"),
+            smem=lambda c: c["BK"] * (c["BM"] + c["BN"]) * 4,
+            constraints=_WARPTILE_CONSTRAINTS,
+            derived=_warptile_derived,
+            space=_WARPTILE_SPACE,
+        ),
+        KernelSpec(
+            name="double_buffer",
+            template="double_buffer.cu",
+            summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
+            defaults=_WARPTILE_DEFAULTS,
+            block=_warptile_block,
+            grid=_grid_nm("BM", "BN"),
+            smem=lambda c: 2 * c["BK"] * (c["BM"] + c["BN"]) * 4,
+            constraints=_WARPTILE_CONSTRAINTS,
+            derived=_warptile_derived,
+            space=_WARPTILE_SPACE,
+        ),
+    ]
+}
+
+
+def get_spec(name: str) -> KernelSpec:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown kernel {name!r}; the kernels are {list(REGISTRY)}") from None
+
+
+def gemm_kernels() -> list[str]:
+    return [n for n, s in REGISTRY.items() if s.kind == "gemm"]

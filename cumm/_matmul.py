@@ -1,0 +1,161 @@
+"""``cumm.matmul``: argument checks, plan lookup (cached per kernel/config/alignment/device), launch.
+
+The per-call path is kept short: a cached plan holds the compiled kernel, block, dynamic shared memory
+and the spec's grid function, so a cache hit only checks the arrays and launches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import cupy
+import numpy as np
+
+from . import _auto
+from ._compile import device_kernel
+from ._ladder import REGISTRY, get_spec
+
+SUPPORTED_DTYPES = ("float32",)
+_INT32_MAX = 2**31 - 1
+_F32 = np.dtype(np.float32)
+
+
+class _Plan:
+    __slots__ = ("spec", "cfg", "kern", "block", "smem")
+
+    def __init__(self, spec, cfg, kern):
+        self.spec, self.cfg, self.kern = spec, cfg, kern
+        self.block = spec.block(cfg)
+        self.smem = spec.smem(cfg)
+
+    def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc) -> None:
+        grid = self.spec.grid(self.cfg, M, N, K)
+        if grid[1] > 65535 or grid[2] > 65535:
+            raise ValueError(
+                f"kernel {self.spec.name!r} with {self.cfg} needs a grid of {grid} blocks for a {M}x{N}x{K} "
+                "product; CUDA allows at most 65535 blocks in y and z: use larger tiles or another kernel"
+            )
+        i32 = np.int32
+        self.kern(grid, self.block,
+                  (i32(M), i32(N), i32(K), np.float32(alpha), a, i32(lda), b, i32(ldb), np.float32(beta), c, i32(ldc)),
+                  shared_mem=self.smem)
+
+
+_plans: dict[tuple, _Plan] = {}
+_cc: dict[int, int] = {}
+
+
+def compute_capability(device_id: int) -> int:
+    cc = _cc.get(device_id)
+    if cc is None:
+        cc = _cc[device_id] = int(cupy.cuda.Device(device_id).compute_capability)
+    return cc
+
+
+def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, int, int], device_id: int) -> _Plan:
+    key = (kernel, None if config is None else tuple(sorted(config.items())), flags, device_id)
+    plan = _plans.get(key)
+    if plan is None:
+        spec = get_spec(kernel)
+        if spec.kind != "gemm":
+            raise ValueError(f"kernel {kernel!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
+        cfg = spec.resolve(config, compute_capability(device_id))
+        plan = _plans[key] = _Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id))
+    return plan
+
+
+def gemm_kernels_list() -> list[str]:
+    return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
+
+
+def _check_operand(x, name: str) -> None:
+    if not isinstance(x, cupy.ndarray):
+        raise TypeError(
+            f"{name} must be a cupy.ndarray, got {type(x).__module__}.{type(x).__name__}; "
+            f"move it to the GPU first with cupy.asarray({name})"
+        )
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (a matrix), got a {x.ndim}-D array of shape {x.shape}")
+    if x.dtype != _F32:
+        raise TypeError(f"{name} has dtype {x.dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
+
+
+def _row_major(x, name: str, copy_ok: bool):
+    """(array, leading dimension) with unit column stride; copies only when allowed and needed."""
+    rows, cols = x.shape
+    if x.flags.c_contiguous:
+        return x, max(cols, 1)
+    s0, s1 = x.strides
+    if (s1 == 4 or cols == 1) and s0 > 0 and s0 % 4 == 0 and s0 // 4 >= cols:
+        return x, s0 // 4
+    if not copy_ok:
+        raise ValueError(
+            f"{name} must be C-contiguous (or row-major with unit column stride); got strides {x.strides} "
+            f"for shape {x.shape}: pass cupy.ascontiguousarray({name}) and copy back"
+        )
+    return cupy.ascontiguousarray(x), max(cols, 1)
+
+
+def _aligned(x, ld: int) -> int:
+    return int(x.data.ptr % 16 == 0 and ld % 4 == 0)
+
+
+def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = None, out=None,
+           alpha: float = 1.0, beta: float = 0.0):
+    _check_operand(a, "a")
+    _check_operand(b, "b")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise ValueError(f"shapes {a.shape} and {b.shape} do not align: a has {K} columns, b has {K2} rows")
+    dev = a.device.id
+    if b.device.id != dev:
+        raise ValueError(f"a is on device {dev} and b on device {b.device.id}; put both on one device")
+    if max(M, N, K) > _INT32_MAX:
+        raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
+    alpha, beta = float(alpha), float(beta)
+    if out is None:
+        if beta != 0.0:
+            raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
+        out = cupy.empty((M, N), dtype=_F32)
+    else:
+        _check_out(out, a, b, M, N, dev)
+
+    if M == 0 or N == 0:
+        return out
+    if K == 0:  # the empty sum: alpha * 0 + beta * out
+        if beta == 0.0:
+            out.fill(0)
+        else:
+            out *= np.float32(beta)
+        return out
+
+    a, lda = _row_major(a, "a", copy_ok=True)
+    b, ldb = _row_major(b, "b", copy_ok=True)
+    c, ldc = _row_major(out, "out", copy_ok=False)
+    if max(lda, ldb, ldc) > _INT32_MAX:
+        raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
+
+    if kernel == "auto":
+        kernel, config = _auto.select(M, N, K, dev, config)
+    flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc))
+    plan = get_plan(kernel, config, flags, dev)
+    if dev != cupy.cuda.runtime.getDevice():
+        with cupy.cuda.Device(dev):
+            plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+    else:
+        plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+    return out
+
+
+def _check_out(out, a, b, M: int, N: int, dev: int) -> None:
+    if not isinstance(out, cupy.ndarray):
+        raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
+    if out.dtype != _F32:
+        raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
+    if out.shape != (M, N):
+        raise ValueError(f"out has shape {out.shape}; the product of {a.shape} and {b.shape} needs ({M}, {N})")
+    if out.device.id != dev:
+        raise ValueError(f"out is on device {out.device.id} but a and b are on device {dev}")
+    if cupy.may_share_memory(out, a) or cupy.may_share_memory(out, b):
+        raise ValueError("out overlaps a or b in memory; the kernels read a and b while writing out: pass a new array")

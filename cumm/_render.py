@@ -1,0 +1,50 @@
+"""Template rendering: a configuration becomes CUDA source with a unique ``extern "C"`` name.
+
+The rendered source is ``#define``s for every parameter and alignment flag, then ``common.cuh``, then the
+kernel's template. The function name spells out the configuration, so each configuration is its own
+entry in CuPy's on-disk cache on every CuPy version, and profiles name the exact variant.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from importlib import resources
+
+from ._spec import Config, KernelSpec
+
+COMMON_HEADER = "common.cuh"
+# Alignment flags, in order: 16-byte accesses on A, B, C are legal (see common.cuh).
+FLAG_NAMES = ("VEC_A", "VEC_B", "VEC_C")
+ALIGNED = (1, 1, 1)
+
+
+@functools.cache
+def template_text(filename: str) -> str:
+    return resources.files("cumm").joinpath("kernels", filename).read_text()
+
+
+@functools.cache
+def template_hash(spec: KernelSpec) -> str:
+    """Changes whenever the kernel's source (template or common header) changes."""
+    text = template_text(COMMON_HEADER) + template_text(spec.template)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> str:
+    params = "_".join(f"{k}{cfg[k]}" for k in spec.params)
+    vec = "v" + "".join(str(int(f)) for f in flags)
+    return f"cumm_{spec.name}_{params}_{vec}"
+
+
+def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> tuple[str, str]:
+    """Return (function name, CUDA source) for ``cfg`` (already resolved and checked)."""
+    name = kernel_name(spec, cfg, flags)
+    lines = [f"// cumm: {spec.name} rendered for {dict(cfg)}", f"#define CUMM_KERNEL {name}"]
+    lines += [f"#define {k} {int(cfg[k])}" for k in spec.params]
+    lines += [f"#define {f} {int(v)}" for f, v in zip(FLAG_NAMES, flags, strict=True)]
+    lines.append(f'#line 1 "{COMMON_HEADER}"')
+    lines.append(template_text(COMMON_HEADER))
+    lines.append(f'#line 1 "{spec.template}"')
+    lines.append(template_text(spec.template))
+    return name, "\n".join(lines)

@@ -1,0 +1,137 @@
+"""Declarative kernel specifications.
+
+A kernel is declared once, as a :class:`KernelSpec`: its template file, tile parameters with defaults
+(optionally per compute capability), constraints between parameters (each with a message), the tuning
+space, and how grid, block and dynamic shared memory follow from the parameters and M, N, K.
+Tests, benchmarks, the tuner and the CLI discover kernels through the registry in ``_ladder``.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ._errors import ConfigError
+
+Config = Mapping[str, int]
+Dim3 = tuple[int, int, int]
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A Python expression over the parameters that must hold, and why."""
+
+    expr: str
+    message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_code", compile(self.expr, f"<constraint {self.expr}>", "eval"))
+
+    def holds(self, cfg: Config) -> bool:
+        return bool(eval(self._code, {"__builtins__": {}, "min": min, "max": max}, dict(cfg)))
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    template: str
+    summary: str
+    defaults: Mapping[str, int]
+    block: Callable[[Config], Dim3]
+    grid: Callable[[Config, int, int, int], Dim3]
+    constraints: Sequence[Constraint] = ()
+    smem: Callable[[Config], int] = lambda cfg: 0  # dynamic shared memory, bytes
+    cc_defaults: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    space: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    derived: Callable[[Config], dict[str, int]] = lambda cfg: {}  # named helpers for constraints
+    kind: str = "gemm"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
+        for cc, over in self.cc_defaults.items():
+            unknown = set(over) - set(self.defaults)
+            if unknown:
+                raise ValueError(f"{self.name}: cc_defaults[{cc}] names unknown parameters {sorted(unknown)}")
+        unknown = set(self.space) - set(self.defaults)
+        if unknown:
+            raise ValueError(f"{self.name}: space names unknown parameters {sorted(unknown)}")
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(self.defaults)
+
+    def default_config(self, cc: int | None = None) -> dict[str, int]:
+        cfg = dict(self.defaults)
+        if cc is not None:
+            cfg.update(self.cc_defaults.get(cc, {}))
+        return cfg
+
+    def resolve(self, overrides: Mapping[str, int] | None = None, cc: int | None = None) -> dict[str, int]:
+        """Defaults for ``cc`` updated with ``overrides``; raises ConfigError naming what is wrong."""
+        cfg = self.default_config(cc)
+        if overrides:
+            unknown = [k for k in overrides if k not in cfg]
+            if unknown:
+                raise ConfigError(
+                    f"kernel {self.name!r} has no parameter(s) {unknown}; its parameters are {list(cfg)}"
+                )
+            for k, v in overrides.items():
+                try:
+                    if isinstance(v, bool):
+                        raise TypeError
+                    iv = operator.index(v)
+                except TypeError:
+                    iv = -1
+                if iv < 0:
+                    raise ConfigError(
+                        f"kernel {self.name!r}: parameter {k} must be a non-negative integer, got {v!r}"
+                    )
+                cfg[k] = iv
+        self.check(cfg)
+        return cfg
+
+    def violations(self, cfg: Config) -> list[str]:
+        """Messages of every constraint ``cfg`` violates, each with the expression and the values."""
+        env = dict(cfg)
+        try:
+            env.update(self.derived(cfg))
+        except ZeroDivisionError:  # a zero parameter; its own constraint reports it
+            pass
+        out = []
+        for c in self.constraints:
+            try:
+                ok = c.holds(env)
+            except (ZeroDivisionError, NameError):
+                ok = False
+            if not ok:
+                names = [p for p in env if re.search(rf"\b{p}\b", c.expr)]
+                values = ", ".join(f"{p}={env[p]}" for p in names)
+                out.append(f"{c.message} (needs {c.expr}; got {values})")
+                if c.expr.endswith(">= 1"):  # later constraints would divide by zero
+                    break
+        return out
+
+    def check(self, cfg: Config) -> None:
+        bad = self.violations(cfg)
+        if bad:
+            raise ConfigError(f"invalid configuration for kernel {self.name!r}: " + "; ".join(bad))
+
+    def threads(self, cfg: Config) -> int:
+        x, y, z = self.block(cfg)
+        return x * y * z
+
+
+# Constraints shared by several rungs.
+def positive(*names: str) -> list[Constraint]:
+    return [Constraint(f"{n} >= 1", f"{n} must be at least 1") for n in names]
+
+
+def at_most_1024_threads(threads_expr: str) -> Constraint:
+    return Constraint(f"{threads_expr} <= 1024", "a CUDA block has at most 1024 threads")

@@ -1,0 +1,75 @@
+// common.cuh: included (textually, by cumm's renderer) into every GEMM kernel after the configuration's
+// #defines. Every kernel computes C = alpha * A @ B + beta * C for row-major A (M x K, row stride lda),
+// B (K x N, ldb) and C (M x N, ldc). VEC_A / VEC_B / VEC_C are 1 when the renderer has checked that
+// the pointer is 16-byte aligned and the leading dimension is a multiple of 4, so float4 accesses are legal.
+#define CUMM_GEMM_ARGS                                                                         \
+    const int M, const int N, const int K, const float alpha,                                  \
+    const float* __restrict__ A, const int lda, const float* __restrict__ B, const int ldb,    \
+    const float beta, float* __restrict__ C, const int ldc
+
+typedef long long i64;  // offsets: M * lda can pass 2^31 for large matrices
+
+// C is read only when beta != 0: a NaN already in C must not leak into alpha * A @ B.
+__device__ __forceinline__ float cumm_epilogue(float acc, const float* c, float alpha, float beta) {
+    return beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
+}
+
+// Four consecutive floats of a row, zero where col + i >= ncols. The 16-byte load runs only when
+// VEC (alignment, checked by the caller's flag) holds and all four are in range.
+template <int VEC>
+__device__ __forceinline__ float4 cumm_load4(const float* __restrict__ row, int col, int ncols, bool row_ok) {
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (!row_ok) return v;
+    if (VEC && col + 3 < ncols) return *reinterpret_cast<const float4*>(row + col);
+    if (col + 0 < ncols) v.x = row[col + 0];
+    if (col + 1 < ncols) v.y = row[col + 1];
+    if (col + 2 < ncols) v.z = row[col + 2];
+    if (col + 3 < ncols) v.w = row[col + 3];
+    return v;
+}
+
+// Store four consecutive outputs of one row of C, through one 16-byte access when legal.
+template <int VEC>
+__device__ __forceinline__ void cumm_store4(float* __restrict__ row, int col, int ncols, float4 acc,
+                                            float alpha, float beta) {
+    if (VEC && col + 3 < ncols) {
+        float4* p = reinterpret_cast<float4*>(row + col);
+        float4 o;
+        if (beta == 0.0f) {
+            o = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);
+        } else {
+            const float4 c = *p;
+            o = make_float4(alpha * acc.x + beta * c.x, alpha * acc.y + beta * c.y,
+                            alpha * acc.z + beta * c.z, alpha * acc.w + beta * c.w);
+        }
+        *p = o;
+        return;
+    }
+    if (col + 0 < ncols) row[col + 0] = cumm_epilogue(acc.x, row + col + 0, alpha, beta);
+    if (col + 1 < ncols) row[col + 1] = cumm_epilogue(acc.y, row + col + 1, alpha, beta);
+    if (col + 2 < ncols) row[col + 2] = cumm_epilogue(acc.z, row + col + 2, alpha, beta);
+    if (col + 3 < ncols) row[col + 3] = cumm_epilogue(acc.w, row + col + 3, alpha, beta);
+}
+
+// A ROWS x COLS tile (COLS % 4 == 0) of a row-major matrix, fetched from global memory into registers
+// as float4s: slot s of thread t holds tile element (row(s), col(s) .. col(s) + 3). Consecutive threads
+// take consecutive float4s of a row, so a warp's loads coalesce. Out-of-range elements read as zero.
+template <int ROWS, int COLS, int NT, int VEC>
+struct cumm_tile_fetch {
+    static constexpr int SLOTS = ROWS * COLS / 4 / NT;
+    static_assert(SLOTS * 4 * NT == ROWS * COLS, "every thread fetches the same number of float4s");
+    float4 v[SLOTS];
+
+    __device__ __forceinline__ static int row(int s, int tid) { return (tid + s * NT) / (COLS / 4); }
+    __device__ __forceinline__ static int col(int s, int tid) { return (tid + s * NT) % (COLS / 4) * 4; }
+
+    __device__ __forceinline__ void fetch(const float* __restrict__ g, int ld, int row0, int nrows,
+                                          int col0, int ncols, int tid) {
+#pragma unroll
+        for (int s = 0; s < SLOTS; ++s) {
+            const int r = row0 + row(s, tid);
+            const bool ok = r < nrows;
+            v[s] = cumm_load4<VEC>(g + (i64)(ok ? r : 0) * ld, col0 + col(s, tid), ncols, ok);
+        }
+    }
+};
