@@ -1,0 +1,51 @@
+"""Run every kernel on the shapes given, checking results, for compute-sanitizer.
+
+    compute-sanitizer --tool memcheck python3 bench/sanitize.py
+    compute-sanitizer --tool racecheck python3 bench/sanitize.py --shapes 127x131x137
+
+CuPy's memory pool is switched off so each array is its own allocation and memcheck sees exact bounds.
+Both the 16-byte path (contiguous operands) and the scalar path (misaligned views) run.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import cupy
+
+import cumm
+
+cupy.cuda.set_allocator(None)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--shapes", default="127x131x137,4097x4095x33")
+    p.add_argument("--kernels", default=",".join(cumm.kernels()))
+    a = p.parse_args()
+    rng = cupy.random.default_rng(0)
+    worst = 0.0
+    for shape in a.shapes.split(","):
+        M, N, K = map(int, shape.split("x"))
+        for kernel in a.kernels.split(","):
+            for aligned in (True, False):
+                if aligned:
+                    A = rng.standard_normal((M, K), dtype=cupy.float32)
+                    B = rng.standard_normal((K, N), dtype=cupy.float32)
+                else:  # views one float past a 16-byte boundary: the scalar path
+                    A = rng.standard_normal((M, K + 1), dtype=cupy.float32)[:, 1:]
+                    B = rng.standard_normal((K, N + 1), dtype=cupy.float32)[:, 1:]
+                C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+                cumm.matmul(A, B, kernel=kernel, out=C)
+                ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
+                err = float(cupy.linalg.norm(C - ref) / cupy.linalg.norm(ref))
+                worst = max(worst, err) if err == err else float("inf")
+                print(f"{kernel:20s} {shape:16s} {'aligned' if aligned else 'scalar':8s} rel_err {err:.2e}")
+    cupy.cuda.Device().synchronize()
+    print(f"worst relative error {worst:.2e}")
+    if not worst < 1e-5:
+        raise SystemExit("FAILED: relative error above 1e-5")
+
+
+if __name__ == "__main__":
+    main()

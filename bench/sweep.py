@@ -1,0 +1,81 @@
+"""Time a list of (kernel, config) candidates beside cuBLAS: the developer's tool for choosing defaults.
+
+    python3 bench/sweep.py --sizes 4096,4095,4097 [--only double_buffer]
+
+CUDA events, warm-up excluded, median of --repeat runs, inputs rotated over enough sets to exceed L2.
+Results feed bench/NOTES.md; `python -m cumm bench` is the user-facing benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import cupy
+
+import cumm
+
+W = dict(BM=128, BN=128, BK=16, WM=64, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=256, MINB=2)
+CANDIDATES = {
+    "blocktile_2d": [{}, dict(BK=16), dict(TM=4, TN=8, BM=64)],
+    "vectorized": [{}, dict(BK=16)],
+    "bank_conflict_free": [{}, dict(BK=16), dict(SWIZZLE=0, PAD=4)],
+    "warptile": [{}, dict(BK=8), dict(MINB=1), dict(BK=32, MINB=1),
+                 dict(W, BM=128, BN=256, WM=64, WN=64, WNITER=4, MINB=1),
+                 dict(W, BM=256, BN=128, WM=64, WN=64, WNITER=4, MINB=1)],
+    "double_buffer": [{}, dict(BK=8), dict(MINB=1), dict(BK=8, MINB=1), dict(BK=32, MINB=1),
+                      dict(W, BM=128, BN=256, WM=64, WN=64, WNITER=4, MINB=1),
+                      dict(W, BM=256, BN=128, WM=64, WN=64, WNITER=4, MINB=1),
+                      dict(W, BM=256, BN=128, WM=64, WN=64, WNITER=4, BK=8, MINB=1),
+                      dict(W, NUM_THREADS=128, WM=64, WN=64, WNITER=2, MINB=1)],
+}
+
+
+def timed(fn, sets, repeat: int) -> float:
+    for i in range(3):
+        fn(*sets[i % len(sets)])
+    times = []
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    for i in range(repeat):
+        args = sets[i % len(sets)]
+        start.record()
+        fn(*args)
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    return statistics.median(times)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="4096")
+    p.add_argument("--only", default="")
+    p.add_argument("--repeat", type=int, default=20)
+    a = p.parse_args()
+    rng = cupy.random.default_rng(0)
+    for n in map(int, a.sizes.split(",")):
+        nsets = max(2, -(-3 * 60 * 2**20 // (2 * n * n * 4)))
+        sets = [(rng.standard_normal((n, n), dtype=cupy.float32), rng.standard_normal((n, n), dtype=cupy.float32))
+                for _ in range(nsets)]
+        flops = 2.0 * n**3
+        ref = sets[0][0].astype(cupy.float64) @ sets[0][1].astype(cupy.float64)
+        cublas = timed(lambda x, y: cupy.matmul(x, y), sets, a.repeat)
+        print(f"n={n} cuBLAS {cublas:.3f} ms {flops / cublas / 1e9:.1f} TFLOP/s", flush=True)
+        for kernel, configs in CANDIDATES.items():
+            if a.only and kernel not in a.only.split(","):
+                continue
+            for cfg in configs:
+                try:
+                    out = cumm.matmul(*sets[0], kernel=kernel, config=cfg or None)
+                    err = float(cupy.linalg.norm(out - ref) / cupy.linalg.norm(ref))
+                    ms = timed(lambda x, y, k=kernel, c=cfg: cumm.matmul(x, y, kernel=k, config=c or None),
+                               sets, a.repeat)
+                    r = cumm.compile(kernel, cfg or None, "sm_90")
+                    print(f"  {kernel:18s} {ms:8.3f} ms {flops / ms / 1e9:6.1f} TFLOP/s {cublas / ms:6.1%} "
+                          f"err {err:.1e} regs {r.registers} spill {r.spill_bytes}  {cfg}", flush=True)
+                except Exception as e:  # report and go on: one bad candidate must not end the sweep
+                    print(f"  {kernel:18s} ERROR {type(e).__name__}: {str(e)[:200]}  {cfg}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
