@@ -73,3 +73,37 @@ struct cumm_tile_fetch {
         }
     }
 };
+
+// Asynchronous global -> shared copies (cp.async, sm_80+): the data skips registers, so a kernel can
+// prefetch the next tile without holding it in registers. src_bytes < size zero-fills the rest; with
+// src_bytes = 0 nothing is read. Before sm_80 these fall back to plain (synchronous) copies.
+__device__ __forceinline__ void cumm_cp_async4(float* dst, const float* src, bool ok) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 4 : 0));
+#else
+    *dst = ok ? *src : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void cumm_cp_async16(float* dst, const float* src, int src_bytes) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
+#else
+#pragma unroll
+    for (int i = 0; i < 4; ++i) dst[i] = 4 * i < src_bytes ? src[i] : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void cumm_cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+__device__ __forceinline__ void cumm_cp_async_wait_all() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;\n" ::);
+#endif
+}
