@@ -1,0 +1,114 @@
+"""pytest-benchmark suite: every kernel of the ladder, and cuBLAS (cupy.matmul, FP32) as the baseline.
+
+    pytest --benchmark-only [--cumm-sizes 512,1024] [--benchmark-json results.json]
+
+How a round is timed: the benchmark's timer synchronizes the device before it reads the clock, and a round
+is ``iterations`` back-to-back calls (about ROUND_S of GPU work) rotating over input sets that together
+exceed twice the L2 cache. pytest-benchmark divides the round by ``iterations``, so the synchronizations and
+the launch latency are amortized and the per-call time is the device's. Warm-up rounds are excluded. Every
+kernel is checked against a float64 product before it is timed; a wrong one fails and is not timed.
+
+extra_info: tflops (from the median), cublas_tflops (same size, measured once per session the same way),
+ratio (tflops / cublas_tflops), rel_err.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+
+import cupy
+import pytest
+
+import cumm
+from cumm import _bench
+
+ROUND_S = 0.02  # GPU work per round: long enough that two synchronizations are noise
+ROUNDS = 20
+BUDGET_S = 2.0  # slow kernels (naive at 4096) get fewer rounds, but at least _bench.MIN_RUNS
+
+
+def synchronized_clock() -> float:
+    """perf_counter once the device has finished all queued work, so a round's time covers its GPU work."""
+    cupy.cuda.Device().synchronize()
+    return time.perf_counter()
+
+
+pytestmark = pytest.mark.benchmark(timer=synchronized_clock)
+
+
+class Workload:
+    """Rotating input sets for one square size, with the float64 reference of the first set."""
+
+    def __init__(self, rng, size: int):
+        self.sets = _bench.input_sets(rng, size, size, size)
+        self.ref, self.ref_norm = _bench.reference(*self.sets[0][:2])
+
+    def rotating(self, call):
+        nxt = itertools.cycle(self.sets).__next__
+        return lambda: call(*nxt())
+
+
+def _plan(fn) -> tuple[int, int]:
+    """(iterations per round, rounds) from a quick CUDA-event estimate of one call."""
+    est_ms = _bench.time_ms(fn, warmup=2, repeat=5, budget_s=0.5)
+    iterations = max(1, round(ROUND_S * 1e3 / est_ms))
+    rounds = min(ROUNDS, max(_bench.MIN_RUNS, int(BUDGET_S * 1e3 / (est_ms * iterations))))
+    return iterations, rounds
+
+
+@pytest.fixture(scope="session")
+def workload():
+    try:
+        _bench.check_tf32()
+    except _bench.BenchError as e:
+        pytest.fail(str(e), pytrace=False)
+    rng = cupy.random.default_rng()
+    cache: dict[int, Workload] = {}
+
+    def get(size: int) -> Workload:
+        if size not in cache:
+            cache[size] = Workload(rng, size)
+        return cache[size]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def cublas_tflops(workload):
+    """cuBLAS TFLOP/s per size, measured once per session with the same rounds as the benchmarks."""
+    cache: dict[int, float] = {}
+
+    def get(size: int) -> float:
+        if size not in cache:
+            fn = workload(size).rotating(_bench.kernel_call(_bench.CUBLAS))
+            iterations, rounds = _plan(fn)
+            per_call = []
+            for _ in range(rounds):
+                t0 = synchronized_clock()
+                for _ in range(iterations):
+                    fn()
+                per_call.append((synchronized_clock() - t0) / iterations)
+            cache[size] = _bench.tflops(size, size, size, statistics.median(per_call) * 1e3)
+        return cache[size]
+
+    return get
+
+
+@pytest.mark.parametrize("kernel", [_bench.CUBLAS, *cumm.kernels()])
+def test_sgemm(benchmark, kernel: str, size: int, workload, cublas_tflops):
+    w = workload(size)
+    call = _bench.kernel_call(kernel)
+    err = _bench.verify(call, w.sets[0], w.ref, w.ref_norm)
+    assert err < _bench.TOLERANCE, f"{kernel} at {size}^3: relative error {err:.2e} against float64; not timed"
+
+    fn = w.rotating(call)
+    iterations, rounds = _plan(fn)
+    benchmark.group = f"{size}x{size}x{size}"
+    benchmark.extra_info.update(kernel=kernel, M=size, N=size, K=size, rel_err=err)
+    benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=1)
+    if benchmark.stats:  # None under --benchmark-disable
+        tf = _bench.tflops(size, size, size, benchmark.stats.stats.median * 1e3)
+        base = cublas_tflops(size)
+        benchmark.extra_info.update(tflops=round(tf, 3), cublas_tflops=round(base, 3), ratio=round(tf / base, 4))

@@ -1,0 +1,503 @@
+"""Honest GPU timing of the ladder against cuBLAS (``python -m cumm bench``).
+
+What makes the numbers honest:
+
+* CUDA events time the device, warm-up is excluded, the median of the runs is reported;
+* operands rotate over enough input sets that their total size exceeds twice the L2 cache, so no timed call
+  finds its operands L2-resident; inputs are fresh random normals, never zeros;
+* every kernel is verified against a float64 product before it is timed (output pre-filled with NaN, so a
+  kernel that skips elements cannot pass); a wrong kernel gets FAIL and no time;
+* the cuBLAS baseline (``cupy.matmul``, true FP32) is measured in the same run, shape by shape, and the
+  benchmark refuses to run where an environment variable would switch it to TF32.
+
+GPU-free pieces (parsing, rows, tables, JSON, plots) take plain data so that they can be tested on a CPU.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+Shape = tuple[int, int, int]
+Row = dict[str, object]
+
+CUBLAS = "cublas"  # the baseline's name in results
+DEFAULT_SIZES = (1024, 2048, 4096)
+DEFAULT_WARMUP = 3
+DEFAULT_REPEAT = 20
+BUDGET_S = 2.0  # timed runs per (kernel, shape) stop at about this, but never below MIN_RUNS
+MIN_RUNS = 3
+TOLERANCE = 1e-4  # relative Frobenius error against float64; FP32 kernels land near 1e-6
+L2_FALLBACK_BYTES = 60 * 2**20  # H200; used only if the device does not report its L2 size
+TF32_VARS = ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
+HOST_OVERHEAD_SHAPE = (64, 64, 64)
+
+
+class BenchError(RuntimeError):
+    """The benchmark cannot produce honest numbers here (no GPU, TF32 forced, broken baseline)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pure helpers (no GPU)
+# ---------------------------------------------------------------------------------------------------
+
+def parse_shape(text: str) -> Shape:
+    """``"4096x1024x512"`` -> ``(4096, 1024, 512)`` (M x N x K); ValueError saying what is wrong."""
+    parts = text.strip().lower().split("x")
+    if len(parts) != 3:
+        raise ValueError(f"malformed shape {text!r}: expected MxNxK with three positive integers, e.g. 4096x4096x4096")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise ValueError(f"malformed shape {text!r}: M, N and K must be integers, e.g. 4096x1024x512") from None
+    if min(dims) <= 0:
+        raise ValueError(f"malformed shape {text!r}: M, N and K must be positive")
+    return dims  # type: ignore[return-value]
+
+
+def shape_str(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def check_tf32(environ: Mapping[str, str] | None = None) -> None:
+    """Raise BenchError if the environment would let cuBLAS compute the FP32 baseline in TF32."""
+    env = os.environ if environ is None else environ
+    for var in TF32_VARS:
+        val = env.get(var, "").strip()
+        try:
+            off = val == "" or int(val) == 0
+        except ValueError:
+            off = False  # a value we cannot read might mean "on": refuse rather than publish a TF32 baseline
+        if not off:
+            raise BenchError(
+                f"{var}={val!r} is set: cuBLAS would compute the float32 baseline in TF32 (10-bit mantissa), "
+                f"so the comparison would be unfair; unset {var} (or set it to 0) and run again"
+            )
+
+
+def tflops(M: int, N: int, K: int, ms: float) -> float:
+    return 2.0 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def n_input_sets(operand_bytes: int, set_bytes: int, l2_bytes: int, free_bytes: int) -> int:
+    """How many (A, B, C) sets to rotate over: enough that the operands exceed 2x L2, at least 2,
+    and no more than half the free device memory holds."""
+    want = 2 * l2_bytes // operand_bytes + 1
+    fit = free_bytes // (2 * set_bytes)
+    return max(2, min(want, fit))
+
+
+def planned_runs(est_ms: float, repeat: int, budget_s: float, min_runs: int = MIN_RUNS) -> int:
+    """Timed runs for a call taking about ``est_ms``: ``repeat``, cut to the time budget but kept >= min_runs."""
+    affordable = int(budget_s * 1e3 / max(est_ms, 1e-6))
+    return min(repeat, max(min_runs, affordable))
+
+
+def make_row(kernel: str, shape: Shape, *, ms: float | None, rel_err: float | None, runs: int = 0,
+             cublas_tflops: float | None = None, error: str | None = None) -> Row:
+    """One result. A row is "ok" only if it was verified (rel_err < TOLERANCE) and timed; otherwise it is
+    "FAIL" and carries no time, so a wrong kernel can never show a speed."""
+    M, N, K = shape
+    if rel_err is not None and not math.isfinite(rel_err):
+        rel_err, error = None, error or "result contains NaN or Inf"
+    ok = error is None and rel_err is not None and rel_err < TOLERANCE and ms is not None
+    if not ok and error is None and rel_err is not None:
+        error = f"relative error {rel_err:.2e} >= {TOLERANCE:.0e}"
+    tf = tflops(M, N, K, ms) if ok else None
+    row: Row = {
+        "kernel": kernel, "M": M, "N": N, "K": K,
+        "ms": ms if ok else None,
+        "tflops": tf,
+        "cublas_tflops": cublas_tflops,
+        "ratio": tf / cublas_tflops if tf is not None and cublas_tflops else None,
+        "rel_err": rel_err,
+        "runs": runs if ok else 0,
+        "status": "ok" if ok else "FAIL",
+    }
+    if error is not None:
+        row["error"] = error
+    return row
+
+
+# ---------------------------------------------------------------------------------------------------
+# Text, JSON, plot
+# ---------------------------------------------------------------------------------------------------
+
+COLUMNS = ("kernel", "shape", "ms", "TFLOP/s", "% of cuBLAS", "rel. error", "runs")
+_LEFT = {"kernel", "shape"}
+
+
+def _cells(row: Mapping) -> list[str]:
+    err = "-" if row.get("rel_err") is None else f"{row['rel_err']:.1e}"
+    shape = shape_str((row["M"], row["N"], row["K"]))
+    if row["status"] != "ok":
+        return [row["kernel"], shape, "FAIL", "-", "-", err, "-"]
+    pct = "-" if row.get("ratio") is None else f"{100 * row['ratio']:.1f}%"
+    return [row["kernel"], shape, f"{row['ms']:.3f}", f"{row['tflops']:.2f}", pct, err, str(row["runs"])]
+
+
+def format_table(results: Sequence[Mapping], *, markdown: bool = False) -> str:
+    """Aligned plain text (or a markdown table) of the results, in their order; FAIL reasons below."""
+    rows = [list(COLUMNS), *(_cells(r) for r in results)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [c.ljust(w) if h in _LEFT else c.rjust(w) for c, w, h in zip(cells, widths, COLUMNS, strict=True)]
+        return "| " + " | ".join(padded) + " |" if markdown else "  ".join(padded).rstrip()
+
+    if markdown:
+        # ---: right-aligns the numeric columns
+        ends = ["-" if h in _LEFT else ":" for h in COLUMNS]
+        rule = "|" + "|".join("-" * (w + 1) + e for w, e in zip(widths, ends, strict=True)) + "|"
+    else:
+        rule = "  ".join("-" * w for w in widths)
+    out = [line(rows[0]), rule, *(line(r) for r in rows[1:])]
+    fails = [r for r in results if r["status"] != "ok" and r.get("error")]
+    if fails:
+        out.append("")
+        out += [f"FAIL {r['kernel']} {shape_str((r['M'], r['N'], r['K']))}: {r['error']}" for r in fails]
+    return "\n".join(out)
+
+
+def format_overhead(o: Mapping) -> str:
+    return (f"host overhead per call ({shape_str(o['shape'])} float32, {o['calls']} calls, cache hit): "
+            f"cumm.matmul {o['cumm_us']:.1f} us, cupy.matmul {o['cupy_us']:.1f} us ({o['ratio']:.2f}x)")
+
+
+def build_report(results: Sequence[Mapping], *, device: Mapping[str, str], overhead: Mapping | None = None,
+                 command: str | None = None) -> dict:
+    """The JSON document: device, cc, cupy, cuda, results, [host_overhead], command."""
+    doc = {k: device[k] for k in ("device", "cc", "cupy", "cuda")}
+    doc["results"] = [dict(r) for r in results]
+    if overhead is not None:
+        doc["host_overhead"] = dict(overhead)
+    doc["command"] = command
+    return doc
+
+
+def write_json(path: str, doc: Mapping) -> None:
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2, allow_nan=False)  # strict JSON: NaN never leaks (make_row stores None)
+        f.write("\n")
+
+
+def format_markdown(doc: Mapping) -> str:
+    """A markdown report to commit next to the JSON."""
+    out = [
+        f"# cumm SGEMM benchmark: {doc['device']}",
+        "",
+        f"compute capability {doc['cc']}, CUDA runtime {doc['cuda']}, CuPy {doc['cupy']}; "
+        "baseline cuBLAS via `cupy.matmul`, FP32 (no TF32). Median of CUDA-event timed runs, warm-up excluded, "
+        "operands rotated past the L2 cache, every result checked against float64 before timing.",
+        "",
+    ]
+    if doc.get("command"):
+        out += [f"Command: `{doc['command']}`", ""]
+    out.append(format_table(doc["results"], markdown=True))
+    if doc.get("host_overhead"):
+        out += ["", format_overhead(doc["host_overhead"])]
+    return "\n".join(out) + "\n"
+
+
+def require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install 'cumm[plot]'") from None
+
+
+def _x(shape: Shape) -> float:
+    M, N, K = shape
+    return M if M == N == K else (M * N * K) ** (1 / 3)  # non-square: the cube with the same work
+
+
+def plot(results: Sequence[Mapping], path: str, *, title: str | None = None) -> None:
+    """TFLOP/s against size, one line per kernel, cuBLAS dashed, log2 x axis; saved to ``path``."""
+    require_matplotlib()
+    from matplotlib.figure import Figure  # the object API: no pyplot, no GUI backend needed
+
+    series: dict[str, list[tuple[float, float]]] = {}
+    cublas: dict[Shape, float] = {}
+    ticks: dict[float, set[str]] = {}
+    for r in results:
+        shape = (r["M"], r["N"], r["K"])
+        x = _x(shape)
+        ticks.setdefault(x, set()).add(str(shape[0]) if len(set(shape)) == 1 else shape_str(shape))
+        if r.get("cublas_tflops"):
+            cublas[shape] = r["cublas_tflops"]
+        if r["status"] == "ok" and r["kernel"] != CUBLAS:
+            series.setdefault(r["kernel"], []).append((x, r["tflops"]))
+
+    fig = Figure(figsize=(9, 5.5), layout="constrained")
+    ax = fig.add_subplot()
+    for kernel, pts in series.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=kernel)
+    if cublas:
+        pts = sorted((_x(s), t) for s, t in cublas.items())
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "k--", marker="s", label="cuBLAS (FP32)")
+    ax.set_xscale("log", base=2)
+    xs = sorted(ticks)
+    ax.set_xticks(xs, ["\n".join(sorted(ticks[x])) for x in xs])
+    ax.minorticks_off()
+    ax.set_xlabel("size: M = N = K (non-square shapes at the cube root of M*N*K, labelled MxNxK)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(title or "cumm SGEMM ladder vs cuBLAS (FP32)")
+    fig.savefig(path, dpi=150)
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU side
+# ---------------------------------------------------------------------------------------------------
+
+def gpu_unavailable() -> str | None:
+    """None if a CUDA GPU is usable, else why not."""
+    try:
+        import cupy
+
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver, a driver too old for the runtime, no device
+        first = str(e).splitlines()[0] if str(e) else ""
+        return f"no CUDA GPU available ({type(e).__name__}: {first})"
+    return None if n > 0 else "no CUDA GPU available (0 devices)"
+
+
+def device_info() -> dict[str, str]:
+    import cupy
+
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"]
+    cc = dev.compute_capability  # "90"
+    rt = cupy.cuda.runtime.runtimeGetVersion()  # 13000
+    return {
+        "device": name.decode() if isinstance(name, bytes) else str(name),
+        "cc": f"{cc[:-1]}.{cc[-1]}",
+        "cupy": cupy.__version__,
+        "cuda": f"{rt // 1000}.{rt % 1000 // 10}",
+    }
+
+
+def sample_ms(fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT,
+              budget_s: float = BUDGET_S, min_runs: int = MIN_RUNS) -> list[float]:
+    """Per-call device times (ms) of ``fn`` by CUDA events, warm-up excluded.
+
+    Runs ``repeat`` times, fewer if that would exceed ``budget_s`` (never below ``min_runs``).
+    """
+    import cupy
+
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    est, spent = math.inf, 0.0
+    for _ in range(max(1, warmup)):  # synchronized: these also estimate a call's time for the budget
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        est = cupy.cuda.get_elapsed_time(start, end)
+        spent += est
+        if spent > budget_s * 500:  # a slow kernel: half the budget is enough warming
+            break
+    runs = planned_runs(est, repeat, budget_s, min_runs)
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
+    if est < 1.0:
+        # An untimed leader keeps the GPU busy while the host queues the timed calls; otherwise each start
+        # event would fire on an idle GPU and the host's launch latency would be timed as kernel time.
+        fn()
+    for s, e in events:
+        s.record()
+        fn()
+        e.record()
+    events[-1][1].synchronize()
+    return [cupy.cuda.get_elapsed_time(s, e) for s, e in events]
+
+
+def time_ms(fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT,
+            budget_s: float = BUDGET_S) -> float:
+    """Median device time (ms) of ``fn`` over ``repeat`` CUDA-event timed runs after ``warmup`` calls."""
+    return statistics.median(sample_ms(fn, warmup=warmup, repeat=repeat, budget_s=budget_s))
+
+
+def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None) -> list[tuple]:
+    """Rotating (A, B, C) float32 sets; A and B random normal, C uninitialized (every call writes it)."""
+    import cupy
+
+    if n_sets is None:
+        dev = cupy.cuda.Device()
+        l2 = dev.attributes.get("L2CacheSize") or L2_FALLBACK_BYTES
+        pool = cupy.get_default_memory_pool()
+        free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+        n_sets = n_input_sets(4 * (M * K + K * N), 4 * (M * K + K * N + M * N), l2, free)
+    f32 = cupy.float32
+    return [(rng.standard_normal((M, K), dtype=f32), rng.standard_normal((K, N), dtype=f32),
+             cupy.empty((M, N), dtype=f32)) for _ in range(n_sets)]
+
+
+def reference(a, b):
+    """The float64 product and its Frobenius norm."""
+    import cupy
+
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    return ref, float(cupy.linalg.norm(ref))
+
+
+def kernel_call(kernel: str) -> Callable:
+    """``call(a, b, c)`` writing a @ b into c: cuBLAS through cupy.matmul, or a cumm kernel ("auto" too)."""
+    import cupy
+
+    import cumm
+
+    if kernel == CUBLAS:
+        return lambda a, b, c: cupy.matmul(a, b, out=c)
+    return lambda a, b, c: cumm.matmul(a, b, kernel=kernel, out=c)
+
+
+def verify(call: Callable, abc: tuple, ref, ref_norm: float) -> float:
+    """||C - ref|| / ||ref|| with C first filled with NaN (elements a kernel never writes stay NaN)."""
+    import cupy
+
+    a, b, c = abc
+    c.fill(math.nan)
+    call(a, b, c)
+    return float(cupy.linalg.norm(c.astype(cupy.float64) - ref)) / ref_norm
+
+
+def _measure(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, cublas_tflops: float | None,
+             timing: Mapping) -> Row:
+    call = kernel_call(kernel)
+    try:
+        err = verify(call, sets[0], ref, ref_norm)  # also compiles: keeps compile time out of the warm-up
+    except Exception as e:  # a configuration the device rejects, a compile error: report it, keep going
+        return make_row(kernel, shape, ms=None, rel_err=None, cublas_tflops=cublas_tflops,
+                        error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if not err < TOLERANCE:  # also true for NaN
+        return make_row(kernel, shape, ms=None, rel_err=err, cublas_tflops=cublas_tflops)
+    nxt = itertools.cycle(sets).__next__
+
+    def fn():
+        call(*nxt())
+
+    times = sample_ms(fn, **timing)
+    return make_row(kernel, shape, ms=statistics.median(times), rel_err=err, runs=len(times),
+                    cublas_tflops=cublas_tflops)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None: ...
+    def set_postfix_str(self, s: str) -> None: ...
+    def close(self) -> None: ...
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:  # tqdm is optional
+        return _NoBar()
+    # stderr keeps stdout for the table; disable=None turns the bar off when stderr is not a terminal.
+    return tqdm(total=total, file=sys.stderr, unit="run", leave=False, disable=None)
+
+
+def square(sizes: Iterable[int]) -> list[Shape]:
+    return [(s, s, s) for s in sizes]
+
+
+def run(kernels: Sequence[str] | None = None, shapes: Iterable[Shape] | None = None, *,
+        warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT, budget_s: float = BUDGET_S,
+        progress: bool | None = None) -> list[Row]:
+    """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
+    (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first."""
+    import cupy
+
+    import cumm
+
+    check_tf32()
+    reason = gpu_unavailable()
+    if reason:
+        raise BenchError(f"{reason}; the benchmark needs an NVIDIA GPU")
+    _check_cupy_compute_type()
+    valid = [*cumm.kernels(), "auto"]
+    kernels = list(cumm.kernels()) if kernels is None else list(kernels)
+    for k in kernels:
+        if k not in valid:
+            raise ValueError(f"unknown kernel {k!r}; choose from {', '.join(valid)}")
+    shapes = square(DEFAULT_SIZES) if shapes is None else list(shapes)
+    timing = dict(warmup=warmup, repeat=repeat, budget_s=budget_s)
+
+    rng = cupy.random.default_rng()
+    total = len(shapes) * (len(kernels) + 1)
+    bar = _progress(total, total > 3 if progress is None else progress)
+    results: list[Row] = []
+    try:
+        for shape in shapes:
+            sets = input_sets(rng, *shape)
+            ref, ref_norm = reference(*sets[0][:2])
+            bar.set_postfix_str(f"{CUBLAS} {shape_str(shape)}")
+            base = _measure(CUBLAS, sets, ref, ref_norm, shape, None, timing)
+            if base["status"] != "ok":
+                raise BenchError(
+                    f"the cuBLAS baseline failed verification at {shape_str(shape)} ({base.get('error')}); "
+                    "FP32 cuBLAS should be near 1e-6: is TF32 or another reduced precision mode enabled?"
+                )
+            base["cublas_tflops"], base["ratio"] = base["tflops"], 1.0
+            results.append(base)
+            bar.update()
+            for k in kernels:
+                bar.set_postfix_str(f"{k} {shape_str(shape)}")
+                results.append(_measure(k, sets, ref, ref_norm, shape, base["tflops"], timing))
+                bar.update()
+            del sets, ref
+            cupy.get_default_memory_pool().free_all_blocks()  # the next shape's sets need the room
+    finally:
+        bar.close()
+    return results
+
+
+def _check_cupy_compute_type() -> None:
+    """Refuse if this process already switched CuPy's float32 products to TF32 (cupy._core.set_compute_type)."""
+    try:
+        import numpy as np
+        from cupy._core import _routines_linalg as rl
+
+        tf32 = rl.get_compute_type(np.dtype(np.float32)) == rl.COMPUTE_TYPE_TF32
+    except (ImportError, AttributeError):  # private API moved: the environment check still holds
+        return
+    if tf32:
+        raise BenchError("CuPy's float32 compute type is TF32 in this process; the cuBLAS baseline would not be FP32")
+
+
+def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
+    """Wall-clock host time per call of cumm.matmul (a cached plan) and cupy.matmul on a tiny product,
+    where the kernels take a few microseconds and the Python/launch path dominates."""
+    import cupy
+
+    import cumm
+
+    M, N, K = HOST_OVERHEAD_SHAPE
+    rng = cupy.random.default_rng()
+    a = rng.standard_normal((M, K), dtype=cupy.float32)
+    b = rng.standard_normal((K, N), dtype=cupy.float32)
+    dev = cupy.cuda.Device()
+
+    def per_call_us(f: Callable[[], object]) -> float:
+        for _ in range(warmup):  # compiles, fills the plan cache and the memory pool
+            f()
+        dev.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            f()
+        dev.synchronize()
+        return (time.perf_counter() - t0) / calls * 1e6
+
+    cumm_us = per_call_us(lambda: cumm.matmul(a, b))
+    cupy_us = per_call_us(lambda: cupy.matmul(a, b))
+    return {"shape": [M, N, K], "calls": calls, "cumm_us": cumm_us, "cupy_us": cupy_us, "ratio": cumm_us / cupy_us}

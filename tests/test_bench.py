@@ -1,0 +1,253 @@
+"""The benchmark's GPU-free parts, fed with fake results: parsing, rows, tables, JSON, TF32 refusal, plot."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+
+from cumm import _bench
+from cumm._bench import BenchError, make_row
+
+DEVICE = {"device": "NVIDIA H200", "cc": "9.0", "cupy": "14.2.0", "cuda": "13.0"}
+
+
+def fake_results() -> list[dict]:
+    shape = (4096, 4096, 4096)
+    base_ms = 2.75
+    base = make_row("cublas", shape, ms=base_ms, rel_err=2e-7, runs=20)
+    base["cublas_tflops"], base["ratio"] = base["tflops"], 1.0
+    cb = base["tflops"]
+    return [
+        base,
+        make_row("naive", shape, ms=310.0, rel_err=3e-7, runs=6, cublas_tflops=cb),
+        make_row("warptile", shape, ms=3.1, rel_err=2.5e-7, runs=20, cublas_tflops=cb),
+        make_row("smem", shape, ms=None, rel_err=0.37, cublas_tflops=cb),  # wrong result
+        make_row("vectorized", shape, ms=None, rel_err=None, cublas_tflops=cb,
+                 error="SharedMemoryError: needs 70000 bytes"),
+        make_row("double_buffer", (1024, 512, 256), ms=0.01, rel_err=1e-7, runs=20, cublas_tflops=20.0),
+    ]
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, shape", [("4096x4096x4096", (4096, 4096, 4096)), ("8X16x32", (8, 16, 32)),
+                                         (" 1x2x3 ", (1, 2, 3))])
+def test_parse_shape(text, shape):
+    assert _bench.parse_shape(text) == shape
+
+
+@pytest.mark.parametrize("text, words", [("4096x4096", "MxNxK"), ("4096", "MxNxK"), ("ax1x1", "integers"),
+                                         ("0x4x4", "positive"), ("-1x4x4", "positive"), ("1x2x3x4", "MxNxK"),
+                                         ("", "MxNxK")])
+def test_parse_shape_rejects(text, words):
+    with pytest.raises(ValueError, match=words) as e:
+        _bench.parse_shape(text)
+    assert repr(text) in str(e.value)
+
+
+def test_shape_str():
+    assert _bench.shape_str((4096, 1024, 512)) == "4096x1024x512"
+
+
+# --- TF32 refusal ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("var", _bench.TF32_VARS)
+@pytest.mark.parametrize("value", ["1", "2", " 1", "yes", "true"])
+def test_tf32_env_refused(monkeypatch, var, value):
+    for v in _bench.TF32_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv(var, value)
+    with pytest.raises(BenchError, match=var) as e:
+        _bench.check_tf32()
+    assert "TF32" in str(e.value)
+
+
+@pytest.mark.parametrize("value", [None, "", "0", "00"])
+def test_tf32_env_allowed(monkeypatch, value):
+    for v in _bench.TF32_VARS:
+        if value is None:
+            monkeypatch.delenv(v, raising=False)
+        else:
+            monkeypatch.setenv(v, value)
+    _bench.check_tf32()
+
+
+def test_tf32_check_on_a_given_mapping():
+    _bench.check_tf32({})
+    with pytest.raises(BenchError, match="NVIDIA_TF32_OVERRIDE"):
+        _bench.check_tf32({"NVIDIA_TF32_OVERRIDE": "1"})
+
+
+def test_run_refuses_tf32_before_touching_the_gpu(monkeypatch):
+    monkeypatch.setenv("CUPY_TF32", "1")
+    monkeypatch.setattr(_bench, "gpu_unavailable", lambda: pytest.fail("GPU touched before the TF32 check"))
+    with pytest.raises(BenchError, match="CUPY_TF32"):
+        _bench.run(["naive"], [(64, 64, 64)])
+
+
+def test_run_without_gpu_raises_bench_error(monkeypatch):
+    for v in _bench.TF32_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(_bench, "gpu_unavailable", lambda: "no CUDA GPU available (fake)")
+    with pytest.raises(BenchError, match="no CUDA GPU available"):
+        _bench.run(["naive"], [(64, 64, 64)])
+
+
+# --- rows, ratio, budget -----------------------------------------------------------------------------
+
+def test_tflops():
+    assert _bench.tflops(1000, 1000, 1000, 1.0) == pytest.approx(2.0)  # 2e9 flop in 1 ms
+    assert _bench.tflops(4096, 4096, 4096, 2.75) == pytest.approx(2 * 4096**3 / 2.75e-3 / 1e12)
+
+
+def test_row_ratio_is_against_the_same_runs_cublas():
+    row = make_row("warptile", (4096, 4096, 4096), ms=4.0, rel_err=1e-6, runs=20, cublas_tflops=50.0)
+    assert row["status"] == "ok"
+    assert row["tflops"] == pytest.approx(2 * 4096**3 / 4e-3 / 1e12)
+    assert row["ratio"] == pytest.approx(row["tflops"] / 50.0)
+    assert row["runs"] == 20
+    assert set(row) >= {"kernel", "M", "N", "K", "ms", "tflops", "cublas_tflops", "ratio", "rel_err", "status", "runs"}
+
+
+@pytest.mark.parametrize("rel_err", [1e-4, 0.5, math.nan, math.inf])
+def test_row_fails_without_timing(rel_err):
+    row = make_row("smem", (64, 64, 64), ms=1.0, rel_err=rel_err, runs=20, cublas_tflops=10.0)
+    assert row["status"] == "FAIL"
+    assert row["ms"] is None and row["tflops"] is None and row["ratio"] is None and row["runs"] == 0
+    assert row["error"]
+    if not math.isfinite(rel_err):
+        assert row["rel_err"] is None  # strict JSON has no NaN
+
+
+def test_row_with_error_fails():
+    row = make_row("vectorized", (64, 64, 64), ms=None, rel_err=None, error="ConfigError: too many threads")
+    assert row["status"] == "FAIL" and row["error"].startswith("ConfigError")
+
+
+def test_row_without_baseline_has_no_ratio():
+    row = make_row("naive", (64, 64, 64), ms=1.0, rel_err=1e-7, runs=3)
+    assert row["status"] == "ok" and row["ratio"] is None
+
+
+@pytest.mark.parametrize("est_ms, repeat, expect", [
+    (0.05, 20, 20),      # fast: all requested runs
+    (500.0, 20, 4),      # 2 s budget / 0.5 s
+    (5000.0, 20, 3),     # naive at 8192: never below 3
+    (5000.0, 2, 2),      # an explicit smaller repeat wins
+    (0.0, 20, 20),
+])
+def test_planned_runs(est_ms, repeat, expect):
+    assert _bench.planned_runs(est_ms, repeat, budget_s=2.0) == expect
+
+
+def test_input_sets_exceed_twice_l2():
+    l2 = 60 * 2**20
+    op = 4 * 2 * 1024 * 1024  # A and B at 1024^3
+    n = _bench.n_input_sets(op, op * 3 // 2, l2, free_bytes=100 * 2**30)
+    assert n * op > 2 * l2 and (n - 1) * op <= 2 * l2
+    big = 4 * 2 * 8192 * 8192
+    assert _bench.n_input_sets(big, big * 3 // 2, l2, free_bytes=100 * 2**30) == 2
+    assert _bench.n_input_sets(op, op * 3 // 2, l2, free_bytes=op * 4) == 2  # capped by memory, but >= 2
+
+
+# --- table -------------------------------------------------------------------------------------------
+
+def test_table_plain():
+    text = _bench.format_table(fake_results())
+    lines = text.splitlines()
+    header = lines[0]
+    for col in ("kernel", "shape", "ms", "TFLOP/s", "% of cuBLAS", "rel. error"):
+        assert col in header
+    body = lines[2:8]
+    assert len({len(line) for line in lines[:2]}) == 1  # header and rule align
+    warp = next(line for line in body if line.startswith("warptile"))
+    assert "3.100" in warp and "4096x4096x4096" in warp and "%" in warp
+    pct = 100 * 2.75 / 3.1
+    assert f"{pct:.1f}%" in warp
+    smem = next(line for line in body if line.startswith("smem"))
+    assert "FAIL" in smem and "3.7e-01" in smem and "%" not in smem
+    vec = next(line for line in body if line.startswith("vectorized"))
+    assert "FAIL" in vec
+    assert any(line.startswith("FAIL vectorized 4096x4096x4096: SharedMemoryError") for line in lines)
+    assert any(line.startswith("FAIL smem") and "relative error" in line for line in lines)
+    assert "1024x512x256" in text
+
+
+def test_table_columns_align():
+    lines = _bench.format_table(fake_results()).splitlines()[:8]
+    # right-aligned numbers: the ms column ends at the same place on every line
+    end = lines[0].index("ms") + 2
+    for line in lines[2:]:
+        assert line[end - 1] != " ", line
+
+
+def test_table_markdown():
+    lines = _bench.format_table(fake_results(), markdown=True).splitlines()
+    assert lines[0].startswith("| kernel") and lines[0].endswith("|")
+    assert set(lines[1]) <= set("|-:") and lines[1].count("|") == 8
+    assert all(line.count("|") == 8 for line in lines[:8])
+    assert len({len(line) for line in lines[:8]}) == 1
+
+
+def test_markdown_report_and_overhead():
+    overhead = {"shape": [64, 64, 64], "calls": 2000, "cumm_us": 9.5, "cupy_us": 8.0, "ratio": 9.5 / 8.0}
+    doc = _bench.build_report(fake_results(), device=DEVICE, overhead=overhead, command="cumm bench --sizes 4096")
+    md = _bench.format_markdown(doc)
+    assert "NVIDIA H200" in md and "`cumm bench --sizes 4096`" in md and "| warptile" in md
+    line = _bench.format_overhead(overhead)
+    assert "9.5 us" in line and "8.0 us" in line and "1.19x" in line and "64x64x64" in line
+
+
+# --- JSON --------------------------------------------------------------------------------------------
+
+def test_json_schema(tmp_path):
+    overhead = {"shape": [64, 64, 64], "calls": 2000, "cumm_us": 9.5, "cupy_us": 8.0, "ratio": 1.19}
+    doc = _bench.build_report(fake_results(), device=DEVICE, overhead=overhead, command="cumm bench")
+    path = tmp_path / "r.json"
+    _bench.write_json(str(path), doc)
+    got = json.loads(path.read_text())
+    assert {k: got[k] for k in ("device", "cc", "cupy", "cuda", "command")} == {**DEVICE, "command": "cumm bench"}
+    assert got["host_overhead"]["cumm_us"] == 9.5
+    assert len(got["results"]) == 6
+    keys = {"kernel", "M", "N", "K", "ms", "tflops", "cublas_tflops", "ratio", "rel_err", "status", "runs"}
+    for r in got["results"]:
+        assert keys <= set(r)
+        assert r["status"] in ("ok", "FAIL")
+        if r["status"] == "FAIL":
+            assert r["ms"] is None and r["tflops"] is None
+    assert got["results"][0]["kernel"] == "cublas" and got["results"][0]["ratio"] == 1.0
+
+
+def test_json_without_overhead_and_nan(tmp_path):
+    rows = [make_row("naive", (8, 8, 8), ms=1.0, rel_err=math.nan)]
+    doc = _bench.build_report(rows, device=DEVICE)
+    assert "host_overhead" not in doc and doc["command"] is None
+    path = tmp_path / "r.json"
+    _bench.write_json(str(path), doc)  # strict JSON: would raise on NaN
+    assert json.loads(path.read_text())["results"][0]["rel_err"] is None
+
+
+# --- plot, progress ----------------------------------------------------------------------------------
+
+def test_plot_writes_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "p.png"
+    _bench.plot(fake_results(), str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    with pytest.raises(ImportError, match=r"cumm\[plot\]"):
+        _bench.plot(fake_results(), str(tmp_path / "p.png"))
+
+
+def test_progress_without_tqdm(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    bar = _bench._progress(10, True)
+    bar.update()
+    bar.set_postfix_str("x")
+    bar.close()

@@ -1,0 +1,182 @@
+"""The command line without a GPU: help, argument errors, the no-GPU message, wiring with fake results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import cumm
+from cumm import _bench, _cli
+
+from .test_bench import DEVICE, fake_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_module(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "cumm", *args], capture_output=True, text=True, env=full_env,
+                          cwd=ROOT, timeout=120)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["bench", "--help"], ["tune", "--help"]])
+def test_help(capsys, args):
+    with pytest.raises(SystemExit) as e:
+        _cli.main(args)
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage:" in out
+    if args == ["bench", "--help"]:
+        for opt in ("--kernels", "--sizes", "--shapes", "--repeat", "--json", "--plot", "--markdown", "--overhead"):
+            assert opt in out
+
+
+def test_python_m_cumm_help():
+    for args in (["--help"], ["bench", "--help"]):
+        p = run_module(*args)
+        assert p.returncode == 0, p.stderr
+        assert "bench" in p.stdout and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["bench", "--kernels", "fastest"], ["--kernels", "'fastest'", "naive", "double_buffer", "auto"]),
+    (["bench", "--kernels", "naive,bogus"], ["'bogus'", "warptile"]),
+    (["bench", "--shapes", "4096x4096"], ["--shapes", "'4096x4096'", "MxNxK"]),
+    (["bench", "--shapes", "1024x1024x1024,axbxc"], ["'axbxc'", "integers"]),
+    (["bench", "--sizes", "1024,big"], ["--sizes", "'1024,big'"]),
+    (["bench", "--sizes", "0"], ["--sizes", "positive"]),
+    (["bench", "--repeat", "0"], ["--repeat", "positive"]),
+    (["tune", "--kernel", "bogus", "--shape", "64x64x64"], ["--kernel", "'bogus'", "warptile"]),
+    (["tune", "--kernel", "warptile", "--shape", "64x64"], ["--shape", "MxNxK"]),
+    (["tune"], ["--kernel", "--shape", "--standard"]),
+    (["tune", "--kernel", "warptile"], ["--shape"]),
+    (["frobnicate"], ["bench", "tune"]),
+    ([], ["bench", "tune"]),
+])
+def test_bad_arguments_exit_2(capsys, args, words):
+    with pytest.raises(SystemExit) as e:
+        _cli.main(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err
+    for w in words:
+        assert w in err
+
+
+def test_bench_without_gpu_is_a_clear_message(monkeypatch, capsys):
+    for v in _bench.TF32_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(_bench, "gpu_unavailable", lambda: "no CUDA GPU available (fake: no driver)")
+    assert _cli.main(["bench", "--sizes", "64"]) == 1
+    cap = capsys.readouterr()
+    assert "no CUDA GPU available" in cap.err and "NVIDIA GPU" in cap.err
+    assert cap.out == ""
+
+
+def test_python_m_cumm_bench_without_gpu():
+    if _bench.gpu_unavailable() is None:
+        pytest.skip("a GPU is present; this checks the message on a machine without one")
+    p = run_module("bench", "--sizes", "64", env={"CUPY_TF32": "0"})
+    assert p.returncode == 1
+    assert "no CUDA GPU available" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_bench_refuses_tf32(monkeypatch, capsys):
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+    assert _cli.main(["bench"]) == 1
+    err = capsys.readouterr().err
+    assert "NVIDIA_TF32_OVERRIDE" in err and "TF32" in err
+
+
+def test_bench_plot_without_matplotlib_fails_early(monkeypatch, capsys, tmp_path):
+    for v in _bench.TF32_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setattr(_bench, "gpu_unavailable", lambda: pytest.fail("should stop before the GPU"))
+    assert _cli.main(["bench", "--plot", str(tmp_path / "p.png")]) == 1
+    assert "cumm[plot]" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """Stand-ins for the GPU side of the benchmark; records what run() was asked for."""
+    for v in _bench.TF32_VARS:
+        monkeypatch.delenv(v, raising=False)
+    calls = {}
+
+    def run(kernels, shapes, *, repeat):
+        calls.update(kernels=kernels, shapes=shapes, repeat=repeat)
+        return [r for r in fake_results() if r["status"] == "ok"]
+
+    monkeypatch.setattr(_bench, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr(_bench, "run", run)
+    monkeypatch.setattr(_bench, "device_info", lambda: dict(DEVICE))
+    monkeypatch.setattr(_bench, "host_overhead",
+                        lambda: {"shape": [64, 64, 64], "calls": 2000, "cumm_us": 9.0, "cupy_us": 8.0, "ratio": 1.125})
+    return calls
+
+
+def test_bench_wiring(fake_gpu, capsys, tmp_path):
+    js, md = tmp_path / "r.json", tmp_path / "r.md"
+    rc = _cli.main(["bench", "--kernels", "naive,warptile,auto", "--sizes", "4096", "--shapes", "1024x512x256",
+                    "--repeat", "30", "--json", str(js), "--markdown", str(md), "--overhead"])
+    assert rc == 0
+    assert fake_gpu == {"kernels": ["naive", "warptile", "auto"], "shapes": [(4096, 4096, 4096), (1024, 512, 256)],
+                        "repeat": 30}
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("kernel") and "warptile" in out and "host overhead" in out
+    doc = json.loads(js.read_text())
+    assert doc["device"] == "NVIDIA H200" and doc["host_overhead"]["ratio"] == 1.125
+    assert doc["command"].startswith("cumm bench --kernels naive,warptile,auto")
+    assert "| warptile" in md.read_text()
+
+
+def test_bench_default_sizes(fake_gpu):
+    assert _cli.main(["bench"]) == 0
+    assert fake_gpu["kernels"] is None  # all of the ladder
+    assert fake_gpu["shapes"] == [(s, s, s) for s in (1024, 2048, 4096)]
+
+
+def test_bench_exit_1_when_a_kernel_fails(fake_gpu, monkeypatch, capsys):
+    monkeypatch.setattr(_bench, "run", lambda kernels, shapes, *, repeat: fake_results())
+    assert _cli.main(["bench"]) == 1
+    cap = capsys.readouterr()
+    assert "FAIL" in cap.out and "FAIL" in cap.err
+
+
+@pytest.fixture
+def fake_tune(monkeypatch):
+    calls = []
+    mod = types.ModuleType("cumm._tune")
+
+    def cli(kernel, shapes, standard, max_configs):
+        calls.append((kernel, shapes, standard, max_configs))
+        return 0
+
+    mod.cli = cli
+    monkeypatch.setitem(sys.modules, "cumm._tune", mod)
+    monkeypatch.setattr(cumm, "_tune", mod, raising=False)
+    return calls
+
+
+def test_tune_kernel_and_shape(fake_tune):
+    rc = _cli.main(["tune", "--kernel", "warptile", "--shape", "4096x4096x4096", "--shape", "1024x512x256",
+                    "--max-configs", "7"])
+    assert rc == 0
+    assert fake_tune == [("warptile", [(4096, 4096, 4096), (1024, 512, 256)], False, 7)]
+
+
+def test_tune_standard(fake_tune):
+    assert _cli.main(["tune", "--standard"]) == 0
+    assert fake_tune == [(None, [], True, None)]
+
+
+def test_tune_exit_code_passes_through(fake_tune, monkeypatch):
+    monkeypatch.setattr(sys.modules["cumm._tune"], "cli", lambda **kw: 3)
+    assert _cli.main(["tune", "--standard"]) == 3
