@@ -22,10 +22,11 @@ CANDIDATES = {
     "bank_conflict_free": [{}, dict(BK=16), dict(BK=16, SWIZZLE=0, PAD=4)],
     "warptile": [{}, dict(BK=8), dict(W, WM=32, WN=64, WNITER=4), dict(W, WNITER=1), dict(W, WNITER=4),
                  dict(W, WM=128, WN=16, WNITER=1), dict(W, BK=32, MINB=1)],
-    "double_buffer": [{}, dict(BK=8), dict(MINB=1), dict(BK=32, MINB=1), dict(W, WM=32, WN=64, WNITER=4),
-                      dict(W, WNITER=1), dict(W, WNITER=4), dict(W, WM=128, WN=16, WNITER=1),
+    "double_buffer": [{}, dict(BK=8), dict(BK=32, MINB=1), dict(MINB=1), dict(BK=8, MINB=1),
+                      dict(W, WNITER=1, BK=8), dict(W, WM=128, WN=16, WNITER=1, BK=8),
                       dict(W, BM=128, BN=256, WM=64, WN=64, WNITER=4, MINB=1),
-                      dict(W, BM=256, BN=128, WM=64, WN=64, WNITER=4, MINB=1)],
+                      dict(W, BM=128, BN=256, WM=64, WN=64, WNITER=4, BK=8, MINB=1),
+                      dict(W, BM=256, BN=128, WM=64, WN=64, WNITER=4, BK=8, MINB=1)],
 }
 
 

@@ -107,3 +107,19 @@ __device__ __forceinline__ void cumm_cp_async_wait_all() {
     asm volatile("cp.async.wait_group 0;\n" ::);
 #endif
 }
+
+// Copy a 16-byte chunk (4 floats of `row` from `col`) to shared memory asynchronously, zero-filling
+// what lies past ncols or the whole chunk when !row_ok. VEC: one 16-byte copy (row + col aligned).
+template <int VEC>
+__device__ __forceinline__ void cumm_cp_async_chunk(float* dst, const float* row, int col, int ncols, bool row_ok) {
+    if (VEC) {
+        const int bytes = row_ok ? 4 * max(0, min(4, ncols - col)) : 0;
+        cumm_cp_async16(dst, bytes ? row + col : row, bytes);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const bool ok = row_ok && col + i < ncols;
+            cumm_cp_async4(dst + i, row + (ok ? col + i : 0), ok);
+        }
+    }
+}
