@@ -1,25 +1,28 @@
 // double_buffer: warptiling with two shared-memory stages. While the warps multiply the slab of K in
 // one stage, the next slab is already being copied into the other by cp.async (sm_80+), which moves
 // global memory straight to shared memory: no staging registers, so the kernel keeps warptile's
-// register budget and global latency hides behind a whole slab of FMAs.
-// Per slab: wait for this slab's copies, one barrier (which also proves every warp has finished
-// reading the other stage), issue the next slab's copies into the other stage, multiply.
-// A is kept as it is in memory, As[m][k], so it too is copied in 16-byte chunks (no per-element
-// transposition). The inner loop takes K four at a time: one LDS.128 brings k..k+3 of one row of A,
-// so a lane's A fragment for four k-steps costs WMITER*TM loads, as many as the transposed layout.
-// The 16-byte chunks of a row are XOR-swizzled by (m/4) so that the 8 rows a warp reads at once fall
-// in distinct banks (conflict-free at BK = 32; 2-way at BK = 16). B is copied and read as in warptile.
-#define A_CHUNK(m, kq) ((kq) ^ (((m) >> 2) % (BK / 4)))  // physical 16-byte chunk of (row m, k-quad kq)
+// register budget (two blocks per SM) and global latency hides behind a whole slab of FMAs.
+// Per slab: wait for this slab's copies, one barrier (which also proves every warp is done reading
+// the other stage), issue the next slab's copies into the other stage, multiply. One barrier per slab.
+// A is copied element by element (4-byte cp.async) into its transposed, swizzled place: a warp's 32
+// copies cover RPL = 32/(BK/4) rows x BK/4 k-groups, which the swizzle sends to 32 distinct banks.
+// B is copied as 16-byte chunks when aligned (partial chunks zero-fill), else element by element.
+// The rest is warptile.cu: conflict-free LDS.128 fragments, edge warps skip the arithmetic.
+// Measured on the H200 (bench/NOTES.md): the default takes 128 x 256 tiles and 255 registers (one
+// block of 8 warps per SM), where overlapping copies with FMAs matters most; at warptile's 128 x 128
+// tiles with two blocks per SM, the second block already hides the latency and the 4-byte copies
+// of A cost more than they save.
+#define AS_COL(k, m) ((m) ^ ((((k) >> 2) % (BK / 4)) * (128 / BK)))
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM_GEMM_ARGS) {
     constexpr int NT = NUM_THREADS;
     constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
     constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
     constexpr int TCOLS = WSUBN / TN;
-    constexpr int KQ = BK / 4;                // 16-byte chunks per row of the A tile
-    constexpr int A_SLOTS = BM * KQ / NT;     // chunks of A per thread per slab
-    constexpr int B_SLOTS = BK * BN / 4 / NT; // chunks of B per thread per slab
-    constexpr int STAGE = BK * (BM + BN);     // floats per stage: As [BM][BK] then Bs [BK][BN]
+    constexpr int RPL = 32 / (BK / 4);        // rows of A covered by one warp-wide copy
+    constexpr int A_SLOTS = BM * BK / NT;     // 4-byte copies of A per thread per slab
+    constexpr int B_SLOTS = BK * BN / 4 / NT; // 16-byte chunks of B per thread per slab
+    constexpr int STAGE = BK * (BM + BN);     // floats per stage: As [BK][BM] then Bs [BK][BN]
     extern __shared__ float4 smem4[];
     float* const smem = reinterpret_cast<float*>(smem4);
 
@@ -30,22 +33,47 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
     const int tn0 = wcol * WN + lane % TCOLS * TN;
     const bool active = bm0 + wrow * WM < M && bn0 + wcol * WN < N;
 
-    auto issue = [&](int kt, int st) {  // start copying slab kt into stage st
+    // Each thread's copy sources are fixed over the K loop but for the slab offset: set them up once.
+    const int a_k = lane / RPL * 4;  // + kk: this lane's k within the slab
+    const float* a_src[A_SLOTS / 4];
+    bool a_ok[A_SLOTS / 4];
+#pragma unroll
+    for (int j = 0; j < A_SLOTS / 4; ++j) {
+        const int m = bm0 + (warp + NT / 32 * j) * RPL + lane % RPL;
+        a_ok[j] = m < M;
+        a_src[j] = A + (i64)(a_ok[j] ? m : 0) * lda + a_k;
+    }
+    const int b_c = tid % (BN / 4) * 4, b_col = bn0 + b_c;     // the same column for every slot
+    const int b_bytes = 4 * max(0, min(4, N - b_col));          // of a full-height 16-byte chunk
+    const float* b_src = B + (b_bytes ? b_col : 0);
+
+    // Issue the copies of slab `kt` into stage `st` (not waited for here).
+    auto issue = [&](int kt, int st) {
         float* As = smem + st * STAGE;
         float* Bs = As + BK * BM;
         const int k0 = kt * BK;
 #pragma unroll
         for (int s = 0; s < A_SLOTS; ++s) {
-            const int idx = tid + s * NT, m = idx / KQ, kq = idx % KQ;
-            const bool ok = bm0 + m < M;
-            cumm_cp_async_chunk<VEC_A>(&As[m * BK + A_CHUNK(m, kq) * 4], A + (i64)(ok ? bm0 + m : 0) * lda,
-                                       k0 + 4 * kq, K, ok);
+            const int kk = s % 4, j = s / 4;  // four passes cover k = a_k + kk
+            const int m = (warp + NT / 32 * j) * RPL + lane % RPL, k = a_k + kk;
+            const bool ok = a_ok[j] && k0 + k < K;
+            cumm_cp_async4(&As[k * BM + AS_COL(k, m)], ok ? a_src[j] + k0 + kk : A, ok);
         }
 #pragma unroll
         for (int s = 0; s < B_SLOTS; ++s) {
-            const int idx = tid + s * NT, r = idx / (BN / 4), c = idx % (BN / 4) * 4;
-            const bool ok = k0 + r < K;
-            cumm_cp_async_chunk<VEC_B>(&Bs[r * BN + c], B + (i64)(ok ? k0 + r : 0) * ldb, bn0 + c, N, ok);
+            const int r = (tid + s * NT) / (BN / 4);
+            const bool row_ok = k0 + r < K;
+            const float* src = b_src + (i64)(row_ok ? k0 + r : 0) * ldb;
+            float* dst = &Bs[r * BN + b_c];
+            if (VEC_B) {
+                cumm_cp_async16(dst, row_ok && b_bytes ? src : B, row_ok ? b_bytes : 0);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const bool ok = row_ok && b_col + i < N;
+                    cumm_cp_async4(dst + i, ok ? src + i : B, ok);
+                }
+            }
         }
         cumm_cp_async_commit();
     };
@@ -65,28 +93,21 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
         if (active) {
             const float* As = smem + (kt & 1) * STAGE;
             const float* Bs = As + BK * BM;
-#pragma unroll 1  // rolled: unrolled, ptxas hoists the next quad's A fragment and runs out of registers
-            for (int kq = 0; kq < KQ; ++kq) {
-                float a[WMITER * TM][4];  // a[i][kk]: row i of this lane, k = 4*kq + kk
 #pragma unroll
-                for (int i = 0; i < WMITER * TM; ++i) {
-                    const int m = tm0 + i / TM * WSUBM + i % TM;
-                    *reinterpret_cast<float4*>(a[i]) =
-                        *reinterpret_cast<const float4*>(&As[m * BK + A_CHUNK(m, kq) * 4]);
-                }
+            for (int k = 0; k < BK; ++k) {
+                float regM[WMITER * TM], regN[WNITER * TN];
 #pragma unroll
-                for (int kk = 0; kk < 4; ++kk) {
-                    const int k = 4 * kq + kk;
-                    float regN[WNITER * TN];
+                for (int q = 0; q < WMITER * TM / 4; ++q)
+                    *reinterpret_cast<float4*>(&regM[4 * q]) = *reinterpret_cast<const float4*>(
+                        &As[k * BM + AS_COL(k, tm0 + q / (TM / 4) * WSUBM + q % (TM / 4) * 4)]);
 #pragma unroll
-                    for (int q = 0; q < WNITER * TN / 4; ++q)
-                        *reinterpret_cast<float4*>(&regN[4 * q]) = *reinterpret_cast<const float4*>(
-                            &Bs[k * BN + tn0 + q / (TN / 4) * WSUBN + q % (TN / 4) * 4]);
+                for (int q = 0; q < WNITER * TN / 4; ++q)
+                    *reinterpret_cast<float4*>(&regN[4 * q]) = *reinterpret_cast<const float4*>(
+                        &Bs[k * BN + tn0 + q / (TN / 4) * WSUBN + q % (TN / 4) * 4]);
 #pragma unroll
-                    for (int i = 0; i < WMITER * TM; ++i)
+                for (int i = 0; i < WMITER * TM; ++i)
 #pragma unroll
-                        for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += a[i][kk] * regN[j];
-                }
+                    for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += regM[i] * regN[j];
             }
         }
     }
