@@ -124,7 +124,7 @@ REGISTRY: dict[str, KernelSpec] = {
             name="blocktile_2d",
             template="blocktile_2d.cu",
             summary="each thread computes a TM x TN tile as outer products from shared memory",
-            defaults=dict(BM=128, BN=128, BK=8, TM=8, TN=8),
+            defaults=dict(BM=128, BN=128, BK=32, TM=8, TN=8),
             block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
             grid=_grid_nm("BM", "BN"),
             constraints=[
@@ -139,7 +139,7 @@ REGISTRY: dict[str, KernelSpec] = {
             name="vectorized",
             template="vectorized.cu",
             summary="16-byte global loads/stores; A transposed in shared memory, read as float4",
-            defaults=dict(BM=128, BN=128, BK=8, TM=8, TN=8),
+            defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
             block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
             grid=_grid_nm("BM", "BN"),
             constraints=[
@@ -157,7 +157,7 @@ REGISTRY: dict[str, KernelSpec] = {
             name="bank_conflict_free",
             template="bank_conflict_free.cu",
             summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
-            defaults=dict(BM=128, BN=128, BK=8, TM=8, TN=8, SWIZZLE=1, PAD=4),
+            defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8, SWIZZLE=1, PAD=4),
             block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
             grid=_grid_nm("BM", "BN"),
             constraints=[
@@ -191,10 +191,11 @@ REGISTRY: dict[str, KernelSpec] = {
             name="double_buffer",
             template="double_buffer.cu",
             summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
-            defaults=_WARPTILE_DEFAULTS,
             block=_warptile_block,
             grid=_grid_nm("BM", "BN"),
             smem=lambda c: 2 * c["BK"] * (c["BM"] + c["BN"]) * 4,
+            # 128 x 256 tiles, one block per SM: the fastest of the sweep in bench/NOTES.md
+            defaults=dict(_WARPTILE_DEFAULTS, BN=256, WN=64, WNITER=4, MINB=1),
             constraints=_WARPTILE_CONSTRAINTS,
             derived=_warptile_derived,
             space=_WARPTILE_SPACE,
