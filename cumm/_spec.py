@@ -38,7 +38,7 @@ class Constraint:
         return bool(eval(self._code, {"__builtins__": {}, "min": min, "max": max}, dict(cfg)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality and hash: a spec is one registry entry
 class KernelSpec:
     name: str
     template: str
