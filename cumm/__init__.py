@@ -22,12 +22,14 @@ from ._errors import CompileError, ConfigError, SharedMemoryError
 from ._ladder import REGISTRY, get_spec
 from ._matmul import SUPPORTED_DTYPES, matmul
 from ._spec import KernelSpec
+from ._tune import tune
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CompileError", "CompiledKernel", "ConfigError", "KernelSpec", "SharedMemoryError", "SUPPORTED_DTYPES",
     "compile", "kernel_spec", "kernels", "matmul",
+    "tune",
 ]
 
 
