@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from ._spec import cdiv
 
-TOP = "double_buffer"
+TOP = "warptile"  # fastest default on the H200 (bench/NOTES.md); tuned entries override
 SMALL_TILES = dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)
 DTYPE = "float32"  # the only dtype matmul supports
 
