@@ -1,0 +1,217 @@
+"""Offline compilation (NVRTC, no GPU): every kernel's defaults and a sample of other configurations
+for sm_80 and sm_90, what ptxas reports about them, the cubin itself, and compile errors."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import struct
+
+import pytest
+
+import cumm
+from cumm import _render
+from cumm._ladder import REGISTRY
+from cumm._spec import KernelSpec
+
+ARCHS = ("sm_80", "sm_90")
+KERNELS = list(REGISTRY)
+VARIANTS = {"aligned": True, "unaligned": False}
+EM_CUDA = 190  # ELF e_machine of NVIDIA CUDA cubins
+
+
+@functools.cache
+def compiled(kernel: str, arch: str, aligned: bool = True, config: tuple[tuple[str, int], ...] = ()):
+    """Compile once per module run; several tests read the same result."""
+    return cumm.compile(kernel, dict(config) or None, arch, aligned=aligned)
+
+
+def _cc(arch: str) -> int:
+    return int(arch[3:].rstrip("a"))
+
+
+def _distance(spec: KernelSpec, cfg: dict[str, int]) -> float:
+    """How far a configuration is from the defaults (log2 steps); near ones compile in about a second."""
+    d = spec.default_config()
+    return sum(abs(math.log2(cfg[k] / d[k])) if cfg[k] > 0 and d[k] > 0 else float(cfg[k] != d[k])
+               for k in spec.params)
+
+
+def _outputs_per_thread(spec: KernelSpec, cfg: dict[str, int]) -> float:
+    """Elements of a 4096 x 4096 result per thread: register tiles (and compile time) grow with it."""
+    return 4096 * 4096 / math.prod(spec.grid(cfg, 4096, 4096, 4096)) / spec.threads(cfg)
+
+
+def sample_configs(spec: KernelSpec, n: int = 3) -> list[dict[str, int]]:
+    """Up to ``n`` valid non-default configurations of the spec's tuning space, picked deterministically:
+    no more work per thread than the defaults, and from the nearer third by distance from the defaults,
+    so that compile times stay moderate."""
+    keys = list(spec.space)
+    d = spec.default_config()
+    every = ({**d, **dict(zip(keys, v, strict=True))} for v in itertools.product(*(spec.space[k] for k in keys)))
+    valid = [c for c in every if c != d and not spec.violations(c)
+             and _outputs_per_thread(spec, c) <= _outputs_per_thread(spec, d)]
+    valid.sort(key=lambda c: (_distance(spec, c), [c[k] for k in spec.params]))
+    picks = sorted({0, len(valid) // 6, len(valid) // 3})
+    picks += [i for i in range(len(valid)) if i not in picks][: max(0, n - len(picks))]
+    return [valid[i] for i in sorted(picks) if i < len(valid)][:n]
+
+
+def check_elf(cubin: bytes) -> None:
+    assert cubin[:4] == b"\x7fELF", cubin[:16]
+    assert cubin[4] == 2 and cubin[5] == 1, "a 64-bit little-endian ELF"
+    (e_machine,) = struct.unpack_from("<H", cubin, 18)
+    assert e_machine == EM_CUDA, e_machine
+    e_phoff, e_shoff = struct.unpack_from("<QQ", cubin, 32)
+    e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from("<HHHH", cubin, 54)
+    assert e_phoff + e_phnum * e_phentsize <= len(cubin), (
+        f"program headers end at {e_phoff + e_phnum * e_phentsize} but the cubin has {len(cubin)} bytes (truncated?)"
+    )
+    assert e_shoff + e_shnum * e_shentsize <= len(cubin), (
+        f"section headers end at {e_shoff + e_shnum * e_shentsize} but the cubin has {len(cubin)} bytes (truncated?)"
+    )
+
+
+def check_report(k: cumm.CompiledKernel, spec: KernelSpec, cfg: dict[str, int], arch: str, flags) -> None:
+    check_elf(k.cubin)
+    assert k.kernel == spec.name and k.arch == arch
+    assert k.config == cfg
+    assert k.name == _render.kernel_name(spec, cfg, flags)
+    assert f"Compiling entry function '{k.name}'" in k.log, k.log
+    assert k.registers > 0, k.log
+    assert k.registers <= 255
+    assert k.spill_bytes == k.spill_stores + k.spill_loads >= 0
+    assert k.shared_bytes == k.static_shared_bytes + k.dynamic_shared_bytes
+    assert k.dynamic_shared_bytes == spec.smem(cfg)
+    assert 0 <= k.static_shared_bytes <= 48 * 1024
+    assert k.threads == spec.threads(cfg)
+
+
+# --------------------------------------------------------------------------------------------------
+# Defaults: every kernel, both architectures, aligned and unaligned
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_defaults_compile(kernel, arch, variant):
+    spec = REGISTRY[kernel]
+    aligned = VARIANTS[variant]
+    k = compiled(kernel, arch, aligned)
+    cfg = spec.default_config(_cc(arch))
+    check_report(k, spec, cfg, arch, (1, 1, 1) if aligned else (0, 0, 0))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_defaults_do_not_spill_on_sm_90(kernel, variant):
+    k = compiled(kernel, "sm_90", VARIANTS[variant])
+    assert k.spill_bytes == 0, (
+        f"{kernel} ({variant}) defaults {k.config} spill on sm_90: {k.registers} registers, "
+        f"{k.spill_stores} bytes spill stores, {k.spill_loads} bytes spill loads, {k.stack_bytes} bytes stack"
+    )
+
+
+def test_aligned_and_unaligned_are_distinct_programs():
+    a = compiled("vectorized", "sm_90", True)
+    u = compiled("vectorized", "sm_90", False)
+    assert a.name != u.name and a.name.endswith("_v111") and u.name.endswith("_v000")
+    assert a.cubin != u.cubin
+
+
+def test_architectures_give_distinct_cubins():
+    assert compiled("smem", "sm_80").cubin != compiled("smem", "sm_90").cubin
+
+
+# --------------------------------------------------------------------------------------------------
+# A sample of valid non-default configurations per kernel
+# --------------------------------------------------------------------------------------------------
+
+
+SAMPLES = [(name, cfg) for name, spec in REGISTRY.items() for cfg in sample_configs(spec)]
+
+
+def _sample_id(param) -> str:
+    if isinstance(param, dict):
+        return "-".join(f"{k}{v}" for k, v in param.items())
+    return str(param)
+
+
+def test_every_kernel_has_samples():
+    per_kernel = {name: sum(1 for n, _ in SAMPLES if n == name) for name in REGISTRY}
+    for name, count in per_kernel.items():
+        space_size = math.prod(len(v) for v in REGISTRY[name].space.values())
+        assert count >= min(2, space_size - 1), (name, count)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("kernel", "config"), SAMPLES, ids=[f"{n}-{_sample_id(c)}" for n, c in SAMPLES])
+def test_sample_configs_compile(kernel, config, arch):
+    spec = REGISTRY[kernel]
+    assert config != spec.default_config()
+    try:
+        k = compiled(kernel, arch, True, tuple(config.items()))
+    except cumm.CompileError as e:
+        if "#error directive" not in e.log:
+            raise
+        # the template itself refuses this configuration on this architecture, with a reason
+        pytest.skip(f"{kernel} refuses {config} on {arch}: {e.log.strip().splitlines()[0]}")
+    check_report(k, spec, config, arch, (1, 1, 1))
+
+
+def test_config_overrides_merge_with_defaults():
+    k = compiled("blocktile_1d", "sm_90", True, (("BK", 16),))
+    assert k.config == {**REGISTRY["blocktile_1d"].default_config(), "BK": 16}
+    assert k.static_shared_bytes > compiled("blocktile_1d", "sm_90").static_shared_bytes
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ["sm90", "compute_90", 90, "sm_", "sm_9", "SM_90", "sm_90x", "", None])
+def test_bad_arch(arch):
+    with pytest.raises(ValueError, match="arch must look like 'sm_80' or 'sm_90'"):
+        cumm.compile("naive", arch=arch)
+
+
+def test_config_errors_come_before_compiling():
+    with pytest.raises(cumm.ConfigError, match="no parameter"):
+        cumm.compile("naive", {"BM": 8})
+    with pytest.raises(cumm.ConfigError, match=r"needs BS \* BS <= 1024; got BS=64"):
+        cumm.compile("naive", {"BS": 64})
+
+
+@pytest.fixture
+def broken_template(monkeypatch):
+    """Make naive.cu fail to compile, for this test only."""
+    original = _render.template_text
+    original.cache_clear()
+    _render.template_hash.cache_clear()
+    broken = "extern \"C\" __global__ void CUMM_KERNEL(CUMM_GEMM_ARGS) { this_is_not_cuda(; }\n"
+    monkeypatch.setattr(_render, "template_text", lambda f: broken if f == "naive.cu" else original(f))
+    yield broken
+    monkeypatch.undo()
+    original.cache_clear()
+    _render.template_hash.cache_clear()
+
+
+def test_broken_template_raises_compile_error_with_nvrtc_log(broken_template):
+    with pytest.raises(cumm.CompileError) as e:
+        cumm.compile("naive", arch="sm_90")
+    err = e.value
+    assert isinstance(err, RuntimeError)
+    assert err.log.strip(), "CompileError.log must carry NVRTC's log"
+    assert "error" in err.log.lower() and "naive.cu" in err.log, err.log
+    assert err.log.strip() in str(err), "the message must contain NVRTC's log"
+    assert "'naive'" in str(err) and "sm_90" in str(err)
+    assert broken_template in err.source and "#define BS 32" in err.source
+    # other kernels still compile while naive.cu is broken
+    assert cumm.compile("coalesced", arch="sm_90").registers > 0
+
+
+def test_template_restored_after_broken_template_test():
+    assert cumm.compile("naive", arch="sm_90").registers > 0

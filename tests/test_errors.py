@@ -1,0 +1,154 @@
+"""Errors for bad input that need no GPU: wrong array types, unknown kernels and parameters, violated
+constraints, and importing cumm without CuPy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cumm
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_exception_hierarchy():
+    assert issubclass(cumm.ConfigError, ValueError)
+    assert issubclass(cumm.SharedMemoryError, ValueError)
+    assert issubclass(cumm.CompileError, RuntimeError)
+    e = cumm.CompileError("msg", log="the log", source="src")
+    assert (str(e), e.log, e.source) == ("msg", "the log", "src")
+
+
+# --------------------------------------------------------------------------------------------------
+# cumm.matmul: host arrays are rejected before anything touches a GPU
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.ones((4, 3), dtype=np.float32),
+        lambda: np.ones((4, 3), dtype=np.float64),
+        lambda: [[1.0, 2.0, 3.0]] * 4,
+        lambda: ((1.0, 2.0, 3.0),) * 4,
+        lambda: 3.0,
+        lambda: None,
+    ],
+    ids=["numpy-f32", "numpy-f64", "list", "tuple", "scalar", "none"],
+)
+def test_matmul_rejects_host_operands(make):
+    a = make()
+    b = np.ones((3, 2), dtype=np.float32)
+    with pytest.raises(TypeError, match=r"a must be a cupy\.ndarray, got .*cupy\.asarray\(a\)"):
+        cumm.matmul(a, b)
+    with pytest.raises(TypeError, match=r"cupy\.asarray\(a\)"):
+        cumm.matmul(a, b, kernel="naive")
+
+
+def test_matmul_message_names_the_host_type():
+    with pytest.raises(TypeError, match=r"got numpy\.ndarray"):
+        cumm.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
+    with pytest.raises(TypeError, match=r"got builtins\.list"):
+        cumm.matmul([[1.0]], [[1.0]])
+
+
+def test_matmul_checks_operands_before_kernel_and_config():
+    # the operand check comes first: an unknown kernel or bad config cannot mask it
+    with pytest.raises(TypeError, match=r"cupy\.asarray"):
+        cumm.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), kernel="nope", config={"X": 1})
+
+
+# --------------------------------------------------------------------------------------------------
+# Unknown kernels, unknown parameters, bad values, violated constraints
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call", [cumm.kernel_spec, cumm.compile], ids=["kernel_spec", "compile"])
+@pytest.mark.parametrize("name", ["nope", "Naive", "", "double-buffer"])
+def test_unknown_kernel_lists_kernels(call, name):
+    with pytest.raises(ValueError) as e:
+        call(name)
+    msg = str(e.value)
+    assert f"unknown kernel {name!r}" in msg
+    for k in cumm.kernels():
+        assert repr(k) in msg, (k, msg)
+
+
+def test_kernels_lists_the_ladder():
+    names = cumm.kernels()
+    assert names[:3] == ["naive", "coalesced", "smem"]
+    assert "double_buffer" in names and len(names) == len(set(names))
+    assert cumm.kernels("no such kind") == []
+
+
+@pytest.mark.parametrize("kernel", ["naive", "blocktile_2d", "double_buffer"])
+def test_unknown_config_key(kernel):
+    spec = cumm.kernel_spec(kernel)
+    with pytest.raises(cumm.ConfigError) as e:
+        cumm.compile(kernel, {"NOT_A_PARAM": 4})
+    msg = str(e.value)
+    assert "NOT_A_PARAM" in msg and f"kernel {kernel!r}" in msg
+    assert all(repr(p) in msg for p in spec.params), msg
+    with pytest.raises(ValueError):  # ConfigError is a ValueError
+        spec.resolve({"NOT_A_PARAM": 4})
+
+
+@pytest.mark.parametrize("value", [-8, 16.0, "16", True, None])
+def test_bad_config_value(value):
+    with pytest.raises(cumm.ConfigError, match="BS must be a non-negative integer"):
+        cumm.compile("smem", {"BS": value})
+
+
+@pytest.mark.parametrize(
+    ("kernel", "config", "expected"),
+    [
+        ("naive", {"BS": 0}, "BS must be at least 1 (needs BS >= 1; got BS=0)"),
+        ("smem", {"BS": 64}, "a CUDA block has at most 1024 threads (needs BS * BS <= 1024; got BS=64)"),
+        ("blocktile_1d", {"TM": 3},
+         "TM divides BM: each thread owns TM whole rows (needs BM % TM == 0; got BM=64, TM=3)"),
+        ("warptile", {"NUM_THREADS": 100}, "NUM_THREADS is a whole number of warps (needs NUM_THREADS % 32 == 0; "
+                                           "got NUM_THREADS=100)"),
+        ("double_buffer", {"BK": 12}, "needs BK in (4, 8, 16, 32); got BK=12"),
+    ],
+)
+def test_violated_constraint(kernel, config, expected):
+    with pytest.raises(cumm.ConfigError) as e:
+        cumm.compile(kernel, config)
+    msg = str(e.value)
+    assert msg.startswith(f"invalid configuration for kernel {kernel!r}: "), msg
+    assert expected in msg, msg
+    assert cumm.kernel_spec(kernel).violations({**cumm.kernel_spec(kernel).default_config(), **config})
+
+
+# --------------------------------------------------------------------------------------------------
+# Importing cumm without CuPy
+# --------------------------------------------------------------------------------------------------
+
+
+def test_import_without_cupy_names_the_extras():
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["cupy"] = None  # makes `import cupy` raise ImportError
+        try:
+            import cumm
+        except ImportError as e:
+            print("IMPORT-ERROR:", e)
+            sys.exit(0)
+        print("imported without CuPy")
+        sys.exit(1)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO_ROOT,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "IMPORT-ERROR:" in out and "CuPy" in out, out
+    assert "cumm[cuda12]" in out and "cumm[cuda13]" in out, out
