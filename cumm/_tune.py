@@ -98,7 +98,7 @@ DEFAULT_BUDGET_S = 150.0  # per tune() call; 30 s of headroom under the 3 minute
 OFFLINE_SHARE = 0.4  # offline compiles not started by this share of the budget are cancelled
 COMPILE_SHARE = 0.6  # device compiles likewise; timing has the rest
 RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, saving)
-DEFAULT_MAX_CONFIGS = 48
+DEFAULT_MAX_CONFIGS = 64
 COMPILE_EXTRA = 1.2  # compile this many candidates per wanted survivor (batches refill if more fail)
 SCORE_FLOOR = 1 / 3
 PRUNE_FACTOR = 1.5
@@ -106,7 +106,7 @@ LIKELY_SPILL_PENALTY = 0.5
 MIN_REPS, MAX_REPS, SAMPLE_MS = 10, 50, 100.0
 WARMUP = 2
 SPIN_MS = 2.0
-ASSUMED_TFLOPS = 20.0  # planning estimate for an H100/H200-class GPU; only sizes the default count
+ASSUMED_TFLOPS = 30.0  # planning estimate (H200: the top rungs reach 40-42 at 4096^3-8192^3); sizes the default count
 
 STANDARD_SHAPES: list[tuple[int, int, int]] = [
     (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
@@ -302,8 +302,10 @@ def default_count(M: int, N: int, K: int, budget_s: float) -> int:
 
     Timing one configuration costs about ``(WARMUP + MIN_REPS) * t + 0.05 s`` (spin, events, the check),
     with ``t = 2MNK / ASSUMED_TFLOPS``; the share of the budget after compiling (40 %) pays for timing.
-    For 8192^3 with the default 150 s: t ~ 55 ms, ~0.7 s per configuration, 60 s / 0.7 s ~ 85 -> capped at
-    DEFAULT_MAX_CONFIGS (48); with 75 s (``cumm tune`` with both top rungs): 30 s / 0.7 s ~ 42.
+    For 8192^3 with the default 150 s: t ~ 37 ms, ~0.5 s per configuration, 60 s / 0.5 s ~ 120 -> capped at
+    DEFAULT_MAX_CONFIGS (64); with 75 s (``cumm tune`` with both top rungs): 30 s / 0.5 s ~ 61.
+    Measured on the H200 (16 cores): 48 configurations of double_buffer at 4096^3 took 11 s in all
+    (60 offline compiles, 48 device compiles, timing), warptile + double_buffer at 8192^3 30 s.
     """
     t = 2.0 * M * N * K / (ASSUMED_TFLOPS * 1e12) + 10e-6
     per_config = (WARMUP + MIN_REPS) * t + 0.05
