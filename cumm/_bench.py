@@ -222,31 +222,37 @@ def plot(results: Sequence[Mapping], path: str, *, title: str | None = None) -> 
     require_matplotlib()
     from matplotlib.figure import Figure  # the object API: no pyplot, no GUI backend needed
 
+    # Lines join the power-of-two squares; every other shape (4095^3, skinny ones) is a hollow marker at the
+    # cube root of M*N*K, so neighbouring off-grid sizes do not draw spikes through the line.
+    def on_grid(shape: Shape) -> bool:
+        return len(set(shape)) == 1 and shape[0] & (shape[0] - 1) == 0
+
     series: dict[str, list[tuple[float, float]]] = {}
-    cublas: dict[Shape, float] = {}
-    ticks: dict[float, set[str]] = {}
+    extra: dict[str, list[tuple[float, float]]] = {}
+    ticks: set[int] = set()
     for r in results:
         shape = (r["M"], r["N"], r["K"])
-        x = _x(shape)
-        ticks.setdefault(x, set()).add(str(shape[0]) if len(set(shape)) == 1 else shape_str(shape))
-        if r.get("cublas_tflops"):
-            cublas[shape] = r["cublas_tflops"]
-        if r["status"] == "ok" and r["kernel"] != CUBLAS:
-            series.setdefault(r["kernel"], []).append((x, r["tflops"]))
+        if on_grid(shape):
+            ticks.add(shape[0])
+        if r["status"] == "ok":
+            (series if on_grid(shape) else extra).setdefault(r["kernel"], []).append((_x(shape), r["tflops"]))
 
     fig = Figure(figsize=(9, 5.5), layout="constrained")
     ax = fig.add_subplot()
-    for kernel, pts in series.items():
-        pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=kernel)
-    if cublas:
-        pts = sorted((_x(s), t) for s, t in cublas.items())
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "k--", marker="s", label="cuBLAS (FP32)")
+    for kernel in [k for k in series if k != CUBLAS] + ([CUBLAS] if CUBLAS in series else []):
+        pts = sorted(series[kernel])
+        style = dict(color="k", linestyle="--", marker="s", label="cuBLAS (FP32)") if kernel == CUBLAS else \
+            dict(marker="o", label=kernel)
+        (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], **style)
+        if extra.get(kernel):
+            ax.plot([p[0] for p in extra[kernel]], [p[1] for p in extra[kernel]], linestyle="none",
+                    marker=style["marker"], markerfacecolor="none", color=line.get_color())
     ax.set_xscale("log", base=2)
     xs = sorted(ticks)
-    ax.set_xticks(xs, ["\n".join(sorted(ticks[x])) for x in xs])
+    ax.set_xticks(xs, [str(x) for x in xs])
     ax.minorticks_off()
-    ax.set_xlabel("size: M = N = K (non-square shapes at the cube root of M*N*K, labelled MxNxK)")
+    off = sorted({shape_str((r["M"], r["N"], r["K"])) for r in results if not on_grid((r["M"], r["N"], r["K"]))})
+    ax.set_xlabel("M = N = K" + (f"   (hollow: {', '.join(off)}, at the cube root of M*N*K)" if off else ""))
     ax.set_ylabel("TFLOP/s")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
