@@ -1,11 +1,11 @@
 """``kernel="auto"``: which kernel and configuration to run for a shape.
 
-1. A configuration passed by the caller runs on the top rung, as given.
+1. A configuration passed by the caller runs on ``TOP``, as given.
 2. Otherwise the tuned tables (``cumm/tuned/*.json`` shipped with the package, then the user's
    ``tuned.json`` in the cache dir, which wins) are searched for this GPU (name and compute capability)
    and dtype; the entry whose shape bucket is nearest in log2 space (within ``_tune.MAX_DISTANCE``) gives
    the kernel and its configuration. See ``_tune`` for the format and for how entries are made.
-3. Otherwise a heuristic: the top rung with its default tiles when the grid fills the GPU, smaller
+3. Otherwise a heuristic: ``TOP`` with its default tiles when the grid fills the GPU, smaller
    64 x 64 tiles when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
 
 The answer of step 2 is memoized per (device, shape bucket), so the per-call path reads no file and scans
