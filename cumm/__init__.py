@@ -17,6 +17,7 @@ except ImportError as e:  # pragma: no cover - exercised only without CuPy
 
 from collections.abc import Mapping
 
+from ._chain import multi_dot
 from ._compile import CompiledKernel, compile_offline
 from ._errors import CompileError, ConfigError, SharedMemoryError
 from ._ladder import REGISTRY, get_spec
@@ -28,7 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CompileError", "CompiledKernel", "ConfigError", "KernelSpec", "SharedMemoryError", "SUPPORTED_DTYPES",
-    "compile", "kernel_spec", "kernels", "matmul",
+    "compile", "kernel_spec", "kernels", "matmul", "multi_dot",
     "tune",
 ]
 

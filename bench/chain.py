@@ -1,0 +1,204 @@
+"""Time cumm.multi_dot on A @ B @ C against cupy's ``a @ b @ c`` (two cuBLAS calls, true FP32).
+
+    PYTHONPATH=. python3 bench/chain.py [--json PATH] [--sizes 128,256,512] [--repeat 100] [--configs]
+
+For every chain: each method is first verified against a float64 product (output NaN-poisoned first; a
+method whose relative error is not below 1e-5 gets FAIL and no time), then timed by CUDA events, warm-up
+excluded, median of at least 50 runs, inputs rotated over enough sets to exceed twice the L2 cache (the
+project's timing, cumm._bench.sample_ms), two ways:
+
+* loop: calls queued back to back behind a short untimed leader, as cumm._bench does. Where a method's host
+  side (Python, argument checks, launches) is slower than its kernels, the GPU waits for the host and the
+  host's time is what is measured: what a caller sees calling it in a loop.
+* device: the timed calls are queued while the GPU is held busy by a spinning leader kernel, so all of
+  them are in the queue before the first runs and each pair of events times the GPU alone (the kernels
+  and the gaps between them), whatever the host costs.
+
+Columns: cupy a@b@c, multi_dot forced to fused3, multi_dot auto; speedup = cupy / auto. The JSON also has
+pairwise and what auto chose. --configs also times every fused3 configuration (JSON and a third table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import cupy
+import numpy as np
+
+import cumm
+from cumm import _bench, _chain
+
+SQUARE = (128, 256, 512, 1024, 2048, 4096)
+EXTRA = [(4096, 64, 4096, 64)]
+MIN_RUNS = 50
+TOL = 1e-5
+
+
+def _sets(rng, dims):
+    dev = cupy.cuda.Device()
+    l2 = dev.attributes.get("L2CacheSize") or _bench.L2_FALLBACK_BYTES
+    free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
+    m, k, p, n = dims
+    operand = 4 * (m * k + k * p + p * n)
+    count = _bench.n_input_sets(operand, operand + 4 * m * n, l2, free)
+    f32 = cupy.float32
+    return [([rng.standard_normal((dims[i], dims[i + 1]), dtype=f32) for i in range(3)], cupy.empty((m, n), f32))
+            for _ in range(count)]
+
+
+def _fused_with(name: str, dev: int):
+    return lambda x, e: _chain._fused3(*x, e, name, dev)
+
+
+def _methods():
+    dev = cupy.cuda.runtime.getDevice()
+    methods = {
+        "cupy": lambda x, e: cupy.matmul(cupy.matmul(x[0], x[1]), x[2], out=e),
+        "fused3": lambda x, e: cumm.multi_dot(x, kernel="fused3", out=e),
+        "auto": lambda x, e: cumm.multi_dot(x, kernel="auto", out=e),
+        "pairwise": lambda x, e: cumm.multi_dot(x, kernel="pairwise", out=e),
+    }
+    configs = {f"fused3:{name}": _fused_with(name, dev) for name in _chain.CONFIGS}
+    return methods, configs
+
+
+_SPIN = r"""
+extern "C" __global__ void cumm_bench_spin(long long ns) {
+    long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+"""
+
+
+def device_ms(call, runs: int) -> list[float]:
+    """Per-call GPU times (ms) of ``call``: all timed calls are enqueued while a spinning kernel holds the GPU,
+    so none waits for the host. The spin lasts 3x the measured host time of the enqueueing (at least 20 ms)."""
+    spin = cupy.RawKernel(_SPIN, "cumm_bench_spin")
+    t0 = time.perf_counter()
+    for _ in range(5):
+        call()
+    cupy.cuda.Device().synchronize()
+    host_s = (time.perf_counter() - t0) / 5 * runs
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
+    spin((1,), (1,), (np.int64(max(0.02, 3 * host_s) * 1e9),))
+    t0 = time.perf_counter()
+    for s, e in events:
+        s.record()
+        call()
+        e.record()
+    enqueue_s = time.perf_counter() - t0
+    events[-1][1].synchronize()
+    if enqueue_s > max(0.02, 3 * host_s):
+        print(f"warning: enqueueing took {enqueue_s * 1e3:.1f} ms, longer than the spin: device times include "
+              "host time", file=sys.stderr)
+    return [cupy.cuda.get_elapsed_time(s, e) for s, e in events]
+
+
+def _measure(fn, sets, ref, ref_norm, repeat):
+    """(relative error, median us in a loop, median device us, runs); times are None if the result is wrong."""
+    x, e = sets[0]
+    e.fill(math.nan)
+    fn(x, e)
+    err = float(cupy.linalg.norm(e.astype(cupy.float64) - ref)) / ref_norm
+    if not err < TOL:  # NaN (an element never written) included
+        return (err if math.isfinite(err) else None), None, None, 0
+    state = {"i": 0}
+
+    def call():
+        xs, es = sets[state["i"] % len(sets)]
+        state["i"] += 1
+        fn(xs, es)
+
+    times = _bench.sample_ms(call, warmup=5, repeat=max(repeat, MIN_RUNS), min_runs=MIN_RUNS)
+    dev = device_ms(call, max(repeat, MIN_RUNS))
+    return err, statistics.median(times) * 1e3, statistics.median(dev) * 1e3, len(times)
+
+
+def run(chains, repeat: int, with_configs: bool) -> list[dict]:
+    rng = cupy.random.default_rng(0)
+    dev = cupy.cuda.runtime.getDevice()
+    cc = int(cupy.cuda.Device(dev).compute_capability)
+    rows = []
+    for dims in chains:
+        sets = _sets(rng, dims)
+        x = sets[0][0]
+        ref = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
+        ref_norm = float(cupy.linalg.norm(ref))
+        methods, configs = _methods()
+        if with_configs:
+            methods.update(configs)
+        row = {"shape": "x".join(map(str, dims)), "dims": list(dims),
+               "auto_choice": _chain.select(*dims, cc) or "pairwise"}
+        for name, fn in methods.items():
+            err, us, dev_us, runs = _measure(fn, sets, ref, ref_norm, repeat)
+            row[name] = {"us": us, "device_us": dev_us, "rel_err": err, "runs": runs,
+                         "status": "ok" if us is not None else "FAIL"}
+        for key, suffix in (("us", ""), ("device_us", "_device")):
+            cu, au = row["cupy"][key], row["auto"][key]
+            row["speedup" + suffix] = cu / au if cu and au else None
+        rows.append(row)
+        print(_line(row, "us") + " device: " + _line(row, "device_us"), file=sys.stderr, flush=True)
+        del sets, ref
+        cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def _us(cell, key="us") -> str:
+    if cell[key] is not None:
+        return f"{cell[key]:.1f}"
+    return "FAIL (NaN)" if cell["rel_err"] is None else f"FAIL ({cell['rel_err']:.1e})"
+
+
+def _line(row, key) -> str:
+    sp = row["speedup" + ("" if key == "us" else "_device")]
+    return (f"| {row['shape']} | {_us(row['cupy'], key)} | {_us(row['fused3'], key)} | {_us(row['auto'], key)} "
+            f"({row['auto_choice']}) | {f'{sp:.2f}x' if sp else '-'} |")
+
+
+def table(rows) -> str:
+    head = ["| shape | cupy a@b@c us | fused3 us | auto us | speedup |", "| --- | ---: | ---: | ---: | ---: |"]
+    out = ["In a loop (host included):", "", *head, *(_line(r, "us") for r in rows), "",
+           "Device time (calls queued behind a busy GPU; host excluded):", "", *head,
+           *(_line(r, "device_us") for r in rows)]
+    cfg_names = [k for k in rows[0] if k.startswith("fused3:")] if rows else []
+    if cfg_names:
+        out += ["", "Pairwise and each fused3 configuration, loop us / device us:", "",
+                "| shape | pairwise | " + " | ".join(cfg_names) + " |",
+                "| --- | ---: | " + " | ".join("---:" for _ in cfg_names) + " |"]
+        out += [f"| {r['shape']} | " + " | ".join(f"{_us(r[c])} / {_us(r[c], 'device_us')}"
+                                                   for c in ["pairwise", *cfg_names]) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--sizes", default=",".join(map(str, SQUARE)), help="square sizes n (n x n x n x n chains)")
+    p.add_argument("--no-extra", action="store_true", help="skip the 4096x64 . 64x4096 . 4096x64 chain")
+    p.add_argument("--repeat", type=int, default=100, help=f"timed runs per method (at least {MIN_RUNS})")
+    p.add_argument("--configs", action="store_true", help="also time every fused3 configuration")
+    a = p.parse_args()
+    why = _bench.gpu_unavailable()
+    if why:
+        sys.exit(why)
+    _bench.check_tf32()
+    _bench._check_cupy_compute_type()
+    chains = [(n, n, n, n) for n in (int(s) for s in a.sizes.split(",") if s.strip())]
+    if not a.no_extra:
+        chains += EXTRA
+    rows = run(chains, a.repeat, a.configs)
+    info = _bench.device_info()
+    print(f"{info['device']} (cc {info['cc']}), CuPy {info['cupy']}, CUDA {info['cuda']}; median of >= {MIN_RUNS} "
+          "CUDA-event timed runs, warm-up excluded; speedup = cupy / auto\n")
+    print(table(rows))
+    if a.json:
+        _bench.write_json(a.json, {"device": info, "min_runs": MIN_RUNS, "tolerance": TOL, "results": rows})
+
+
+if __name__ == "__main__":
+    main()

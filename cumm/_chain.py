@@ -1,0 +1,228 @@
+"""``cumm.multi_dot``: a chain of matrix products, numpy.linalg.multi_dot semantics for 2-D float32 cupy arrays.
+
+Two arrays are one ``cumm.matmul``. Three arrays (m x k, k x p, p x n) run the fused kernel ``fused3``
+(E = A @ B @ C in one launch; the intermediate A @ B never reaches global memory) when it pays, else two
+``cumm.matmul`` calls in the cheaper order. Four or more arrays are multiplied pairwise in the order of
+least multiply-adds, found by the classic O(N^3) dynamic program (numpy's ``multi_dot`` does the same).
+
+When fused3 pays (``kernel="auto"``, see :func:`select`): it needs thread block clusters (compute
+capability 9.0+) to spread a row panel over several multiprocessors; it always multiplies in the
+(A @ B) @ C order, so that order must not cost more multiply-adds than A @ (B @ C); and the chain must be
+small enough that saving one launch and the round trip of A @ B through memory matters: up to about
+n = 640 for square chains (FUSED_MAX_FMA). Larger chains are throughput-bound, where two tiled GEMMs win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import cupy
+import numpy as np
+
+from ._compile import device_kernel
+from ._ladder import get_spec
+from ._matmul import _INT32_MAX, _aligned, _check_operand, _row_major, compute_capability, matmul
+
+KERNELS = ("auto", "fused3", "pairwise")
+_F32 = np.dtype(np.float32)
+_i32 = np.int32
+
+# fused3 configurations (sm_90+), chosen from device-time sweeps on an H200 (bench/chain.py --configs):
+#   bm32: a 32-row panel per cluster of 4 blocks; 128-wide slices of T and panels of E; 8 x 8 thread tiles
+#         (64 FFMA per 4 LDS.128) and 32-deep slabs split over 4 k-slices: 256 threads, 113 KB of shared
+#         memory (a 512-column chunk of T, then stages or partial tiles). 43 us at n = 512 (bm16: 50).
+#   bm16: a 16-row panel per cluster of 8; 32-wide slices; 4 x 4 thread tiles over 4 k-slices: 128 threads,
+#         33 KB, several blocks per multiprocessor. Small chains, which are latency-bound: 9.5 us at
+#         n = 128 and 16 us at n = 256 (bm32: 17 and 26).
+CONFIGS: dict[str, dict[str, int]] = {
+    "bm32": dict(BM=32, BN=128, BK=32, CL=4, PCH=1, TM=8, TN=8, KS=4, MINB=1),
+    "bm16": dict(BM=16, BN=32, BK=32, CL=8, PCH=1, TM=4, TN=4, KS=4, MINB=2),
+}
+BM32_MIN_ROWS = 384  # m from which bm32 beats bm16 (measured: bm16 at 256, bm32 at 512)
+# Without clusters (compute capability < 9.0) one block computes a whole row panel: same tiles, CL = 1,
+# and CL * PCH slices per block so that a chunk of T stays as wide as with a cluster.
+
+
+def no_cluster(cfg: Mapping[str, int]) -> dict[str, int]:
+    return dict(cfg, CL=1, PCH=cfg["CL"] * cfg["PCH"])
+
+
+# Largest (A @ B) @ C multiply-add count that kernel="auto" fuses. On an H200, device time of fused3 against
+# two cumm.matmul calls: 43 against 49 us at n = 512, 308 against 132 us at n = 1024 (calls in a Python
+# loop, where the host's time counts too: 43 against 103 us, 308 against 132). The crossover of device
+# times is near n = 570, of loop times above it: fuse up to n = 640.
+FUSED_MAX_FMA = 2 * 640**3
+
+
+def chain_cost(dims: Sequence[int]) -> tuple[int, list[list[int]]]:
+    """Least multiply-add count of the chain whose i-th matrix is dims[i] x dims[i + 1], and the split table:
+    split[i][j] = s means the best order for matrices i..j multiplies (i..s) by (s+1..j)."""
+    nmat = len(dims) - 1
+    cost = [[0] * nmat for _ in range(nmat)]
+    split = [[0] * nmat for _ in range(nmat)]
+    for span in range(1, nmat):
+        for i in range(nmat - span):
+            j = i + span
+            best = None
+            for s in range(i, j):
+                q = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if best is None or q < best:
+                    best, split[i][j] = q, s
+            cost[i][j] = best
+    return (cost[0][nmat - 1] if nmat else 0), split
+
+
+def chain_order(dims: Sequence[int]):
+    """The cheapest parenthesization as nested pairs of matrix indices, e.g. ((0, 1), 2)."""
+    _, split = chain_cost(dims)
+
+    def build(i, j):
+        return i if i == j else (build(i, split[i][j]), build(split[i][j] + 1, j))
+
+    return build(0, len(dims) - 2)
+
+
+def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
+    """kernel="auto" for three arrays: the fused3 configuration to run, or None for two matmuls."""
+    if cc < 90 or min(m, k, p, n) < 1:
+        return None
+    fused = m * p * (k + n)  # (A @ B) @ C, the order fused3 computes
+    if fused > k * n * (m + p) or fused > FUSED_MAX_FMA:  # A @ (B @ C) is cheaper, or the chain is large
+        return None
+    return fused_config(m)
+
+
+def fused_config(m: int) -> str:
+    return "bm32" if m >= BM32_MIN_ROWS else "bm16"
+
+
+def _plan(config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int):
+    """(kernel, block, dynamic shared memory, grid function) of ``config`` (a CONFIGS name or a dict)."""
+    spec = get_spec("fused3")
+    cc = compute_capability(dev)
+    over = dict(CONFIGS[config]) if isinstance(config, str) else dict(config)
+    if cc < 90 and isinstance(config, str):
+        over = no_cluster(over)
+    cfg = spec.resolve(over, cc)
+    kern = device_kernel(spec, cfg, flags, dev)
+    return kern, spec.block(cfg), spec.smem(cfg), lambda m, n, p: spec.grid(cfg, m, n, p)
+
+
+# Per (configuration, alignment flags, device, dimensions, leading dimensions): the kernel, its launch
+# geometry and the integer arguments, converted once. A repeated call only builds the argument tuple.
+_launches: dict[tuple, tuple] = {}
+_LAUNCH_CACHE_MAX = 4096
+
+
+def _launch(config, flags, dev, ints):
+    key = (config if isinstance(config, str) else tuple(sorted(config.items())), flags, dev, ints)
+    hit = _launches.get(key)
+    if hit is None:
+        kern, block, smem, grid = _plan(config, flags, dev)
+        m, k, p, n = ints[:4]
+        if len(_launches) >= _LAUNCH_CACHE_MAX:
+            _launches.clear()
+        hit = _launches[key] = (kern, grid(m, n, p), block, smem, tuple(_i32(x) for x in ints))
+    return hit
+
+
+def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
+    """E = a @ b @ c into ``out`` with the fused kernel; arguments already checked, every dimension >= 1."""
+    m, k = a.shape
+    p, n = c.shape
+    a, lda = _row_major(a, "arrays[0]", copy_ok=True)
+    b, ldb = _row_major(b, "arrays[1]", copy_ok=True)
+    c, ldc = _row_major(c, "arrays[2]", copy_ok=True)
+    e, lde = _row_major(out, "out", copy_ok=False)
+    if max(lda, ldb, ldc, lde) > _INT32_MAX:
+        raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
+    flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc) & _aligned(e, lde))
+    kern, grid, block, smem, i = _launch(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
+    args = (i[0], i[1], i[2], i[3], a, i[4], b, i[5], c, i[6], e, i[7])
+    if dev != cupy.cuda.runtime.getDevice():
+        with cupy.cuda.Device(dev):
+            kern(grid, block, args, shared_mem=smem)
+    else:
+        kern(grid, block, args, shared_mem=smem)
+    return out
+
+
+def _pairwise(arrays, dims, out):
+    """The chain multiplied pairwise with cumm.matmul in the cheapest order; the last product goes into out."""
+    order = chain_order(dims)
+
+    def run(node, dst=None):
+        if isinstance(node, int):
+            return arrays[node]
+        return matmul(run(node[0]), run(node[1]), out=dst)
+
+    return run(order, out)
+
+
+def multi_dot(arrays, *, kernel: str = "auto", out=None):
+    """The product of two or more 2-D float32 cupy arrays, like numpy.linalg.multi_dot.
+
+    ``kernel``: "auto" (fused3 for three arrays when it pays, else pairwise cumm.matmul), "fused3" (force
+    the fused kernel; three arrays only) or "pairwise" (cumm.matmul calls in the cheapest order).
+    ``out``: a C-contiguous (or row-major, unit column stride) float32 array of the result's shape that
+    overlaps none of the inputs; returned.
+    """
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError(f"multi_dot needs at least two arrays, got {len(arrays)}")
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r} for multi_dot; use one of {list(KERNELS)}")
+    if kernel == "fused3" and len(arrays) != 3:
+        raise ValueError(f"kernel='fused3' multiplies exactly three arrays, got {len(arrays)}")
+    for i, x in enumerate(arrays):
+        _check_operand(x, f"arrays[{i}]")
+    dims = [arrays[0].shape[0]]
+    for i, x in enumerate(arrays):
+        if x.shape[0] != dims[-1]:
+            raise ValueError(
+                f"shapes {arrays[i - 1].shape} (arrays[{i - 1}]) and {x.shape} (arrays[{i}]) do not align: "
+                f"{dims[-1]} columns against {x.shape[0]} rows"
+            )
+        dims.append(x.shape[1])
+    dev = arrays[0].device.id
+    for i, x in enumerate(arrays[1:], 1):
+        if x.device.id != dev:
+            raise ValueError(f"arrays[0] is on device {dev} and arrays[{i}] on device {x.device.id}; "
+                             "put all on one device")
+    if max(dims) > _INT32_MAX:
+        raise ValueError(f"dimensions must be below 2**31, got {dims}")
+    m, n = dims[0], dims[-1]
+    if out is None:
+        out = cupy.empty((m, n), dtype=_F32)
+    else:
+        _check_out(out, arrays, m, n, dev)
+
+    if len(arrays) == 2:
+        return matmul(arrays[0], arrays[1], out=out)
+    if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1:
+        _, k, p, _ = dims
+        if kernel == "fused3":
+            config = fused_config(m)
+        else:
+            config = select(m, k, p, n, compute_capability(dev))
+        if config is not None:
+            return _fused3(arrays[0], arrays[1], arrays[2], out, config, dev)
+    if m == 0 or n == 0:
+        return out
+    return _pairwise(arrays, dims, out)
+
+
+def _check_out(out, arrays, m: int, n: int, dev: int) -> None:
+    if not isinstance(out, cupy.ndarray):
+        raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
+    if out.dtype != _F32:
+        raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
+    if out.shape != (m, n):
+        shapes = " x ".join(str(x.shape) for x in arrays)
+        raise ValueError(f"out has shape {out.shape}; the product {shapes} needs ({m}, {n})")
+    if out.device.id != dev:
+        raise ValueError(f"out is on device {out.device.id} but the arrays are on device {dev}")
+    for i, x in enumerate(arrays):
+        if cupy.may_share_memory(out, x):
+            raise ValueError(f"out overlaps arrays[{i}] in memory; the product reads the arrays while writing out: "
+                             "pass a new array")

@@ -1,0 +1,321 @@
+"""cumm.multi_dot and the fused3 chain kernel.
+
+GPU tests (marker ``gpu``) compare against float64 references on random normal data, with the output
+NaN-poisoned first so that an element the kernel never writes fails. CPU tests cover the parenthesization
+dynamic program, argument errors that need no GPU, the auto rule, and offline compiles of fused3.
+
+Tolerance: 1e-5 relative (Frobenius) error, as for cumm.matmul. A chain adds the rounding of two float32
+products, but on random normal data each contributes about sqrt(depth) * 2^-24 (here < 3e-6 for depths up to
+4096), and T = A @ B's relative error carries into E unamplified, so 1e-5 holds without loosening.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cumm
+from cumm import _chain
+
+from .conftest import rel_err
+
+TOL = 1e-5
+gpu = pytest.mark.gpu
+
+SQUARE = (1, 2, 127, 128, 512, 513)
+CHAINS = [(4096, 64, 4096, 64), (1, 300, 7, 1), (33, 1, 65, 17), (257, 129, 3, 200)]
+# Forced fused3: ones, a single row or column, p across several chunks of T (256 columns for bm16, 512 for
+# bm32), n wider than a cluster's panels (several panels per rank), k not a multiple of the slab.
+ODD = [(1, 1, 1, 1), (5, 1, 3, 7), (3, 7, 1, 5), (2, 5, 3, 1), (1, 1, 600, 1), (70, 33, 600, 9),
+       (97, 1000, 513, 1100), (600, 65, 1031, 130), (31, 3, 257, 33), (513, 17, 1025, 4)]
+
+
+def _chain_arrays(rng, dims):
+    import cupy
+
+    return [rng.standard_normal((dims[i], dims[i + 1]), dtype=cupy.float32) for i in range(len(dims) - 1)]
+
+
+def _ref(arrays):
+    """float64 product in the cheapest order (numpy.linalg.multi_dot on the host for long chains)."""
+    import cupy
+
+    if len(arrays) > 3:
+        return cupy.asarray(np.linalg.multi_dot([cupy.asnumpy(x).astype(np.float64) for x in arrays]))
+    x = arrays[0].astype(cupy.float64)
+    for y in arrays[1:]:
+        x = x @ y.astype(cupy.float64)
+    return x
+
+
+def _poisoned(m, n):
+    import cupy
+
+    return cupy.full((m, n), math.nan, dtype=cupy.float32)
+
+
+def _check(arrays, kernel, ref=None):
+    m, n = arrays[0].shape[0], arrays[-1].shape[1]
+    out = _poisoned(m, n)
+    e = cumm.multi_dot(arrays, kernel=kernel, out=out)
+    assert e is out
+    err = rel_err(out, _ref(arrays) if ref is None else ref)
+    shapes = " . ".join(str(x.shape) for x in arrays)
+    assert err < TOL, f"{kernel} {shapes}: relative error {err:.3e}"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU
+# ---------------------------------------------------------------------------------------------------
+
+@gpu
+@pytest.mark.parametrize("kernel", ["auto", "fused3", "pairwise"])
+@pytest.mark.parametrize("n", SQUARE)
+def test_square(n, kernel, rng):
+    _check(_chain_arrays(rng, (n, n, n, n)), kernel)
+
+
+@gpu
+@pytest.mark.parametrize("kernel", ["auto", "fused3", "pairwise"])
+@pytest.mark.parametrize("dims", CHAINS, ids=lambda d: "x".join(map(str, d)))
+def test_non_square(dims, kernel, rng):
+    _check(_chain_arrays(rng, dims), kernel)
+
+
+@gpu
+@pytest.mark.parametrize("dims", ODD, ids=lambda d: "x".join(map(str, d)))
+def test_fused3_odd_shapes(dims, rng):
+    _check(_chain_arrays(rng, dims), "fused3")
+
+
+@gpu
+@pytest.mark.parametrize("config", sorted(_chain.CONFIGS))
+@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (64, 64, 64, 64)],
+                         ids=lambda d: "x".join(map(str, d)))
+def test_every_config(config, dims, rng):
+    """Each configuration directly, whatever the auto rule picks for the shape."""
+    import cupy
+
+    arrays = _chain_arrays(rng, dims)
+    out = _poisoned(dims[0], dims[-1])
+    _chain._fused3(*arrays, out, config, cupy.cuda.runtime.getDevice())
+    assert rel_err(out, _ref(arrays)) < TOL, config
+
+
+@gpu
+@pytest.mark.parametrize("kernel", ["auto", "fused3", "pairwise"])
+def test_unaligned_and_strided(kernel, rng):
+    """Views whose pointers or leading dimensions forbid 16-byte accesses take the scalar paths."""
+    import cupy
+
+    m, k, p, n = 131, 67, 93, 45
+    a = rng.standard_normal((m + 1, k + 3), dtype=cupy.float32)[1:, 1 : k + 1]
+    b = rng.standard_normal((k, p + 5), dtype=cupy.float32)[:, 2 : p + 2]
+    c = rng.standard_normal((p, n + 1), dtype=cupy.float32)[:, 1:]
+    big_out = _poisoned(m, n + 1)
+    out = big_out[:, 1:]
+    cumm.multi_dot([a, b, c], kernel=kernel, out=out)
+    assert rel_err(out, _ref([a, b, c])) < TOL
+    assert cupy.isnan(big_out[:, 0]).all(), "wrote outside out"
+    t = rng.standard_normal((p, k), dtype=cupy.float32).T  # column-major: copied
+    assert rel_err(cumm.multi_dot([a, t, c], kernel=kernel), _ref([a, t, c])) < TOL
+
+
+@gpu
+def test_two_arrays(rng):
+    import cupy
+
+    a, b = _chain_arrays(rng, (129, 65, 33))
+    _check([a, b], "auto")
+    _check([a, b], "pairwise")
+    assert cumm.multi_dot((a, b)).shape == (129, 33)
+    e = cumm.multi_dot([a, b])
+    assert e.dtype == cupy.float32 and rel_err(e, _ref([a, b])) < TOL
+
+
+@gpu
+@pytest.mark.parametrize("kernel", ["auto", "pairwise"])
+@pytest.mark.parametrize("dims", [(40, 300, 20, 500, 10), (10, 200, 30, 400, 5, 123), (7, 1, 9, 1, 300),
+                                  (128, 128, 128, 128, 128, 128)], ids=lambda d: "x".join(map(str, d)))
+def test_long_chains(dims, kernel, rng):
+    """Four and five arrays against numpy.linalg.multi_dot on float64 copies."""
+    _check(_chain_arrays(rng, dims), kernel)
+
+
+@gpu
+def test_empty_dimensions(rng):
+    import cupy
+
+    arrays = _chain_arrays(rng, (5, 0, 3, 7))
+    for kernel in ("auto", "fused3", "pairwise"):
+        e = cumm.multi_dot(arrays, kernel=kernel, out=_poisoned(5, 7))
+        assert e.shape == (5, 7) and (e == 0).all()
+    assert cumm.multi_dot(_chain_arrays(rng, (0, 4, 3, 7))).shape == (0, 7)
+    assert cumm.multi_dot(_chain_arrays(rng, (4, 3, 6, 0))).shape == (4, 0)
+    assert (cumm.multi_dot(_chain_arrays(rng, (4, 3, 0, 2, 5))) == 0).all()
+    assert cumm.multi_dot(_chain_arrays(rng, (4, 3, 2))).dtype == cupy.float32
+
+
+@gpu
+def test_device_errors(rng):
+    import cupy
+
+    a, b, c = _chain_arrays(rng, (4, 3, 5, 2))
+    with pytest.raises(ValueError, match=r"\(4, 3\) \(arrays\[0\]\) and \(5, 2\) \(arrays\[1\]\)"):
+        cumm.multi_dot([a, c])
+    with pytest.raises(ValueError, match=r"\(3, 5\) \(arrays\[1\]\) and \(3, 5\) \(arrays\[2\]\)"):
+        cumm.multi_dot([a, b, b])
+    with pytest.raises(TypeError, match=r"arrays\[1\] has dtype float64.*float32"):
+        cumm.multi_dot([a, b.astype(cupy.float64), c])
+    with pytest.raises(ValueError, match="2-D"):
+        cumm.multi_dot([a, b[0], c])
+    with pytest.raises(ValueError, match=r"out has shape \(4, 5\).*\(4, 2\)"):
+        cumm.multi_dot([a, b, c], out=cupy.empty((4, 5), dtype=cupy.float32))
+    with pytest.raises(TypeError, match="out has dtype"):
+        cumm.multi_dot([a, b, c], out=cupy.empty((4, 2), dtype=cupy.float64))
+    with pytest.raises(TypeError, match="out must be a cupy.ndarray"):
+        cumm.multi_dot([a, b, c], out=np.empty((4, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cumm.multi_dot([a, b, c], kernel="fused3", out=cupy.empty((2, 4), dtype=cupy.float32).T)
+    sq = rng.standard_normal((3, 3), dtype=cupy.float32)
+    for kernel in ("auto", "fused3", "pairwise"):
+        with pytest.raises(ValueError, match=r"overlaps arrays\[2\]"):
+            cumm.multi_dot([sq.copy(), sq.copy(), sq], kernel=kernel, out=sq)
+    with pytest.raises(ValueError, match="exactly three"):
+        cumm.multi_dot([a, b], kernel="fused3")
+    with pytest.raises(ValueError, match="exactly three"):
+        cumm.multi_dot([a, b, c, c.T], kernel="fused3")
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        cumm.multi_dot([a, b, c], kernel="nope")
+    with pytest.raises(ValueError, match="not a matrix-product kernel"):
+        cumm.matmul(a, b, kernel="fused3")
+    if cupy.cuda.runtime.getDeviceCount() > 1:
+        with cupy.cuda.Device(1):
+            c1 = cupy.asarray(c)
+        with pytest.raises(ValueError, match="device"):
+            cumm.multi_dot([a, b, c1])
+
+
+# ---------------------------------------------------------------------------------------------------
+# CPU
+# ---------------------------------------------------------------------------------------------------
+
+def _brute(dims, i, j):
+    """Least multiply-adds for matrices i..j by trying every parenthesization."""
+    if i == j:
+        return 0
+    return min(_brute(dims, i, s) + _brute(dims, s + 1, j) + dims[i] * dims[s + 1] * dims[j + 1]
+               for s in range(i, j))
+
+
+def _order_cost(dims, node):
+    """(rows, cols, multiply-adds) of a nested-pair parenthesization."""
+    if isinstance(node, int):
+        return dims[node], dims[node + 1], 0
+    r1, c1, f1 = _order_cost(dims, node[0])
+    r2, c2, f2 = _order_cost(dims, node[1])
+    assert c1 == r2
+    return r1, c2, f1 + f2 + r1 * c1 * c2
+
+
+def _leaves(node):
+    return [node] if isinstance(node, int) else _leaves(node[0]) + _leaves(node[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=300), min_size=3, max_size=8))
+def test_chain_order_is_optimal(dims):
+    best = _brute(dims, 0, len(dims) - 2)
+    cost, _ = _chain.chain_cost(dims)
+    assert cost == best
+    order = _chain.chain_order(dims)
+    assert _leaves(order) == list(range(len(dims) - 1))
+    r, c, f = _order_cost(dims, order)
+    assert (r, c, f) == (dims[0], dims[-1], best)
+
+
+def test_chain_order_examples():
+    assert _chain.chain_order([10, 20]) == 0
+    assert _chain.chain_order([4096, 64, 4096, 64]) == (0, (1, 2))  # A @ (B @ C): 64x fewer multiply-adds
+    assert _chain.chain_order([64, 4096, 64, 4096]) == ((0, 1), 2)
+    # the textbook example (CLRS 15.2): 15125 scalar multiplications, ((A1 (A2 A3)) ((A4 A5) A6))
+    dims = [30, 35, 15, 5, 10, 20, 25]
+    assert _chain.chain_cost(dims)[0] == 15125
+    assert _chain.chain_order(dims) == ((0, (1, 2)), ((3, 4), 5))
+    for _ in range(20):
+        d = [random.randint(1, 50) for _ in range(random.randint(3, 7))]
+        assert _chain.chain_cost(d)[0] == _brute(d, 0, len(d) - 2)
+
+
+def test_errors_without_gpu():
+    a = np.ones((3, 4), dtype=np.float32)
+    with pytest.raises(TypeError, match=r"cupy\.asarray\(arrays\[0\]\)"):
+        cumm.multi_dot([a, a.T])
+    with pytest.raises(ValueError, match="at least two arrays, got 1"):
+        cumm.multi_dot([a])
+    with pytest.raises(ValueError, match="at least two arrays, got 0"):
+        cumm.multi_dot([])
+    with pytest.raises(ValueError, match="unknown kernel"):
+        cumm.multi_dot([a, a.T], kernel="fused")
+
+
+def test_registry():
+    assert "fused3" in cumm.kernels("chain")
+    assert "fused3" not in cumm.kernels()
+    assert "multi_dot" in cumm.__all__
+    spec = cumm.kernel_spec("fused3")
+    for name, cfg in _chain.CONFIGS.items():
+        assert not spec.violations(spec.resolve(cfg, 90)), name
+    assert spec.resolve(None, 80)["CL"] == 1 and spec.resolve(None, 90)["CL"] == 4
+    bad = spec.violations(dict(spec.resolve(None, 90), BK=48))
+    assert any("BN % BK" in v for v in bad)
+    with pytest.raises(cumm.ConfigError, match="227 KB"):
+        spec.resolve(dict(BM=64, BN=128, PCH=8), 90)
+    assert spec.grid(spec.resolve(_chain.CONFIGS["bm32"], 90), 512, 512, 512) == (64, 1, 1)  # 16 clusters of 4
+    assert spec.grid(spec.resolve(_chain.CONFIGS["bm16"], 90), 100, 1, 1) == (56, 1, 1)     # 7 clusters of 8
+    assert spec.block(spec.resolve(_chain.CONFIGS["bm32"], 90)) == (256, 1, 1)
+
+
+def test_auto_rule():
+    sel = _chain.select
+    assert sel(512, 512, 512, 512, 90) == "bm32"
+    assert sel(256, 256, 256, 256, 90) == "bm16"
+    assert sel(128, 128, 128, 128, 90) == "bm16"
+    assert sel(1024, 1024, 1024, 1024, 90) is None  # large: two tiled GEMMs
+    assert sel(2048, 2048, 2048, 2048, 90) is None
+    assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
+    assert sel(512, 512, 512, 512, 80) is None      # no clusters before sm_90
+    assert sel(1, 300, 7, 1, 90) == "bm16"
+    assert sel(5, 0, 3, 7, 90) is None
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("config", [None, *sorted(_chain.CONFIGS)])
+def test_offline_compile_no_spills(arch, config):
+    over = None if config is None else dict(_chain.CONFIGS[config])
+    if over is not None and arch == "sm_80":  # what _chain runs without clusters
+        over = _chain.no_cluster(over)
+    for aligned in (True, False):
+        r = cumm.compile("fused3", over, arch=arch, aligned=aligned)
+        if not r.log:  # seen with NVRTC 13.2 on the H200 machine: no ptxas report, so nothing to check
+            pytest.skip(f"NVRTC {'.'.join(map(str, _nvrtc_version()))} returned no ptxas report")
+        assert r.registers > 0 and r.spill_bytes == 0 and r.stack_bytes == 0, (config, arch, aligned, r.registers)
+        assert r.dynamic_shared_bytes == cumm.kernel_spec("fused3").smem(r.config)
+
+
+def _nvrtc_version():
+    from cupy.cuda import nvrtc
+
+    return nvrtc.getVersion()
+
+
+def test_cluster_needs_sm90():
+    with pytest.raises(cumm.CompileError, match="thread block clusters"):
+        cumm.compile("fused3", {"CL": 4, "PCH": 1}, arch="sm_80")
+
