@@ -9,6 +9,13 @@ steps=${*:-tests sanitize bench chain}
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   python3 -c "import cupy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"
 } > "$OUT/env.txt" 2>&1
+python3 - >> "$OUT/env.txt" 2>&1 <<'PY'
+import cupy, cumm
+from cupy.cuda import nvrtc
+print("nvrtc", nvrtc.getVersion())
+r = cumm.compile("naive", arch="sm_90")
+print("offline compile:", r.registers, "registers;", repr(r.log[:400]))
+PY
 for step in $steps; do
   echo "=== $step $(date +%T)"
   case $step in
