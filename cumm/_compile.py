@@ -112,11 +112,12 @@ def compile_offline(spec: KernelSpec, cfg: Config, arch: str = "sm_90", flags=AL
     options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"]
     log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, source, options)
     if f"Compiling entry function '{name}'" not in log:
-        # Seen with NVRTC 13 on the H200 machine: a source it has compiled before (in any process on that
-        # machine) comes back with an empty log, as if served from a cache without running ptxas. A unique
-        # comment makes the source new, so ptxas runs and reports; the code is the same.
-        log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, f"{source}\n// cumm: fresh compile {uuid.uuid4().hex}\n",
-                                    options)
+        # Seen with NVRTC 13 on the H200 machine (driver 580): PTX it has compiled before is served from the
+        # driver's compute cache (~/.nv/ComputeCache) without running ptxas, so the log has no report
+        # (CUDA_CACHE_DISABLE=1 at process start avoids it). An unused, uniquely named global makes the
+        # PTX new, so ptxas runs and reports; the kernel's code is unchanged.
+        fresh = f"{source}\n__device__ int cumm_fresh_{uuid.uuid4().hex};  // forces a ptxas run\n"
+        log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, fresh, options)
         if f"Compiling entry function '{name}'" not in log:
             raise CompileError(
                 f"NVRTC compiled kernel {spec.name!r} for {arch} but returned no ptxas report (registers, "

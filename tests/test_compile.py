@@ -218,8 +218,8 @@ def test_template_restored_after_broken_template_test():
 
 
 def test_missing_ptxas_report_recompiles_a_fresh_source(monkeypatch):
-    """NVRTC 13 on the H200 machine returned no ptxas report for sources it had compiled before; the
-    offline compile must still report registers and spills (it recompiles with a unique comment)."""
+    """NVRTC 13 on the H200 machine returns no ptxas report for PTX the driver's compute cache holds; the
+    offline compile must still report registers and spills (it recompiles with a unique unused global)."""
     from cumm import _compile
 
     real = _compile._nvrtc_compile
