@@ -37,22 +37,14 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("size", bench_sizes(metafunc.config), ids=lambda s: f"{s}^3")
 
 
-def _gpu_skip_reason() -> str | None:
-    try:
-        import cupy
-
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # no driver, no libcuda, or no device
-        return f"no CUDA GPU available ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
-    return None if n > 0 else "no CUDA GPU available (0 devices)"
-
-
 def _skip_reason(config) -> str | None:
     if not config.pluginmanager.hasplugin("benchmark"):
         return "pytest-benchmark is not installed: pip install 'cumm[test]'"
     if not config.getoption("benchmark_only", default=False):
         return "benchmarks run only with --benchmark-only"
-    return _gpu_skip_reason()
+    from cumm._bench import gpu_unavailable
+
+    return gpu_unavailable()
 
 
 def pytest_collection_modifyitems(config, items):

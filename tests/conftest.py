@@ -6,13 +6,9 @@ import pytest
 
 
 def _gpu_skip_reason() -> str | None:
-    try:
-        import cupy
+    from cumm._bench import gpu_unavailable
 
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # no driver, no libcuda, or no device
-        return f"no CUDA GPU available ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
-    return None if n > 0 else "no CUDA GPU available (0 devices)"
+    return gpu_unavailable()
 
 
 GPU_SKIP_REASON = _gpu_skip_reason()
