@@ -21,7 +21,7 @@ import numpy as np
 
 from ._compile import device_kernel
 from ._ladder import get_spec
-from ._matmul import _INT32_MAX, _aligned, _check_operand, _row_major, compute_capability, matmul
+from ._matmul import _INT32_MAX, _aligned, _check_operand, _check_out, _row_major, compute_capability, matmul
 
 KERNELS = ("auto", "fused3", "pairwise")
 _F32 = np.dtype(np.float32)
@@ -210,19 +210,3 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     if m == 0 or n == 0:
         return out
     return _pairwise(arrays, dims, out)
-
-
-def _check_out(out, arrays, m: int, n: int, dev: int) -> None:
-    if not isinstance(out, cupy.ndarray):
-        raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
-    if out.dtype != _F32:
-        raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
-    if out.shape != (m, n):
-        shapes = " x ".join(str(x.shape) for x in arrays)
-        raise ValueError(f"out has shape {out.shape}; the product {shapes} needs ({m}, {n})")
-    if out.device.id != dev:
-        raise ValueError(f"out is on device {out.device.id} but the arrays are on device {dev}")
-    for i, x in enumerate(arrays):
-        if cupy.may_share_memory(out, x):
-            raise ValueError(f"out overlaps arrays[{i}] in memory; the product reads the arrays while writing out: "
-                             "pass a new array")

@@ -119,7 +119,7 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
             raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
         out = cupy.empty((M, N), dtype=_F32)
     else:
-        _check_out(out, a, b, M, N, dev)
+        _check_out(out, (a, b), M, N, dev, ("a", "b"))
 
     if M == 0 or N == 0:
         return out
@@ -148,14 +148,18 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     return out
 
 
-def _check_out(out, a, b, M: int, N: int, dev: int) -> None:
+def _check_out(out, inputs, M: int, N: int, dev: int, names=None) -> None:
+    """out must be a float32 (M, N) array on ``dev`` sharing no memory with any input (matmul, multi_dot)."""
+    names = names or [f"arrays[{i}]" for i in range(len(inputs))]
     if not isinstance(out, cupy.ndarray):
         raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
     if out.dtype != _F32:
         raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
     if out.shape != (M, N):
-        raise ValueError(f"out has shape {out.shape}; the product of {a.shape} and {b.shape} needs ({M}, {N})")
+        shapes = " x ".join(str(x.shape) for x in inputs)
+        raise ValueError(f"out has shape {out.shape}; the product {shapes} needs ({M}, {N})")
     if out.device.id != dev:
-        raise ValueError(f"out is on device {out.device.id} but a and b are on device {dev}")
-    if cupy.may_share_memory(out, a) or cupy.may_share_memory(out, b):
-        raise ValueError("out overlaps a or b in memory; the kernels read a and b while writing out: pass a new array")
+        raise ValueError(f"out is on device {out.device.id} but the inputs are on device {dev}")
+    for name, x in zip(names, inputs, strict=True):
+        if cupy.may_share_memory(out, x):
+            raise ValueError(f"out overlaps {name} in memory; the product reads it while writing out: pass a new array")
