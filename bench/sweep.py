@@ -27,6 +27,9 @@ CANDIDATES = {
                       dict(W, BM=128, BN=256, WM=64, WN=64, WNITER=4, MINB=1),
                       dict(W, BM=128, BN=256, WM=64, WN=64, WNITER=4, BK=8, MINB=1),
                       dict(W, BM=256, BN=128, WM=64, WN=64, WNITER=4, BK=8, MINB=1)],
+    "tf32x3": [{}, dict(STAGES=4), dict(BK=16, STAGES=4), dict(BK=64), dict(WM=32, WN=64),
+               dict(BN=64, NUM_THREADS=128), dict(BM=64, NUM_THREADS=128), dict(BN=64, NUM_THREADS=128, STAGES=4),
+               dict(BM=64, BN=256, WM=32, WN=64), dict(BN=256, BM=64, WM=64, WN=32)],
 }
 
 
@@ -60,7 +63,9 @@ def main() -> None:
         flops = 2.0 * n**3
         ref = sets[0][0].astype(cupy.float64) @ sets[0][1].astype(cupy.float64)
         cublas = timed(lambda x, y: cupy.matmul(x, y), sets, a.repeat)
-        print(f"n={n} cuBLAS {cublas:.3f} ms {flops / cublas / 1e9:.1f} TFLOP/s", flush=True)
+        out = cupy.matmul(*sets[0])
+        err = float(cupy.linalg.norm(out - ref) / cupy.linalg.norm(ref))
+        print(f"n={n} cuBLAS {cublas:.3f} ms {flops / cublas / 1e9:.1f} TFLOP/s err {err:.1e}", flush=True)
         for kernel, configs in CANDIDATES.items():
             if a.only and kernel not in a.only.split(","):
                 continue

@@ -200,6 +200,32 @@ REGISTRY: dict[str, KernelSpec] = {
             derived=_warptile_derived,
             space=_WARPTILE_SPACE,
         ),
+        KernelSpec(
+            name="tf32x3",
+            template="tf32x3.cu",
+            summary="tensor cores (mma.sync TF32) with each operand split in two: FP32 accuracy, 3 mma per product",
+            block=lambda c: (c["NUM_THREADS"], 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            smem=lambda c: c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4,
+            defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4, NUM_THREADS=256, MINB=1),
+            constraints=[
+                *positive("BM", "BN", "BK", "WM", "WN", "STAGES", "NUM_THREADS", "MINB"),
+                C("WM % 16 == 0 and WN % 8 == 0", "a warp tile is made of whole 16 x 8 mma tiles"),
+                C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+                C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS",
+                  "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+                at_most_1024_threads("NUM_THREADS"),
+                C("BK % 8 == 0", "a slab is a whole number of k = 8 mma steps"),
+                C("BN % 4 == 0", "B's rows are copied as 16-byte chunks"),
+                C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+                  "every thread copies the same number of 16-byte chunks of the A and B tiles"),
+                C("STAGES >= 2", "the pipeline needs at least two stages"),
+                C("STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
+                  "the pipeline stages fit in 227 KB of shared memory per block"),
+            ],
+            space=dict(BM=(64, 128, 256), BN=(64, 128, 256), BK=(16, 32), WM=(32, 64), WN=(32, 64),
+                       STAGES=(2, 3, 4), NUM_THREADS=(128, 256), MINB=(1, 2)),
+        ),
         # Chain kernel (cumm.multi_dot): E = A @ B @ C for A m x k, B k x p, C p x n. Its grid, block and
         # smem callables take (cfg, M, N, K) = (cfg, m, n, p): E is M x N and K = p is the inner dimension
         # of the second product; the grid depends on m alone (CL blocks, one cluster, per BM-row panel).
