@@ -4,7 +4,8 @@
     compute-sanitizer --tool racecheck python3 bench/sanitize.py --shapes 127x131x137
 
 CuPy's memory pool is switched off so each array is its own allocation and memcheck sees exact bounds.
-Both the 16-byte path (contiguous operands) and the scalar path (misaligned views) run.
+Both the 16-byte path (contiguous operands) and the scalar path (misaligned views) run, and split-K
+(split_k=3) for kernels that support it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def main() -> None:
     for shape in a.shapes.split(","):
         M, N, K = map(int, shape.split("x"))
         for kernel in a.kernels.split(","):
-            for aligned in (True, False):
+            splits = (1, 3) if cumm.kernel_spec(kernel).split_k else (1,)  # split-K: slices and the reduction
+            for aligned, split in [(al, sp) for al in (True, False) for sp in splits]:
                 if aligned:
                     A = rng.standard_normal((M, K), dtype=cupy.float32)
                     B = rng.standard_normal((K, N), dtype=cupy.float32)
@@ -36,11 +38,11 @@ def main() -> None:
                     A = rng.standard_normal((M, K + 1), dtype=cupy.float32)[:, 1:]
                     B = rng.standard_normal((K, N + 1), dtype=cupy.float32)[:, 1:]
                 C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
-                cumm.matmul(A, B, kernel=kernel, out=C)
+                cumm.matmul(A, B, kernel=kernel, out=C, split_k=split)
                 ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
                 err = float(cupy.linalg.norm(C - ref) / cupy.linalg.norm(ref))
                 worst = max(worst, err) if err == err else float("inf")
-                print(f"{kernel:20s} {shape:16s} {'aligned' if aligned else 'scalar':8s} rel_err {err:.2e}")
+                print(f"{kernel:20s} {shape:16s} {'aligned' if aligned else 'scalar':8s} split {split} err {err:.2e}")
     cupy.cuda.Device().synchronize()
     print(f"worst relative error {worst:.2e}")
     if not worst < 1e-5:

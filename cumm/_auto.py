@@ -1,12 +1,19 @@
 """``kernel="auto"``: which kernel and configuration to run for a shape.
 
-1. A configuration passed by the caller runs on ``TOP``, as given.
+1. A configuration passed by the caller runs on ``top(cc)``, as given.
 2. Otherwise the tuned tables (``cumm/tuned/*.json`` shipped with the package, then the user's
    ``tuned.json`` in the cache dir, which wins) are searched for this GPU (name and compute capability)
    and dtype; the entry whose shape bucket is nearest in log2 space (within ``_tune.MAX_DISTANCE``) gives
    the kernel and its configuration. See ``_tune`` for the format and for how entries are made.
-3. Otherwise a heuristic: ``TOP`` with its default tiles when the grid fills the GPU, smaller
-   64 x 64 tiles when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
+3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
+   64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
+
+``top(cc)`` is the tensor-core rung ``tf32x3`` (FP32 accuracy from three TF32 products, see its header)
+where the GPU has TF32 tensor cores (compute capability 8.0+), else the SIMT rung ``warptile``.
+
+The split count (split-K, ``cumm/_splitk.py``) comes with the answer: the caller's ``split_k`` when given,
+a tuned entry's optional ``"split_k"`` field (else 1), otherwise ``split_count``: slices of K when the
+tile grid has fewer blocks than the GPU has multiprocessors and K is deep.
 
 The answer of step 2 is memoized per (device, shape bucket), so the per-call path reads no file and scans
 no table after the first call for a bucket; ``clear_cache()`` forgets it (``_tune`` calls it after saving).
@@ -17,15 +24,26 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 
+from ._ladder import REGISTRY
 from ._spec import cdiv
 
-TOP = "warptile"  # fastest default on the H200 (bench/NOTES.md); tuned entries override
-SMALL_TILES = dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)
+# Fastest rung per compute capability on the H200 (bench/NOTES.md); tuned entries override.
+TOP_BY_CC = ((80, "tf32x3"), (0, "warptile"))  # (minimum compute capability, kernel), first match wins
+SMALL_TILES = {  # 64 x 64 tiles for grids that would not fill the GPU with the defaults
+    "tf32x3": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+    "warptile": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2),
+}
 DTYPE = "float32"  # the only dtype matmul supports
+
+# Split-K (split_count). Not yet tuned on a GPU: the depth floor keeps each slice's K loop long enough to
+# amortize its prologue and epilogue, and caps the partial sums the reduction reads.
+SPLIT_MIN_K = 512  # no split for shallower products
+SPLIT_K_RATIO = 4  # ... nor unless K >= SPLIT_K_RATIO * max(M, N): the product is deep, not wide
+SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole slabs)
 
 _sm_count: dict[int, int] = {}
 _device_keys: dict[int, tuple[str, int]] = {}
-_tuned: dict[tuple[int, int, int, int], tuple[str, dict[str, int]] | None] = {}  # (device, *bucket) -> answer
+_tuned: dict[tuple[int, int, int, int], tuple[str, dict[str, int], int] | None] = {}  # (device, *bucket) -> answer
 _MISS = object()
 
 
@@ -62,7 +80,30 @@ def _device_key(device_id: int) -> tuple[str, int]:
     return key
 
 
-def _lookup(device_id: int, b: tuple[int, int, int]) -> tuple[str, dict[str, int]] | None:
+def split_count(M: int, N: int, K: int, bm: int, bn: int, sms: int) -> int:
+    """Slices of K for an M x N x K product on bm x bn tiles with ``sms`` multiprocessors (1: no split).
+
+    Split only when the tile grid has fewer blocks than multiprocessors and K is deep (>= SPLIT_MIN_K and
+    >= SPLIT_K_RATIO * max(M, N)); then about one wave (blocks * S <= sms), each slice >= SPLIT_MIN_DEPTH.
+    """
+    blocks = cdiv(M, bm) * cdiv(N, bn)
+    if blocks >= sms or K < SPLIT_MIN_K or K < SPLIT_K_RATIO * max(M, N):
+        return 1
+    return max(1, min(sms // blocks, K // SPLIT_MIN_DEPTH))
+
+
+def top(cc: int) -> str:
+    """The kernel the heuristic (and a caller's bare configuration) runs on for compute capability ``cc``."""
+    return next(k for min_cc, k in TOP_BY_CC if cc >= min_cc)
+
+
+def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
+    """``name`` (BM or BN) of ``cfg`` over the kernel's defaults; 0 when not a positive int (get_plan reports it)."""
+    v = (cfg or {}).get(name, REGISTRY[kernel].defaults[name])
+    return v if isinstance(v, int) and v > 0 else 0
+
+
+def _lookup(device_id: int, b: tuple[int, int, int]) -> tuple[str, dict[str, int], int] | None:
     from . import _tune
 
     try:
@@ -72,23 +113,35 @@ def _lookup(device_id: int, b: tuple[int, int, int]) -> tuple[str, dict[str, int
         warnings.warn(f"cumm: tuned-table lookup failed ({type(e).__name__}: {e}); using the heuristic",
                       RuntimeWarning, stacklevel=3)
         return None
-    return None if entry is None else (entry["kernel"], dict(entry["config"]))
+    if entry is None:
+        return None
+    splits = entry.get("split_k", 1)  # optional; a malformed value or a kernel without split-K: 1
+    ok = isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1 and REGISTRY[entry["kernel"]].split_k
+    return entry["kernel"], dict(entry["config"]), splits if ok else 1
 
 
-def select(M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | None = None):
-    """(kernel name, configuration or None for the kernel's defaults) for an M x N x K product."""
-    if config is not None:
-        return TOP, config
-    b = bucket(M, N, K)
-    key = (device_id, *b)
-    hit = _tuned.get(key, _MISS)
-    if hit is _MISS:
-        hit = _tuned[key] = _lookup(device_id, b)
-    if hit is not None:
-        return hit
-    if cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id):
-        return TOP, SMALL_TILES
-    return TOP, None
+def select(M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | None = None,
+           split_k: int | None = None) -> tuple[str, Mapping[str, int] | None, int]:
+    """(kernel name, configuration or None for the kernel's defaults, split count) for an M x N x K product.
+
+    ``split_k`` (the caller's, already checked) wins over the table and the heuristic; a tuned entry for a
+    kernel without split-K is skipped when split_k > 1 is asked for.
+    """
+    if config is None:
+        b = bucket(M, N, K)
+        key = (device_id, *b)
+        hit = _tuned.get(key, _MISS)
+        if hit is _MISS:
+            hit = _tuned[key] = _lookup(device_id, b)
+        if hit is not None and (split_k is None or split_k == 1 or REGISTRY[hit[0]].split_k):
+            return hit if split_k is None else (hit[0], hit[1], split_k)
+    kernel = top(_device_key(device_id)[1])
+    if config is None:
+        config = SMALL_TILES[kernel] if cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
+    if split_k is not None:
+        return kernel, config, split_k
+    bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
+    return kernel, config, split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
 
 
 def clear_cache() -> None:

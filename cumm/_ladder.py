@@ -138,6 +138,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="vectorized",
             template="vectorized.cu",
+            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="16-byte global loads/stores; A transposed in shared memory, read as float4",
             defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
             block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
@@ -156,6 +157,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="bank_conflict_free",
             template="bank_conflict_free.cu",
+            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
             defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8, SWIZZLE=1, PAD=4),
             block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
@@ -178,6 +180,8 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="warptile",
             template="warptile.cu",
+            split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
+            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="block -> warp -> thread tiling; conflict-free LDS.128 per warp sub-tile",
             defaults=_WARPTILE_DEFAULTS,
             block=_warptile_block,
@@ -190,6 +194,8 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="double_buffer",
             template="double_buffer.cu",
+            split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
+            vector_loads="b",  # A is always copied by 4-byte cp.async; only B has a VEC_B path
             summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
             block=_warptile_block,
             grid=_grid_nm("BM", "BN"),
@@ -203,6 +209,9 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="tf32x3",
             template="tf32x3.cu",
+            min_cc=80,  # mma.sync with TF32 operands
+            split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
+            vector_loads=True,  # cumm_cp_async_chunk<VEC_A> and <VEC_B>: 16-byte copies, never past K or N
             summary="tensor cores (mma.sync TF32) with each operand split in two: FP32 accuracy, 3 mma per product",
             block=lambda c: (c["NUM_THREADS"], 1, 1),
             grid=_grid_nm("BM", "BN"),

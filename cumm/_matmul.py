@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import cupy
 import numpy as np
 
-from . import _auto
+from . import _auto, _repack, _splitk
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
 
@@ -28,8 +28,12 @@ class _Plan:
         self.block = spec.block(cfg)
         self.smem = spec.smem(cfg)
 
-    def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc) -> None:
+    def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits: int = 1) -> None:
         grid = self.spec.grid(self.cfg, M, N, K)
+        out, ldo = c, ldc
+        if splits > 1:  # grid z = slices of K; each writes raw partials (alpha 1, beta 0) into a workspace
+            grid = (grid[0], grid[1], splits)
+            c, ldc = cupy.empty((splits, M, N), dtype=_F32), N
         if grid[1] > 65535 or grid[2] > 65535:
             raise ValueError(
                 f"kernel {self.spec.name!r} with {self.cfg} needs a grid of {grid} blocks for a {M}x{N}x{K} "
@@ -39,6 +43,8 @@ class _Plan:
         self.kern(grid, self.block,
                   (i32(M), i32(N), i32(K), np.float32(alpha), a, i32(lda), b, i32(ldb), np.float32(beta), c, i32(ldc)),
                   shared_mem=self.smem)
+        if splits > 1:
+            _splitk.reduce(c, splits, M, N, alpha, beta, out, ldo)
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -59,7 +65,12 @@ def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, in
         spec = get_spec(kernel)
         if spec.kind != "gemm":
             raise ValueError(f"kernel {kernel!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
-        cfg = spec.resolve(config, compute_capability(device_id))
+        cc = compute_capability(device_id)
+        if cc < spec.min_cc:
+            ok = [n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]
+            raise ValueError(f"kernel {kernel!r} needs compute capability {spec.min_cc // 10}.{spec.min_cc % 10} or "
+                             f"newer; device {device_id} has {cc // 10}.{cc % 10}: use one of {ok}")
+        cfg = spec.resolve(config, cc)
         plan = _plans[key] = _Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id))
     return plan
 
@@ -101,7 +112,11 @@ def _aligned(x, ld: int) -> int:
 
 
 def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = None, out=None,
-           alpha: float = 1.0, beta: float = 0.0):
+           alpha: float = 1.0, beta: float = 0.0, split_k: int | None = None):
+    """C = alpha * a @ b + beta * out (see README.md). ``split_k``: slices of K run in parallel and summed
+    (kernels with ``split_k`` in their spec); None: 1, or the heuristic's choice for kernel="auto"."""
+    if split_k is not None:
+        split_k = _splitk.check_arg(split_k, kernel)
     _check_operand(a, "a")
     _check_operand(b, "b")
     M, K = a.shape
@@ -137,14 +152,22 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
 
     if kernel == "auto":
-        kernel, config = _auto.select(M, N, K, dev, config)
+        kernel, config, split_k = _auto.select(M, N, K, dev, config, split_k)
     flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc))
+    if _repack.ENABLED and not (flags[0] and flags[1]):  # scalar loads of A or B: a padded copy may pay
+        a, lda, b, ldb = _repack.prepare(get_spec(kernel), M, N, K, a, lda, b, ldb, flags)
+        flags = (_aligned(a, lda), _aligned(b, ldb), flags[2])
+    splits = 1
+    if split_k is not None and split_k > 1:  # only the slices that get at least one slab of K
+        splits = _splitk.effective_splits(K, split_k, _splitk.slab(kernel, config, compute_capability(dev)))
+        if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
+            flags = (flags[0], flags[1], int(N % 4 == 0))
     plan = get_plan(kernel, config, flags, dev)
     if dev != cupy.cuda.runtime.getDevice():
         with cupy.cuda.Device(dev):
-            plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+            plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
     else:
-        plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+        plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
     return out
 
 

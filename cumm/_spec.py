@@ -52,9 +52,20 @@ class KernelSpec:
     space: Mapping[str, Sequence[int]] = field(default_factory=dict)
     derived: Callable[[Config], dict[str, int]] = lambda cfg: {}  # named helpers for constraints
     kind: str = "gemm"
+    # Operands whose global loads are 16-byte when VEC_A / VEC_B = 1: True (both), "a", "b" or False.
+    # Declaring one lets cumm.matmul copy an unaligned operand into a padded buffer (cumm/_repack.py),
+    # which requires that the loads never read past column K of A or N of B (the padding is not set).
+    vector_loads: bool | str = False
+    # Split-K: the template starts with CUMM_SPLIT_K(BK) (common.cuh) and its grid has z = 1, so cumm.matmul
+    # may launch it with gridDim.z = S slices of K (split_k=S) and sum the partial products (cumm/_splitk.py).
+    split_k: bool = False
+    # Oldest compute capability (e.g. 80) whose instructions the template uses; 0: any.
+    min_cc: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
+        if self.split_k and "BK" not in self.defaults:
+            raise ValueError(f"{self.name}: split_k needs a BK parameter (the slab depth slices are made of)")
         for cc, over in self.cc_defaults.items():
             unknown = set(over) - set(self.defaults)
             if unknown:

@@ -90,7 +90,16 @@ __all__ = [
 SCHEMA = 1
 TABLE_NAME = "tuned.json"
 DTYPES = ("float32",)
-TOP_RUNGS = ("warptile", "double_buffer")
+TOP_RUNGS = ("warptile", "double_buffer", "tf32x3")  # tf32x3 only where min_cc allows
+
+
+def top_rungs(cc: int | None = None) -> list[str]:
+    """TOP_RUNGS that run on compute capability ``cc`` (default: the current device's)."""
+    if cc is None:
+        import cupy
+
+        cc = int(cupy.cuda.Device().compute_capability)
+    return [k for k in TOP_RUNGS if REGISTRY[k].min_cc <= cc]
 TOLERANCE = 1e-5
 MAX_DISTANCE = 3.0  # log2 units over (M, N, K): farther tuned entries are not used by kernel="auto"
 
@@ -186,8 +195,9 @@ def enumerate_configs(spec: KernelSpec, cc: int) -> tuple[list[dict[str, int]], 
 def _seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
     """Known-good starting points timed first: the defaults, and the heuristic's small tiles."""
     seeds = [spec.default_config(cc)]
-    if set(_auto.SMALL_TILES) == set(spec.params):
-        seeds.append({**spec.default_config(cc), **_auto.SMALL_TILES})
+    small = _auto.SMALL_TILES.get(spec.name)
+    if small is not None:
+        seeds.append({**spec.default_config(cc), **small})
     return [s for s in seeds if not spec.violations(s)]
 
 
@@ -967,7 +977,7 @@ def _dedupe(shapes: Iterable[Sequence[int]]) -> list[tuple[int, int, int]]:
 def cli(kernel: str | None, shapes: list[tuple[int, int, int]], standard: bool, max_configs: int | None) -> int:
     """``cumm tune``: tune each shape (plus ``STANDARD_SHAPES`` with ``standard``), print, save.
 
-    ``kernel=None`` tunes the top rungs (warptile, double_buffer) and keeps the faster per shape (the
+    ``kernel=None`` tunes the top rungs (``top_rungs()``) and keeps the faster per shape (the
     other's entry for that bucket is dropped). The per-shape budget (``CUMM_TUNE_BUDGET_S``, default
     150 s) is split between the kernels. Results go to the user's ``tuned.json`` and, when the
     environment names one in ``CUMM_TUNE_OUT`` (e.g. ``cumm/tuned/h200.json``), to that file too.
@@ -975,15 +985,15 @@ def cli(kernel: str | None, shapes: list[tuple[int, int, int]], standard: bool, 
     """
     try:
         todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
-        kernels = [kernel] if kernel else list(TOP_RUNGS)
-        for k in kernels:
-            get_spec(k)
+        if kernel:
+            get_spec(kernel)
     except ValueError as e:
         print(f"cumm tune: {e}", file=sys.stderr)
         return 2
     if not todo:
         print("cumm tune: give shapes (M N K) or --standard", file=sys.stderr)
         return 2
+    kernels = [kernel] if kernel else top_rungs()  # after the argument checks: this one needs the GPU
     out_path = os.environ.get("CUMM_TUNE_OUT") or None
     per_kernel = _budget(None) / len(kernels)
     results: list[tuple[tuple[int, int, int], TuneResult | None, list[TuneResult]]] = []
@@ -1062,10 +1072,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["CUMM_TUNE_BUDGET_S"] = str(a.budget)
     if a.plan:
         for shape in _dedupe(shapes + (STANDARD_SHAPES if a.standard else [])):
-            for k in [a.kernel] if a.kernel else TOP_RUNGS:
+            for k in [a.kernel] if a.kernel else top_rungs():
                 t = time.perf_counter()
                 c = candidates(k, *shape, max_configs=a.max_configs, compile=not a.no_compile, progress=True,
-                               budget_s=_budget(None) / (1 if a.kernel else len(TOP_RUNGS)))
+                               budget_s=_budget(None) / (1 if a.kernel else len(top_rungs())))
                 cs = sum(r.get("compile_s") or 0 for r in c.rows)
                 print(f"{k} {'x'.join(map(str, shape))}: {len(c.configs)} candidates, {c.counts} "
                       f"({time.perf_counter() - t:.1f} s wall, {cs:.0f} s of compiles)")

@@ -342,31 +342,31 @@ def test_shipped_and_user_tables_merge_user_wins(cache, monkeypatch, tmp_path):
 
 
 def test_auto_public_names():
-    assert _auto.TOP in _tune.REGISTRY
-    get_spec(_auto.TOP).check(get_spec(_auto.TOP).resolve(_auto.SMALL_TILES, CC))
+    assert _auto.top(CC) in _tune.REGISTRY
+    get_spec(_auto.top(CC)).check(get_spec(_auto.top(CC)).resolve(_auto.SMALL_TILES[_auto.top(CC)], CC))
 
 
 def test_select_keeps_an_explicit_config(cache, fake_device):
     cfg = {"BK": 8}
-    assert _auto.select(4096, 4096, 4096, 0, cfg) == (_auto.TOP, cfg)
+    assert _auto.select(4096, 4096, 4096, 0, cfg) == (_auto.top(CC), cfg, 1)
 
 
 def test_select_falls_back_to_the_heuristic(cache, fake_device):
-    assert _auto.select(8192, 8192, 8192, 0) == (_auto.TOP, None)
-    assert _auto.select(512, 512, 512, 0) == (_auto.TOP, _auto.SMALL_TILES)
+    assert _auto.select(8192, 8192, 8192, 0) == (_auto.top(CC), None, 1)
+    assert _auto.select(512, 512, 512, 0) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 1)
 
 
 def test_select_uses_a_tuned_entry(cache, fake_device, monkeypatch):
     cfg = get_spec("warptile").resolve(dict(BK=32, MINB=1), CC)
     _tune.save_entries([_entry("warptile", shape=(4096, 4096, 4096), tile=cfg)])
-    assert _auto.select(4000, 4100, 3000, 0) == ("warptile", cfg)
-    assert _auto.select(64, 64, 64, 0) == (_auto.TOP, _auto.SMALL_TILES)  # too far: heuristic
+    assert _auto.select(4000, 4100, 3000, 0) == ("warptile", cfg, 1)
+    assert _auto.select(64, 64, 64, 0) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 1)  # too far: heuristic
     # Memoized per (device, bucket): no table is read again for this bucket.
     monkeypatch.setattr(_tune, "tuned_entries", lambda *a, **k: pytest.fail("table scanned again"))
     monkeypatch.setattr(_tune, "read_table", lambda *a, **k: pytest.fail("file read again"))
     for _ in range(3):
-        assert _auto.select(4096, 4096, 4096, 0) == ("warptile", cfg)
-    assert _auto.select(3500, 5000, 4096, 0) == ("warptile", cfg)  # same bucket
+        assert _auto.select(4096, 4096, 4096, 0) == ("warptile", cfg, 1)
+    assert _auto.select(3500, 5000, 4096, 0) == ("warptile", cfg, 1)  # same bucket
 
 
 def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
@@ -374,11 +374,11 @@ def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
     monkeypatch.setattr(_auto, "_device_key", lambda device_id: ("NVIDIA A100-SXM4-80GB", 80))
     monkeypatch.setattr(_auto, "_sms", lambda device_id: 108)
     _auto.clear_cache()
-    assert _auto.select(4096, 4096, 4096, 0) == (_auto.TOP, None)
+    assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(CC), None, 1)
 
 
 def test_saving_refreshes_select(cache, fake_device):
-    assert _auto.select(4096, 4096, 4096, 0) == (_auto.TOP, None)
+    assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(CC), None, 1)
     _tune.save_entries([_entry("warptile")])
     assert _auto.select(4096, 4096, 4096, 0)[0] == "warptile"
 
@@ -389,7 +389,7 @@ def test_select_survives_a_broken_lookup(cache, fake_device, monkeypatch):
 
     monkeypatch.setattr(_tune, "lookup", boom)
     with pytest.warns(RuntimeWarning, match="heuristic"):
-        assert _auto.select(8192, 8192, 8192, 0) == (_auto.TOP, None)
+        assert _auto.select(8192, 8192, 8192, 0) == (_auto.top(CC), None, 1)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -440,7 +440,7 @@ def test_tune_returns_a_verified_config_and_persists_it(cache):
     assert got["config"] == res.config and got["kernel"] == "warptile"
     # kernel="auto" now runs the tuned configuration, correctly.
     _auto.clear_cache()
-    assert _auto.select(512, 512, 512, cupy.cuda.runtime.getDevice()) == ("warptile", res.config)
+    assert _auto.select(512, 512, 512, cupy.cuda.runtime.getDevice()) == ("warptile", res.config, 1)
     import cumm
 
     a = cupy.random.standard_normal((512, 512), dtype=cupy.float32)

@@ -2,12 +2,41 @@
 // #defines. Every kernel computes C = alpha * A @ B + beta * C for row-major A (M x K, row stride lda),
 // B (K x N, ldb) and C (M x N, ldc). VEC_A / VEC_B / VEC_C are 1 when the renderer has checked that
 // the pointer is 16-byte aligned and the leading dimension is a multiple of 4, so float4 accesses are legal.
+// K, alpha, beta and the pointers are not const: CUMM_SPLIT_K narrows them to one slice of K.
 #define CUMM_GEMM_ARGS                                                                         \
-    const int M, const int N, const int K, const float alpha,                                  \
+    const int M, const int N, int K, float alpha,                                              \
     const float* __restrict__ A, const int lda, const float* __restrict__ B, const int ldb,    \
-    const float beta, float* __restrict__ C, const int ldc
+    float beta, float* __restrict__ C, const int ldc
 
 typedef long long i64;  // offsets: M * lda can pass 2^31 for large matrices
+
+// Split-K. A kernel that declares split_k in its spec starts with CUMM_SPLIT_K(BK); it is launched with
+// gridDim.z = S (S = 1: no change). Slice z multiplies the columns [k0, k1) of A by the same rows of B,
+// k0 = min(z * KC, K), k1 = min(k0 + KC, K), with KC = ceil(K / S) rounded up to a multiple of G = lcm(BK, 4):
+// whole slabs, and k0 a multiple of 4 so A + k0 keeps the 16-byte alignment VEC_A promised. It writes its
+// raw partial sum (alpha = 1, beta = 0) to C + z * M * ldc: C is then an S x M x N float32 workspace that
+// cumm's splitk_reduce kernel sums. An empty slice (k0 = K) is [0, 0): K = 0, A and B stay at the operands'
+// start (no pointer past their end even for zero-byte copies), and it writes zeros. cumm/_splitk.py mirrors
+// this arithmetic (and launches no empty slice).
+__device__ __forceinline__ int2 cumm_k_slice(int K, int S, int z, int G) {
+    const i64 kc = ((i64)K + S - 1) / S;
+    const i64 k0 = min((kc + G - 1) / G * G * z, (i64)K);
+    const int k1 = (int)min(k0 + (kc + G - 1) / G * G, (i64)K);
+    return k0 < k1 ? make_int2((int)k0, k1) : make_int2(0, 0);
+}
+#define CUMM_SPLIT_K(BK_)                                                                             \
+    do {                                                                                              \
+        if (gridDim.z > 1) {                                                                          \
+            const int2 cumm_ks_ = cumm_k_slice(K, gridDim.z, blockIdx.z, (BK_) % 4 == 0 ? (BK_)        \
+                                               : (BK_) % 2 == 0 ? 2 * (BK_) : 4 * (BK_));             \
+            A += cumm_ks_.x;                                                                          \
+            B += (i64)cumm_ks_.x * ldb;                                                               \
+            C += (i64)blockIdx.z * M * ldc;                                                           \
+            K = cumm_ks_.y - cumm_ks_.x;                                                              \
+            alpha = 1.0f;                                                                             \
+            beta = 0.0f;                                                                              \
+        }                                                                                             \
+    } while (0)
 
 // C is read only when beta != 0: a NaN already in C must not leak into alpha * A @ B.
 __device__ __forceinline__ float cumm_epilogue(float acc, const float* c, float alpha, float beta) {

@@ -61,6 +61,7 @@ __device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, in
 }
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM_GEMM_ARGS) {
+    CUMM_SPLIT_K(BK);  // gridDim.z > 1: this block computes one slice of K (common.cuh)
     constexpr int MI = WM / 16, NI = WN / 8;            // mma tiles per warp
     constexpr int STAGE = BM * LDA_S + BK * LDB_S;      // floats per pipeline stage
     constexpr int A_CHUNKS = BM * BK / 4 / NUM_THREADS;  // 16-byte chunks per thread per slab

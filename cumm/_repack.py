@@ -1,0 +1,109 @@
+"""Operand repacking: copy an unaligned A or B into a padded buffer so the kernel can use 16-byte loads.
+
+A row-major operand allows float4 loads only when its pointer is 16-byte aligned and its leading
+dimension is a multiple of 4; otherwise ``cumm.matmul`` runs the kernel's scalar-load variant, which
+costs ~11% at 4095^3 on an H200 (37.2 against 41.7 TFLOP/s for warptile). For a large product, copying
+the operand into a fresh buffer (256-byte aligned, from CuPy's pool) whose leading dimension is rounded
+up to a multiple of 4 costs far less than that, so :func:`prepare` does it when the cost model says so.
+
+The padding columns (K .. ld-1 of A, N .. ld-1 of B) are left unset: the kernels that declare
+``vector_loads`` never read them. Checked in common.cuh and the templates: ``cumm_load4`` (used by
+``cumm_tile_fetch`` in vectorized, bank_conflict_free, warptile) issues the 16-byte load only when
+``col + 3 < ncols`` and otherwise loads element by element under ``col + i < ncols``;
+``cumm_cp_async_chunk`` and double_buffer's B copy pass ``src_bytes = 4 * min(4, ncols - col)``, so
+cp.async reads only in-range bytes and zero-fills the rest; double_buffer's A copy is 4-byte and
+predicated on ``k < K``. A kernel that reads past K or N must not declare ``vector_loads``.
+
+The output C is never repacked: each element is stored once, so a scalar store path costs little.
+``CUMM_REPACK=0`` in the environment (read once, at import) turns repacking off.
+"""
+
+from __future__ import annotations
+
+import os
+
+import cupy
+
+from ._spec import KernelSpec
+
+ENABLED = os.environ.get("CUMM_REPACK", "1").strip() != "0"
+
+# Cost model (H200 figures; the rule is a ratio, so it moves little with the GPU):
+COPY_BYTES_PER_S = 4e12  # device-to-device copy bandwidth: read + write of every element
+COPY_FIXED_S = 3e-6  # one copy kernel's launch and tail on the GPU: keeps small products as they are
+KERNEL_FLOPS_PER_S = 40e12  # the vector-load rungs at large sizes; slower kernels only make copies cheaper
+MAX_COPY_FRACTION = 0.03  # repack when the copy costs at most this fraction of the product
+
+_LANES = 4  # floats per 16-byte load
+
+
+def copy_seconds(rows: int, cols: int) -> float:
+    """Estimated time to copy a rows x cols float32 matrix into a padded buffer (read + write)."""
+    return COPY_FIXED_S + 2 * 4 * rows * cols / COPY_BYTES_PER_S
+
+
+def kernel_seconds(M: int, N: int, K: int) -> float:
+    """Estimated time of the M x N x K product (2 flops per multiply-add)."""
+    return 2 * M * N * K / KERNEL_FLOPS_PER_S
+
+
+def should_repack(M: int, N: int, K: int, which: str) -> bool:
+    """Whether copying operand ``which`` ("a": M x K, "b": K x N) costs at most MAX_COPY_FRACTION of the product.
+
+    Past the fixed cost, the ratio is 4 * KERNEL_FLOPS_PER_S / (COPY_BYTES_PER_S * N) for A (each element of A
+    is used N times), and the same with M for B, so A needs N > ~1.33k and B needs M > ~1.33k; the fixed cost
+    raises the bar for small products (square ones repack from n = 1893, 4096 x N x 4096 repacks A from N ~1.5k).
+    """
+    if which == "a":
+        rows, cols = M, K
+    elif which == "b":
+        rows, cols = K, N
+    else:
+        raise ValueError(f"which must be 'a' or 'b', got {which!r}")
+    return copy_seconds(rows, cols) <= MAX_COPY_FRACTION * kernel_seconds(M, N, K)
+
+
+def loads_vectorized(spec: KernelSpec, which: str) -> bool:
+    """Whether ``spec`` declares 16-byte global loads of operand ``which`` (see KernelSpec.vector_loads)."""
+    v = spec.vector_loads
+    return v is True or (isinstance(v, str) and which in v)
+
+
+def repack_plan(spec: KernelSpec, M: int, N: int, K: int, aligned_a: bool, aligned_b: bool) -> tuple[bool, bool]:
+    """(repack A, repack B): only operands that forbid 16-byte loads, of a kernel that would use them, if it pays."""
+    if MAX_COPY_FRACTION * kernel_seconds(M, N, K) < COPY_FIXED_S:  # no copy can pay: keep small calls cheap
+        return False, False
+    return (not aligned_a and loads_vectorized(spec, "a") and should_repack(M, N, K, "a"),
+            not aligned_b and loads_vectorized(spec, "b") and should_repack(M, N, K, "b"))
+
+
+def padded_ld(cols: int) -> int:
+    """cols rounded up to a multiple of 4 (at least 4): every row of the buffer starts 16-byte aligned."""
+    return -(-max(cols, 1) // _LANES) * _LANES
+
+
+def repack(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
+    """(buffer, ld): a fresh (rows, ld) float32 array with ``x`` in its first ``cols`` columns, ld a multiple of 4.
+
+    The padding columns are not initialized (no kernel that loads 16 bytes reads them; see the module doc).
+    """
+    rows, cols = x.shape
+    ld = padded_ld(cols)
+    with x.device:  # allocate and copy on x's device, which need not be the current one
+        buf = cupy.empty((rows, ld), dtype=cupy.float32)
+        buf[:, :cols] = x
+    return buf, ld
+
+
+def prepare(spec: KernelSpec, M: int, N: int, K: int, a: cupy.ndarray, lda: int, b: cupy.ndarray, ldb: int,
+            flags: tuple[int, int, int]) -> tuple[cupy.ndarray, int, cupy.ndarray, int]:
+    """(a, lda, b, ldb) with A and/or B repacked where :func:`repack_plan` says so."""
+    do_a, do_b = repack_plan(spec, M, N, K, bool(flags[0]), bool(flags[1]))
+    try:
+        if do_a:
+            a, lda = repack(a)
+        if do_b:
+            b, ldb = repack(b)
+    except cupy.cuda.memory.OutOfMemoryError:  # the copy is an optimization: run unpacked instead
+        pass
+    return a, lda, b, ldb

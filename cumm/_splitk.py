@@ -1,0 +1,124 @@
+"""Split-K: an M x N x K product whose tile grid would leave multiprocessors idle, run as S slices of K.
+
+A kernel whose spec has ``split_k=True`` starts with ``CUMM_SPLIT_K(BK)`` (``kernels/common.cuh``) and is
+launched with ``gridDim.z = S``: slice z multiplies columns ``[z * KC, min(K, (z + 1) * KC))`` of A by the
+same rows of B and writes the raw partial product to ``W[z]`` of a float32 workspace ``W`` (S x M x N, from
+CuPy's memory pool). ``kernels/splitk_reduce.cu`` then computes ``C = alpha * sum_z W[z] + beta * C``.
+
+``KC`` is ``ceil(K / S)`` rounded up to a multiple of ``G = lcm(BK, 4)``: whole slabs, and a slice's first
+column stays a multiple of 4, so the 16-byte alignment of A (``VEC_A``) holds for ``A + k0``. Rounding up
+can leave the last slices empty; ``effective_splits`` is the count launched: the ``ceil(K / KC)`` slices
+that get work, at most ``ceil(K / BK)`` (every slice has at least one slab), from which the device derives
+the same ``KC``. The functions here mirror the device arithmetic so that it can be tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+from collections.abc import Mapping
+
+from ._ladder import REGISTRY, get_spec
+from ._spec import cdiv
+
+MAX_SPLITS = 65535  # gridDim.z limit
+REDUCE_TEMPLATE = "splitk_reduce.cu"
+REDUCE_NAME = "cumm_splitk_reduce"
+REDUCE_THREADS = 256
+REDUCE_MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
+
+
+def split_kernels() -> list[str]:
+    return [n for n, s in REGISTRY.items() if s.split_k]
+
+
+def check_arg(split_k, kernel: str) -> int:
+    """``split_k`` as an int >= 1; raises TypeError/ValueError before anything touches the GPU."""
+    try:
+        if isinstance(split_k, bool):
+            raise TypeError
+        s = operator.index(split_k)
+    except TypeError:
+        raise TypeError(f"split_k must be an int >= 1 or None, got {split_k!r}") from None
+    if s < 1:
+        raise ValueError(f"split_k must be at least 1 (1: no split), got {s}")
+    if s > 1 and kernel != "auto" and not get_spec(kernel).split_k:
+        raise ValueError(
+            f"kernel {kernel!r} does not support split_k={s}; the kernels that do are {split_kernels()} "
+            "(or kernel='auto')"
+        )
+    return s
+
+
+def granule(bk: int) -> int:
+    """lcm(BK, 4): slices are whole slabs and start on a 16-byte boundary of A's rows."""
+    return bk * 4 // math.gcd(bk, 4)
+
+
+def slice_depth(K: int, splits: int, bk: int) -> int:
+    """KC, the depth of every slice but the last: ceil(K / S) rounded up to a multiple of lcm(BK, 4)."""
+    g = granule(bk)
+    return cdiv(cdiv(K, splits), g) * g
+
+
+def k_range(K: int, splits: int, bk: int, z: int) -> tuple[int, int]:
+    """The columns [k0, k1) of A that slice z multiplies, (0, 0) when empty (as cumm_k_slice in common.cuh)."""
+    kc = slice_depth(K, splits, bk)
+    k0 = min(z * kc, K)
+    k1 = min(k0 + kc, K)
+    return (k0, k1) if k0 < k1 else (0, 0)
+
+
+def effective_splits(K: int, splits: int, bk: int) -> int:
+    """Slices that get work when ``splits`` are asked for: ceil(K / KC) <= min(splits, ceil(K / BK), MAX_SPLITS).
+
+    The device computes KC from the launched count; ceil(K / KC) launched slices give the same KC."""
+    return cdiv(K, slice_depth(K, min(splits, MAX_SPLITS), bk))
+
+
+_bk: dict[tuple, int] = {}
+
+
+def slab(kernel: str, config: Mapping[str, int] | None, cc: int) -> int:
+    """BK of ``kernel``'s resolved ``config`` (memoized); raises ConfigError for an invalid config."""
+    key = (kernel, None if config is None else tuple(sorted(config.items())), cc)
+    bk = _bk.get(key)
+    if bk is None:
+        bk = _bk[key] = get_spec(kernel).resolve(config, cc)["BK"]
+    return bk
+
+
+_reduce = None
+_reduce_lock = threading.Lock()
+
+
+def reduce_source() -> str:
+    from ._render import COMMON_HEADER, template_text
+
+    return "\n".join([f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER),
+                      f'#line 1 "{REDUCE_TEMPLATE}"', template_text(REDUCE_TEMPLATE)])
+
+
+def _reduce_kernel():
+    """The reduction as one cupy.RawKernel (CuPy compiles it once per device and caches it on disk)."""
+    global _reduce
+    if _reduce is None:
+        import cupy
+
+        from ._compile import NVRTC_OPTIONS
+
+        with _reduce_lock:
+            if _reduce is None:
+                _reduce = cupy.RawKernel(reduce_source(), REDUCE_NAME, options=NVRTC_OPTIONS)
+    return _reduce
+
+
+def reduce(ws, splits: int, M: int, N: int, alpha: float, beta: float, c, ldc: int) -> None:
+    """c = alpha * ws.sum(0) + beta * c for the (splits, M, N) workspace ``ws``; c is row-major, row stride ldc."""
+    import numpy as np
+
+    i32, f32 = np.int32, np.float32
+    blocks = min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS)
+    _reduce_kernel()((blocks,), (REDUCE_THREADS,),
+                     (i32(M), i32(N), i32(splits), ws, f32(alpha), f32(beta), c, i32(ldc)))
