@@ -34,8 +34,8 @@ for step in $steps; do
         --json "$OUT/h200.json" --markdown "$OUT/h200.md" --plot "$OUT/h200.png" > "$OUT/bench.log" 2>&1
       echo "bench rc=$?"; cat "$OUT/bench.log" | tail -80 ;;
     auto)
-      python3 -m cumm bench --kernels auto,warptile,double_buffer --sizes 1024,2048,4096,8192 \
-        --shapes 8192x8192x256,256x8192x8192,8192x256x8192 --json "$OUT/h200_auto.json" \
+      python3 -m cumm bench --kernels auto,tf32x3,warptile --sizes 1024,2048,4096,8192 \
+        --shapes 8192x8192x256,256x8192x8192,8192x256x8192,64x64x4096,4095x4095x4095 --json "$OUT/h200_auto.json" \
         --markdown "$OUT/h200_auto.md" > "$OUT/auto.log" 2>&1
       echo "auto rc=$?"; cat "$OUT/auto.log" | tail -40 ;;
     chain) python3 bench/chain.py --json "$OUT/chain.json" > "$OUT/chain.log" 2>&1; echo "chain rc=$?"; cat "$OUT/chain.log" ;;
