@@ -7,8 +7,7 @@ extern "C" __global__ void __launch_bounds__(BM * BN / TM) CUMM_KERNEL(CUMM_GEMM
     __shared__ float As[BM][BK];
     __shared__ float Bs[BK][BN];
     const int tid = threadIdx.x;
-    const int2 tile = cumm_tile_origin(BM, BN, M, N);  // edge tiles last (common.cuh)
-    const int bm0 = tile.x, bn0 = tile.y;
+    const int bm0 = blockIdx.y * BM, bn0 = blockIdx.x * BN;
     const int tcol = tid % BN, trow = tid / BN;  // this thread: rows trow*TM .. +TM-1, column tcol
     float acc[TM];
 #pragma unroll

@@ -38,27 +38,6 @@ __device__ __forceinline__ int2 cumm_k_slice(int K, int S, int z, int G) {
         }                                                                                             \
     } while (0)
 
-// Which BM x BN tile of C this block computes: the full tiles first (row-major, as blockIdx would give),
-// then the edge tiles (the partial column of tiles at the right, then the partial row at the bottom).
-// Blocks are dispatched roughly in launch order, so the edge tiles, whose warps past M or N skip the
-// arithmetic, fill the last wave instead of being spread through every wave: one row or column past a
-// multiple of the tile (4097 = 32 * 128 + 1) then costs a short extra wave, not a full one.
-// A bijection on [0, gx * gy): interior (gx - ex) * (gy - ey) tiles, then ex * (gy - ey) + ey * gx edge ones.
-__device__ __forceinline__ int2 cumm_tile_origin(int bm, int bn, int M, int N) {
-    const int gx = gridDim.x, gy = gridDim.y;
-    const int fx = N / bn, fy = M / bm;  // full tiles per row / column (gx - fx and gy - fy are 0 or 1)
-    const int l = blockIdx.y * gx + blockIdx.x;
-    int tx, ty;
-    if (l < fx * fy) {
-        ty = l / fx, tx = l % fx;
-    } else {
-        const int r = l - fx * fy, right = gx > fx ? fy : 0;  // right-hand column of partial tiles first
-        if (r < right) ty = r, tx = fx;
-        else ty = fy, tx = r - right;
-    }
-    return make_int2(ty * bm, tx * bn);
-}
-
 // C is read only when beta != 0: a NaN already in C must not leak into alpha * A @ B.
 __device__ __forceinline__ float cumm_epilogue(float acc, const float* c, float alpha, float beta) {
     return beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;

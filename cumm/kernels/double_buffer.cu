@@ -28,7 +28,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
     float* const smem = reinterpret_cast<float*>(smem4);
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    // blockIdx order, not cumm_tile_origin: at 255 registers its two extra live values spill (ptxas, sm_90)
     const int bm0 = blockIdx.y * BM, bn0 = blockIdx.x * BN;
     const int wrow = warp / (BN / WN), wcol = warp % (BN / WN);
     const int tm0 = wrow * WM + lane / TCOLS * TM;

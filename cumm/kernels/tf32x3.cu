@@ -71,8 +71,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // mma fragment coordinates
-    const int2 tile = cumm_tile_origin(BM, BN, M, N);  // edge tiles last (common.cuh)
-    const int bm0 = tile.x, bn0 = tile.y;
+    const int bm0 = blockIdx.y * BM, bn0 = blockIdx.x * BN;
     const int wm0 = warp / (BN / WN) * WM, wn0 = warp % (BN / WN) * WN;
     const bool active = bm0 + wm0 < M && bn0 + wn0 < N;  // warps wholly past an edge skip the mma
 

@@ -11,8 +11,7 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN)) CUMM_KERNEL(
     __shared__ __align__(16) float As[BK][BM];
     __shared__ __align__(16) float Bs[BK][BN];
     const int tid = threadIdx.x;
-    const int2 tile = cumm_tile_origin(BM, BN, M, N);  // edge tiles last (common.cuh)
-    const int bm0 = tile.x, bn0 = tile.y;
+    const int bm0 = blockIdx.y * BM, bn0 = blockIdx.x * BN;
     const int tcol = tid % TCOLS, trow = tid / TCOLS;
     const bool active = bm0 + (tid & ~31) / TCOLS * 4 < M;
 

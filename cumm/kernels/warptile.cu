@@ -19,8 +19,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
     float* Bs = As + BK * BM;                     // [BK][BN]
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int2 tile = cumm_tile_origin(BM, BN, M, N);  // edge tiles last (common.cuh)
-    const int bm0 = tile.x, bn0 = tile.y;
+    const int bm0 = blockIdx.y * BM, bn0 = blockIdx.x * BN;
     const int wrow = warp / (BN / WN), wcol = warp % (BN / WN);
     const int tm0 = wrow * WM + lane / TCOLS * TM;  // first row of this lane's tile, in the block
     const int tn0 = wcol * WN + lane % TCOLS * TN;
