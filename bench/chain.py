@@ -14,8 +14,9 @@ project's timing, cumm._bench.sample_ms), two ways:
   them are in the queue before the first runs and each pair of events times the GPU alone (the kernels
   and the gaps between them), whatever the host costs.
 
-Columns: cupy a@b@c, multi_dot forced to fused3, multi_dot auto; speedup = cupy / auto. The JSON also has
-pairwise and what auto chose. --configs also times every fused3 configuration (JSON and a third table).
+Columns: cupy a@b@c, multi_dot forced to fused3 and to fused3_tc, multi_dot auto; speedup = cupy / auto.
+The JSON also has pairwise and what auto chose. --configs also times every fused3 configuration (JSON and
+a third table).
 """
 
 from __future__ import annotations
@@ -50,6 +51,17 @@ def _sets(rng, dims):
             for _ in range(count)]
 
 
+# fused3_tc tile shapes timed with --configs (each over _chain.TC_CONFIG)
+TC_SWEEP = {
+    "32x64": {}, "32x32": dict(BN=32, WN=16), "64x64": dict(BM=64, WM=32), "64x64k16": dict(BM=64, WM=32, BK=16),
+    "32x64s2": dict(STAGES=2), "128x128": dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3),
+}
+
+
+def _tc_with(over, dev: int):
+    return lambda x, e: _chain._fused3_tc(*x, e, {**_chain.TC_CONFIG, **over}, dev)
+
+
 def _fused_with(name: str, dev: int):
     return lambda x, e: _chain._fused3(*x, e, name, dev)
 
@@ -59,10 +71,12 @@ def _methods():
     methods = {
         "cupy": lambda x, e: cupy.matmul(cupy.matmul(x[0], x[1]), x[2], out=e),
         "fused3": lambda x, e: cumm.multi_dot(x, kernel="fused3", out=e),
+        "fused3_tc": lambda x, e: cumm.multi_dot(x, kernel="fused3_tc", out=e),
         "auto": lambda x, e: cumm.multi_dot(x, kernel="auto", out=e),
         "pairwise": lambda x, e: cumm.multi_dot(x, kernel="pairwise", out=e),
     }
     configs = {f"fused3:{name}": _fused_with(name, dev) for name in _chain.CONFIGS}
+    configs.update({f"fused3_tc:{name}": _tc_with(over, dev) for name, over in TC_SWEEP.items()})
     return methods, configs
 
 
@@ -156,16 +170,18 @@ def _us(cell, key="us") -> str:
 
 def _line(row, key) -> str:
     sp = row["speedup" + ("" if key == "us" else "_device")]
-    return (f"| {row['shape']} | {_us(row['cupy'], key)} | {_us(row['fused3'], key)} | {_us(row['auto'], key)} "
+    return (f"| {row['shape']} | {_us(row['cupy'], key)} | {_us(row['fused3'], key)} | "
+            f"{_us(row['fused3_tc'], key)} | {_us(row['auto'], key)} "
             f"({row['auto_choice']}) | {f'{sp:.2f}x' if sp else '-'} |")
 
 
 def table(rows) -> str:
-    head = ["| shape | cupy a@b@c us | fused3 us | auto us | speedup |", "| --- | ---: | ---: | ---: | ---: |"]
+    head = ["| shape | cupy a@b@c us | fused3 us | fused3_tc us | auto us | speedup |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |"]
     out = ["In a loop (host included):", "", *head, *(_line(r, "us") for r in rows), "",
            "Device time (calls queued behind a busy GPU; host excluded):", "", *head,
            *(_line(r, "device_us") for r in rows)]
-    cfg_names = [k for k in rows[0] if k.startswith("fused3:")] if rows else []
+    cfg_names = [k for k in rows[0] if k.startswith(("fused3:", "fused3_tc:"))] if rows else []
     if cfg_names:
         out += ["", "Pairwise and each fused3 configuration, loop us / device us:", "",
                 "| shape | pairwise | " + " | ".join(cfg_names) + " |",

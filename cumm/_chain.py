@@ -23,7 +23,7 @@ from ._compile import device_kernel
 from ._ladder import get_spec
 from ._matmul import _INT32_MAX, _aligned, _check_operand, _check_out, _row_major, compute_capability, matmul
 
-KERNELS = ("auto", "fused3", "pairwise")
+KERNELS = ("auto", "fused3", "fused3_tc", "pairwise")
 _F32 = np.dtype(np.float32)
 _i32 = np.int32
 
@@ -83,13 +83,13 @@ def chain_order(dims: Sequence[int]):
 
 
 def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
-    """kernel="auto" for three arrays: the fused3 configuration to run, or None for two matmuls."""
-    if cc < 90 or min(m, k, p, n) < 1:
+    """kernel="auto" for three arrays: "tc" (fused3_tc), a fused3 configuration name, or None for two matmuls."""
+    if cc < 80 or min(m, k, p, n) < 1:
         return None
     fused = m * p * (k + n)  # (A @ B) @ C, the order fused3 computes
     if fused > k * n * (m + p) or fused > FUSED_MAX_FMA:  # A @ (B @ C) is cheaper, or the chain is large
         return None
-    return fused_config(m)
+    return "tc"
 
 
 def fused_config(m: int) -> str:
@@ -147,6 +147,61 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
     return out
 
 
+# fused3_tc (cc 8.0+): one persistent launch, T = A @ B through a scratch array in L2, one grid barrier.
+TC_CONFIG = dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)
+_tc_plans: dict[tuple, tuple] = {}
+_barriers: dict[tuple[int, int], cupy.ndarray] = {}  # (device, stream) -> the barrier's two words
+
+
+def _tc_plan(config: Mapping[str, int], flags: tuple[int, int, int], dev: int):
+    """(kernel, threads, dynamic smem, blocks the GPU holds at once) for fused3_tc; cached."""
+    key = (tuple(sorted(config.items())), flags, dev)
+    hit = _tc_plans.get(key)
+    if hit is None:
+        from cupy_backends.cuda.api import driver
+
+        spec = get_spec("fused3_tc")
+        cc = compute_capability(dev)
+        if cc < spec.min_cc:
+            raise ValueError(f"kernel 'fused3_tc' needs compute capability 8.0 or newer; device {dev} has "
+                             f"{cc // 10}.{cc % 10}: use kernel='fused3' or 'pairwise'")
+        cfg = spec.resolve(config, cc)
+        kern = device_kernel(spec, cfg, flags, dev)
+        threads, smem = spec.block(cfg)[0], spec.smem(cfg)
+        with cupy.cuda.Device(dev):
+            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
+            sms = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
+        if per_sm < 1:  # cannot happen for a configuration that compiled and fits; never launch into a hang
+            raise RuntimeError(f"fused3_tc with {cfg}: no block fits on a multiprocessor of device {dev}")
+        hit = _tc_plans[key] = (spec, cfg, kern, threads, smem, per_sm * sms)
+    return hit
+
+
+def _fused3_tc(a, b, c, out, config: Mapping[str, int], dev: int):
+    """E = a @ b @ c into ``out`` with fused3_tc; arguments already checked, every dimension >= 1."""
+    m, k = a.shape
+    p, n = c.shape
+    a, lda = _row_major(a, "arrays[0]", copy_ok=True)
+    b, ldb = _row_major(b, "arrays[1]", copy_ok=True)
+    c, ldc = _row_major(c, "arrays[2]", copy_ok=True)
+    e, lde = _row_major(out, "out", copy_ok=False)
+    if max(lda, ldb, ldc, lde) > _INT32_MAX:
+        raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
+    flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc) & _aligned(e, lde))
+    spec, cfg, kern, threads, smem, resident = _tc_plan(config, flags, dev)
+    with cupy.cuda.Device(dev):
+        ldt = -(-p // 4) * 4  # 16-byte rows: phase 2 reads T with 16-byte copies
+        t = cupy.empty((m, ldt), dtype=_F32)
+        skey = (dev, cupy.cuda.get_current_stream().ptr)
+        bar = _barriers.get(skey)
+        if bar is None:  # launches on one stream run in order, so they can share the (self-resetting) words
+            bar = _barriers[skey] = cupy.zeros(2, dtype=cupy.uint32)
+        grid = min(spec.grid(cfg, m, n, p)[0], resident)  # every block resident: the barrier cannot hang
+        kern((grid,), (threads,), (_i32(m), _i32(k), _i32(p), _i32(n), a, _i32(lda), b, _i32(ldb), c, _i32(ldc),
+                                   e, _i32(lde), t, _i32(ldt), bar), shared_mem=smem)
+    return out
+
+
 def _pairwise(arrays, dims, out):
     """The chain multiplied pairwise with cumm.matmul in the cheapest order; the last product goes into out."""
     order = chain_order(dims)
@@ -172,8 +227,8 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         raise ValueError(f"multi_dot needs at least two arrays, got {len(arrays)}")
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r} for multi_dot; use one of {list(KERNELS)}")
-    if kernel == "fused3" and len(arrays) != 3:
-        raise ValueError(f"kernel='fused3' multiplies exactly three arrays, got {len(arrays)}")
+    if kernel in ("fused3", "fused3_tc") and len(arrays) != 3:
+        raise ValueError(f"kernel={kernel!r} multiplies exactly three arrays, got {len(arrays)}")
     for i, x in enumerate(arrays):
         _check_operand(x, f"arrays[{i}]")
     dims = [arrays[0].shape[0]]
@@ -201,10 +256,14 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         return matmul(arrays[0], arrays[1], out=out)
     if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1:
         _, k, p, _ = dims
+        if kernel == "fused3_tc":
+            return _fused3_tc(arrays[0], arrays[1], arrays[2], out, TC_CONFIG, dev)
         if kernel == "fused3":
             config = fused_config(m)
         else:
             config = select(m, k, p, n, compute_capability(dev))
+            if config == "tc":
+                return _fused3_tc(arrays[0], arrays[1], arrays[2], out, TC_CONFIG, dev)
         if config is not None:
             return _fused3(arrays[0], arrays[1], arrays[2], out, config, dev)
     if m == 0 or n == 0:

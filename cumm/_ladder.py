@@ -68,6 +68,27 @@ _WARPTILE_SPACE = dict(
 )
 
 
+_TF32X3_CONSTRAINTS = [
+    *positive("BM", "BN", "BK", "WM", "WN", "STAGES", "NUM_THREADS", "MINB"),
+    C("WM % 16 == 0 and WN % 8 == 0", "a warp tile is made of whole 16 x 8 mma tiles"),
+    C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+    C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS",
+      "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    at_most_1024_threads("NUM_THREADS"),
+    C("BK % 8 == 0", "a slab is a whole number of k = 8 mma steps"),
+    C("BN % 4 == 0", "B's rows are copied as 16-byte chunks"),
+    C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+      "every thread copies the same number of 16-byte chunks of the A and B tiles"),
+    C("STAGES >= 2", "the pipeline needs at least two stages"),
+    C("STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
+      "the pipeline stages fit in 227 KB of shared memory per block"),
+]
+
+
+def _tf32x3_smem(c):
+    return c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4
+
+
 def _warptile_block(c):
     return (c["NUM_THREADS"], 1, 1)
 
@@ -209,32 +230,19 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="tf32x3",
             template="tf32x3.cu",
+            headers=("tf32x3_tile.cuh",),
             min_cc=80,  # mma.sync with TF32 operands
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
             vector_loads=True,  # cumm_cp_async_chunk<VEC_A> and <VEC_B>: 16-byte copies, never past K or N
             summary="tensor cores (mma.sync TF32) with each operand split in two: FP32 accuracy, 3 mma per product",
             block=lambda c: (c["NUM_THREADS"], 1, 1),
             grid=_grid_nm("BM", "BN"),
-            smem=lambda c: c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4,
+            smem=_tf32x3_smem,
             defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4, NUM_THREADS=256, MINB=1),
             # H200 tuning (bench/results/h200_tune.log): 64 x 64 warp tiles, 60.4 TFLOP/s at 4096^3 against 56.2
             # for the defaults; 253 registers, no spills on sm_90 (sm_80's ptxas spills 96 bytes there).
             cc_defaults={90: dict(BN=256, BK=16, WN=64, STAGES=3)},
-            constraints=[
-                *positive("BM", "BN", "BK", "WM", "WN", "STAGES", "NUM_THREADS", "MINB"),
-                C("WM % 16 == 0 and WN % 8 == 0", "a warp tile is made of whole 16 x 8 mma tiles"),
-                C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
-                C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS",
-                  "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
-                at_most_1024_threads("NUM_THREADS"),
-                C("BK % 8 == 0", "a slab is a whole number of k = 8 mma steps"),
-                C("BN % 4 == 0", "B's rows are copied as 16-byte chunks"),
-                C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
-                  "every thread copies the same number of 16-byte chunks of the A and B tiles"),
-                C("STAGES >= 2", "the pipeline needs at least two stages"),
-                C("STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
-                  "the pipeline stages fit in 227 KB of shared memory per block"),
-            ],
+            constraints=_TF32X3_CONSTRAINTS,
             space=dict(BM=(64, 128, 256), BN=(64, 128, 256), BK=(16, 32), WM=(32, 64), WN=(32, 64),
                        STAGES=(2, 3, 4), NUM_THREADS=(128, 256), MINB=(1, 2)),
         ),
@@ -270,6 +278,22 @@ REGISTRY: dict[str, KernelSpec] = {
             ],
             space=dict(BM=(16, 32, 64), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), PCH=(1, 2, 4, 8),
                        TM=(4, 8), TN=(4, 8), KS=(1, 2, 4, 8), MINB=(1, 2)),
+        ),
+        KernelSpec(
+            name="fused3_tc",
+            template="fused3_tc.cu",
+            headers=("tf32x3_tile.cuh",),
+            min_cc=80,
+            summary="A @ B @ C in one persistent tensor-core launch (tf32x3 tiles): T = A @ B via L2, a grid barrier",
+            kind="chain",
+            block=lambda c: (c["NUM_THREADS"], 1, 1),
+            # tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
+            grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
+            smem=_tf32x3_smem,
+            defaults=dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+            constraints=_TF32X3_CONSTRAINTS,
+            space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(16, 32), WM=(16, 32, 64), WN=(16, 32, 64),
+                       STAGES=(2, 3, 4), NUM_THREADS=(64, 128, 256), MINB=(1, 2)),
         ),
     ]
 }

@@ -1,8 +1,9 @@
 """Template rendering: a configuration becomes CUDA source with a unique ``extern "C"`` name.
 
 The rendered source is ``#define``s for every parameter and alignment flag, then ``common.cuh``, then the
-kernel's template. The function name spells out the configuration, so each configuration is its own
-entry in CuPy's on-disk cache on every CuPy version, and profiles name the exact variant.
+spec's shared ``headers`` (device code two kernels use), then the kernel's template. The function name
+spells out the configuration, so each configuration is its own entry in CuPy's on-disk cache on every
+CuPy version, and profiles name the exact variant.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def template_text(filename: str) -> str:
 @functools.cache
 def template_hash(spec: KernelSpec) -> str:
     """Changes whenever the kernel's source (template or common header) changes."""
-    text = template_text(COMMON_HEADER) + template_text(spec.template)
+    text = "".join(template_text(f) for f in (COMMON_HEADER, *spec.headers, spec.template))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -43,8 +44,7 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
     lines = [f"// cumm: {spec.name} rendered for {dict(cfg)}", f"#define CUMM_KERNEL {name}"]
     lines += [f"#define {k} {int(cfg[k])}" for k in spec.params]
     lines += [f"#define {f} {int(v)}" for f, v in zip(FLAG_NAMES, flags, strict=True)]
-    lines.append(f'#line 1 "{COMMON_HEADER}"')
-    lines.append(template_text(COMMON_HEADER))
-    lines.append(f'#line 1 "{spec.template}"')
-    lines.append(template_text(spec.template))
+    for f in (COMMON_HEADER, *spec.headers, spec.template):
+        lines.append(f'#line 1 "{f}"')
+        lines.append(template_text(f))
     return name, "\n".join(lines)

@@ -61,6 +61,8 @@ class KernelSpec:
     split_k: bool = False
     # Oldest compute capability (e.g. 80) whose instructions the template uses; 0: any.
     min_cc: int = 0
+    # Shared device code (files in cumm/kernels) rendered between common.cuh and the template, in order.
+    headers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))

@@ -75,14 +75,14 @@ def _check(arrays, kernel, ref=None):
 # ---------------------------------------------------------------------------------------------------
 
 @gpu
-@pytest.mark.parametrize("kernel", ["auto", "fused3", "pairwise"])
+@pytest.mark.parametrize("kernel", ["auto", "fused3", "fused3_tc", "pairwise"])
 @pytest.mark.parametrize("n", SQUARE)
 def test_square(n, kernel, rng):
     _check(_chain_arrays(rng, (n, n, n, n)), kernel)
 
 
 @gpu
-@pytest.mark.parametrize("kernel", ["auto", "fused3", "pairwise"])
+@pytest.mark.parametrize("kernel", ["auto", "fused3", "fused3_tc", "pairwise"])
 @pytest.mark.parametrize("dims", CHAINS, ids=lambda d: "x".join(map(str, d)))
 def test_non_square(dims, kernel, rng):
     _check(_chain_arrays(rng, dims), kernel)
@@ -90,8 +90,26 @@ def test_non_square(dims, kernel, rng):
 
 @gpu
 @pytest.mark.parametrize("dims", ODD, ids=lambda d: "x".join(map(str, d)))
-def test_fused3_odd_shapes(dims, rng):
-    _check(_chain_arrays(rng, dims), "fused3")
+@pytest.mark.parametrize("kernel", ["fused3", "fused3_tc"])
+def test_fused_odd_shapes(dims, kernel, rng):
+    _check(_chain_arrays(rng, dims), kernel)
+
+
+@gpu
+@pytest.mark.parametrize("config", [{}, dict(BM=64, BN=64, WM=32, WN=32), dict(BM=32, BN=32, WM=16, WN=16, BK=16),
+                                    dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3)],
+                         ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()) or "default")
+@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301)],
+                         ids=lambda d: "x".join(map(str, d)))
+def test_fused3_tc_configs(config, dims, rng):
+    """Persistent fused3_tc: several tile shapes, many tiles per block, and more blocks than tiles."""
+    import cupy
+
+    a, b, c = _chain_arrays(rng, dims)
+    out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
+    _chain._fused3_tc(a, b, c, out, {**_chain.TC_CONFIG, **config}, cupy.cuda.runtime.getDevice())
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
+    assert rel_err(out, ref) < TOL
 
 
 @gpu
@@ -109,7 +127,7 @@ def test_every_config(config, dims, rng):
 
 
 @gpu
-@pytest.mark.parametrize("kernel", ["auto", "fused3", "pairwise"])
+@pytest.mark.parametrize("kernel", ["auto", "fused3", "fused3_tc", "pairwise"])
 def test_unaligned_and_strided(kernel, rng):
     """Views whose pointers or leading dimensions forbid 16-byte accesses take the scalar paths."""
     import cupy
@@ -153,7 +171,7 @@ def test_empty_dimensions(rng):
     import cupy
 
     arrays = _chain_arrays(rng, (5, 0, 3, 7))
-    for kernel in ("auto", "fused3", "pairwise"):
+    for kernel in ("auto", "fused3", "fused3_tc", "pairwise"):
         e = cumm.multi_dot(arrays, kernel=kernel, out=_poisoned(5, 7))
         assert e.shape == (5, 7) and (e == 0).all()
     assert cumm.multi_dot(_chain_arrays(rng, (0, 4, 3, 7))).shape == (0, 7)
@@ -184,7 +202,7 @@ def test_device_errors(rng):
     with pytest.raises(ValueError, match="C-contiguous"):
         cumm.multi_dot([a, b, c], kernel="fused3", out=cupy.empty((2, 4), dtype=cupy.float32).T)
     sq = rng.standard_normal((3, 3), dtype=cupy.float32)
-    for kernel in ("auto", "fused3", "pairwise"):
+    for kernel in ("auto", "fused3", "fused3_tc", "pairwise"):
         with pytest.raises(ValueError, match=r"overlaps arrays\[2\]"):
             cumm.multi_dot([sq.copy(), sq.copy(), sq], kernel=kernel, out=sq)
     with pytest.raises(ValueError, match="exactly three"):

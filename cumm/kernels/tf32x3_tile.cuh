@@ -1,0 +1,171 @@
+// tf32x3_tile.cuh: the tile engine of the tensor-core kernels (tf32x3.cu, fused3_tc.cu), rendered after
+// common.cuh. Needs the configuration's BM, BN, BK, WM, WN, STAGES, NUM_THREADS. See tf32x3.cu for why the
+// operands are split in two and why each slab is summed apart.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "the TF32 tensor-core kernels need compute capability 8.0 or newer (mma.sync with TF32 operands)"
+#endif
+
+#define LDA_S (BK + 4)  // shared row stride of A, floats
+#define LDB_S (BN + 8)  // shared row stride of B, floats
+#define CUMM_TF32X3_STAGE (BM * LDA_S + BK * LDB_S)  // floats per pipeline stage
+
+// x = big + small with both halves TF32 numbers (low 13 mantissa bits zero), each rounded to nearest
+// with ties away from zero: adding half a TF32 ulp to the magnitude bits, then masking, is that rounding
+// in two integer instructions (cvt.rna.tf32.f32 costs about four on sm_90, and this runs 24 times per
+// lane per k-step).
+__device__ __forceinline__ unsigned cumm_tf32_round(float x) {
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+__device__ __forceinline__ void cumm_split_tf32(float x, unsigned& big, unsigned& small) {
+    big = cumm_tf32_round(x);
+    small = cumm_tf32_round(x - __uint_as_float(big));
+}
+
+// d += a @ b for one m16n8k8 tile: a row-major 16x8 (4 registers), b column-major 8x8 (2), d 16x8 (4).
+__device__ __forceinline__ void cumm_mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Two adjacent outputs (col, col + 1) of a row of C; one 8-byte store when legal.
+template <int VC>
+__device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, int ncols, float x, float y,
+                                            float alpha, float beta) {
+    if (VC && col + 1 < ncols) {  // ldc % 4 == 0, C 16-byte aligned and col even: 8-byte aligned
+        float2* p = reinterpret_cast<float2*>(row + col);
+        float2 o = make_float2(alpha * x, alpha * y);
+        if (beta != 0.0f) {
+            const float2 c = *p;
+            o.x += beta * c.x;
+            o.y += beta * c.y;
+        }
+        *p = o;
+        return;
+    }
+    if (col < ncols) row[col] = cumm_epilogue(x, row + col, alpha, beta);
+    if (col + 1 < ncols) row[col + 1] = cumm_epilogue(y, row + col + 1, alpha, beta);
+}
+
+// One BM x BN tile of C = alpha * A @ B + beta * C at (bm0, bn0), computed by the whole block through the
+// STAGES-deep pipeline in `smem` (STAGE_FLOATS * STAGES floats). VA / VB / VC: 16-byte accesses to A / B / C
+// are legal (see common.cuh). Ends with a barrier, so the caller may start another tile in the same smem.
+template <int VA, int VB, int VC>
+__device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const int K, const float alpha,
+                                                 const float* __restrict__ A, const int lda,
+                                                 const float* __restrict__ B, const int ldb, const float beta,
+                                                 float* __restrict__ C, const int ldc, const int bm0, const int bn0,
+                                                 float* const smem) {
+    constexpr int MI = WM / 16, NI = WN / 8;            // mma tiles per warp
+    constexpr int STAGE = CUMM_TF32X3_STAGE;
+    constexpr int A_CHUNKS = BM * BK / 4 / NUM_THREADS;  // 16-byte chunks per thread per slab
+    constexpr int B_CHUNKS = BK * BN / 4 / NUM_THREADS;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;  // mma fragment coordinates
+    const int wm0 = warp / (BN / WN) * WM, wn0 = warp % (BN / WN) * WN;
+    const bool active = bm0 + wm0 < M && bn0 + wn0 < N;  // warps wholly past an edge skip the mma
+
+    // Copy slab kt of A and B into stage st (cp.async; zero-filled past M, N, K).
+    auto issue = [&](int kt, int st) {
+        float* As = smem + st * STAGE;
+        float* Bs = As + BM * LDA_S;
+        const int k0 = kt * BK;
+#pragma unroll
+        for (int s = 0; s < A_CHUNKS; ++s) {
+            const int i = tid + s * NUM_THREADS, r = i / (BK / 4), c = i % (BK / 4) * 4;
+            const bool ok = bm0 + r < M;
+            cumm_cp_async_chunk<VA>(&As[r * LDA_S + c], A + (i64)(ok ? bm0 + r : 0) * lda + k0, c, K - k0, ok);
+        }
+#pragma unroll
+        for (int s = 0; s < B_CHUNKS; ++s) {
+            const int i = tid + s * NUM_THREADS, r = i / (BN / 4), c = i % (BN / 4) * 4;
+            const bool ok = k0 + r < K;
+            cumm_cp_async_chunk<VB>(&Bs[r * LDB_S + c], B + (i64)(ok ? k0 + r : 0) * ldb + bn0, c, N - bn0, ok);
+        }
+    };
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const int KT = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) issue(s, s);
+        cumm_cp_async_commit();  // empty groups keep the group count uniform for wait_group below
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));  // slab kt has landed (this thread's part)
+        __syncthreads();  // everyone's part has; and everyone is done with the stage refilled next
+        if (kt + STAGES - 1 < KT) issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+        cumm_cp_async_commit();
+        if (!active) continue;
+        float part[MI][NI][4];  // this slab's sum, kept apart from acc (see the header)
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) part[i][j][e] = 0.0f;
+        const float* As = smem + kt % STAGES * STAGE + wm0 * LDA_S;
+        const float* Bs = smem + kt % STAGES * STAGE + BM * LDA_S + wn0;
+#pragma unroll
+        for (int k8 = 0; k8 < BK; k8 += 8) {
+            unsigned ab[MI][4], as[MI][4], bb[NI][2], bs[NI][2];
+#pragma unroll
+            for (int i = 0; i < MI; ++i) {
+                const float* p = As + (i * 16 + g) * LDA_S + k8 + t;
+                cumm_split_tf32(p[0], ab[i][0], as[i][0]);
+                cumm_split_tf32(p[8 * LDA_S], ab[i][1], as[i][1]);
+                cumm_split_tf32(p[4], ab[i][2], as[i][2]);
+                cumm_split_tf32(p[8 * LDA_S + 4], ab[i][3], as[i][3]);
+            }
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+                const float* q = Bs + (k8 + t) * LDB_S + j * 8 + g;
+                cumm_split_tf32(q[0], bb[j][0], bs[j][0]);
+                cumm_split_tf32(q[4 * LDB_S], bb[j][1], bs[j][1]);
+            }
+            // Small terms first, so they are not lost against an already large partial sum.
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[i][j], as[i], bb[j]);
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[i][j], ab[i], bs[j]);
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[i][j], ab[i], bb[j]);
+        }
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];  // rounded to nearest
+    }
+    cumm_cp_async_wait_all();  // (only empty groups can be pending here: the last slab was waited for)
+    __syncthreads();           // every warp is done with smem before the caller reuses it
+
+    if (!active) return;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // fragment rows g and g + 8
+            const int m = bm0 + wm0 + i * 16 + g + 8 * h;
+            if (m >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+                cumm_store2<VC>(C + (i64)m * ldc, bn0 + wn0 + j * 8 + 2 * t, N, acc[i][j][2 * h], acc[i][j][2 * h + 1],
+                            alpha, beta);
+        }
+    }
+}
