@@ -1,19 +1,22 @@
 """``cumm.multi_dot``: a chain of matrix products, numpy.linalg.multi_dot semantics for 2-D float32 cupy arrays.
 
-Two arrays are one ``cumm.matmul``. Three arrays (m x k, k x p, p x n) run the fused kernel ``fused3``
-(E = A @ B @ C in one launch; the intermediate A @ B never reaches global memory) when it pays, else two
-``cumm.matmul`` calls in the cheaper order. Four or more arrays are multiplied pairwise in the order of
-least multiply-adds, found by the classic O(N^3) dynamic program (numpy's ``multi_dot`` does the same).
+Two arrays are one ``cumm.matmul``. Three arrays (m x k, k x p, p x n) run one of two fused kernels when
+fusing pays, else two ``cumm.matmul`` calls in the cheaper order. Four or more arrays are multiplied
+pairwise in the order of least multiply-adds, found by the classic O(N^3) dynamic program (numpy's
+``multi_dot`` does the same).
 
-When fused3 pays (``kernel="auto"``, see :func:`select`): it needs thread block clusters (compute
-capability 9.0+) to spread a row panel over several multiprocessors; it always multiplies in the
-(A @ B) @ C order, so that order must not cost more multiply-adds than A @ (B @ C); and the chain must be
-small enough that saving one launch and the round trip of A @ B through memory matters: up to about
-n = 640 for square chains (FUSED_MAX_FMA). Larger chains are throughput-bound, where two tiled GEMMs win.
+The fused kernels (``kernel="auto"`` picks with :func:`select`) both multiply in the (A @ B) @ C order, so
+that order must not cost more multiply-adds than A @ (B @ C):
+* ``fused3`` (SIMT, thread block clusters, compute capability 9.0+): T = A @ B stays in shared memory;
+  fastest for the smallest chains (up to n = 384 for square ones, BM16_MAX_FMA);
+* ``fused3_tc`` (tensor cores, FP32 accuracy by the tf32x3 split, 8.0+): one persistent launch, T through
+  L2, one grid barrier; tile shapes grow with the chain (TC_RULE); up to n = 3072 for square chains,
+  past which two tf32x3 GEMMs are as fast and the fused launch saves nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 
 import cupy
@@ -47,11 +50,6 @@ def no_cluster(cfg: Mapping[str, int]) -> dict[str, int]:
     return dict(cfg, CL=1, PCH=cfg["CL"] * cfg["PCH"])
 
 
-# Largest (A @ B) @ C multiply-add count that kernel="auto" fuses. On an H200, device time of fused3 against
-# two cumm.matmul calls: 43 against 49 us at n = 512, 308 against 132 us at n = 1024 (calls in a Python
-# loop, where the host's time counts too: 43 against 103 us, 308 against 132). The crossover of device
-# times is near n = 570, of loop times above it: fuse up to n = 640.
-FUSED_MAX_FMA = 2 * 640**3
 
 
 def chain_cost(dims: Sequence[int]) -> tuple[int, list[list[int]]]:
@@ -86,10 +84,12 @@ def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
     """kernel="auto" for three arrays: "tc" (fused3_tc), a fused3 configuration name, or None for two matmuls."""
     if cc < 80 or min(m, k, p, n) < 1:
         return None
-    fused = m * p * (k + n)  # (A @ B) @ C, the order fused3 computes
-    if fused > k * n * (m + p) or fused > FUSED_MAX_FMA:  # A @ (B @ C) is cheaper, or the chain is large
+    fused = m * p * (k + n)  # (A @ B) @ C, the order the fused kernels compute
+    if fused > k * n * (m + p):  # A @ (B @ C) is cheaper: two matmuls in that order
         return None
-    return "tc"
+    if cc >= 90 and fused <= BM16_MAX_FMA:
+        return "bm16"
+    return tc_config_for(fused)
 
 
 def fused_config(m: int) -> str:
@@ -148,15 +148,29 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
 
 
 # fused3_tc (cc 8.0+): one persistent launch, T = A @ B through a scratch array in L2, one grid barrier.
-TC_CONFIG = dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)
-_tc_plans: dict[tuple, tuple] = {}
+# Tile shapes by chain size, from device-time sweeps on an H200 (bench/chain.py --configs): small tiles
+# while the chain is small (more tiles than multiprocessors), larger ones as it grows.
+TC_CONFIGS: dict[str, dict[str, int]] = {
+    "tc32x64": dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+    "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+    "tc128x128": dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, NUM_THREADS=256, MINB=1),
+}
+TC_CONFIG = TC_CONFIGS["tc32x64"]
+# (largest fused multiply-add count m*p*(k + n), configuration); a square chain of size n counts 2 n^3
+TC_RULE = ((2 * 768**3, "tc32x64"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
+BM16_MAX_FMA = 2 * 384**3  # fused3's bm16 (clusters, sm_90) wins below this: 128 and 256 on the H200
 _barriers: dict[tuple[int, int], cupy.ndarray] = {}  # (device, stream) -> the barrier's two words
 
 
-def _tc_plan(config: Mapping[str, int], flags: tuple[int, int, int], dev: int):
-    """(kernel, threads, dynamic smem, blocks the GPU holds at once) for fused3_tc; cached."""
-    key = (tuple(sorted(config.items())), flags, dev)
-    hit = _tc_plans.get(key)
+def tc_config_for(fused: int) -> str | None:
+    """The fused3_tc configuration for a chain of ``fused`` multiply-adds, None past the rule (pairwise)."""
+    return next((name for limit, name in TC_RULE if fused <= limit), None)
+
+
+def _tc_plan(config: Mapping[str, int], flags: tuple[int, int, int], dev: int, ints: tuple[int, ...]):
+    """(kernel, grid, block, dynamic smem, int32 arguments) of fused3_tc for these dimensions; cached."""
+    key = ("tc", tuple(sorted(config.items())), flags, dev, ints)
+    hit = _launches.get(key)
     if hit is None:
         from cupy_backends.cuda.api import driver
 
@@ -173,7 +187,11 @@ def _tc_plan(config: Mapping[str, int], flags: tuple[int, int, int], dev: int):
             sms = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
         if per_sm < 1:  # cannot happen for a configuration that compiled and fits; never launch into a hang
             raise RuntimeError(f"fused3_tc with {cfg}: no block fits on a multiprocessor of device {dev}")
-        hit = _tc_plans[key] = (spec, cfg, kern, threads, smem, per_sm * sms)
+        m, k, p, n = ints[:4]
+        grid = min(spec.grid(cfg, m, n, p)[0], per_sm * sms)  # all blocks resident: the barrier cannot hang
+        if len(_launches) >= _LAUNCH_CACHE_MAX:
+            _launches.clear()
+        hit = _launches[key] = (kern, (grid,), (threads,), smem, tuple(_i32(x) for x in ints))
     return hit
 
 
@@ -188,17 +206,16 @@ def _fused3_tc(a, b, c, out, config: Mapping[str, int], dev: int):
     if max(lda, ldb, ldc, lde) > _INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
     flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc) & _aligned(e, lde))
-    spec, cfg, kern, threads, smem, resident = _tc_plan(config, flags, dev)
-    with cupy.cuda.Device(dev):
-        ldt = -(-p // 4) * 4  # 16-byte rows: phase 2 reads T with 16-byte copies
+    ldt = -(-p // 4) * 4  # 16-byte rows of T: phase 2 reads it with 16-byte copies
+    kern, grid, block, smem, i = _tc_plan(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde, ldt))
+    switch = dev != cupy.cuda.runtime.getDevice()
+    with cupy.cuda.Device(dev) if switch else contextlib.nullcontext():
         t = cupy.empty((m, ldt), dtype=_F32)
         skey = (dev, cupy.cuda.get_current_stream().ptr)
         bar = _barriers.get(skey)
-        if bar is None:  # launches on one stream run in order, so they can share the (self-resetting) words
+        if bar is None:  # launches on one stream run in order, so they share the (self-resetting) words
             bar = _barriers[skey] = cupy.zeros(2, dtype=cupy.uint32)
-        grid = min(spec.grid(cfg, m, n, p)[0], resident)  # every block resident: the barrier cannot hang
-        kern((grid,), (threads,), (_i32(m), _i32(k), _i32(p), _i32(n), a, _i32(lda), b, _i32(ldb), c, _i32(ldc),
-                                   e, _i32(lde), t, _i32(ldt), bar), shared_mem=smem)
+        kern(grid, block, (i[0], i[1], i[2], i[3], a, i[4], b, i[5], c, i[6], e, i[7], t, i[8], bar), shared_mem=smem)
     return out
 
 
@@ -257,13 +274,13 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1:
         _, k, p, _ = dims
         if kernel == "fused3_tc":
-            return _fused3_tc(arrays[0], arrays[1], arrays[2], out, TC_CONFIG, dev)
-        if kernel == "fused3":
+            config = tc_config_for(m * p * (k + n)) or "tc128x128"
+        elif kernel == "fused3":
             config = fused_config(m)
         else:
             config = select(m, k, p, n, compute_capability(dev))
-            if config == "tc":
-                return _fused3_tc(arrays[0], arrays[1], arrays[2], out, TC_CONFIG, dev)
+        if config in TC_CONFIGS:
+            return _fused3_tc(arrays[0], arrays[1], arrays[2], out, TC_CONFIGS[config], dev)
         if config is not None:
             return _fused3(arrays[0], arrays[1], arrays[2], out, config, dev)
     if m == 0 or n == 0:

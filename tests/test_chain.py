@@ -302,15 +302,20 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "bm32"
-    assert sel(256, 256, 256, 256, 90) == "bm16"
+    assert sel(512, 512, 512, 512, 90) == "tc32x64"  # fused3_tc from n = 384 up
+    assert sel(256, 256, 256, 256, 90) == "bm16"     # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
-    assert sel(1024, 1024, 1024, 1024, 90) is None  # large: two tiled GEMMs
-    assert sel(2048, 2048, 2048, 2048, 90) is None
+    assert sel(1024, 1024, 1024, 1024, 90) == "tc64x64"
+    assert sel(2048, 2048, 2048, 2048, 90) == "tc128x128"
+    assert sel(4096, 4096, 4096, 4096, 90) is None  # large: two tf32x3 GEMMs
     assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
-    assert sel(512, 512, 512, 512, 80) is None      # no clusters before sm_90
+    assert sel(512, 512, 512, 512, 80) == "tc32x64"  # no clusters before sm_90, tensor cores from sm_80
+    assert sel(128, 128, 128, 128, 80) == "tc32x64"
+    assert sel(512, 512, 512, 512, 75) is None
     assert sel(1, 300, 7, 1, 90) == "bm16"
     assert sel(5, 0, 3, 7, 90) is None
+    for name in _chain.TC_CONFIGS.values():
+        cumm.kernel_spec("fused3_tc").check(cumm.kernel_spec("fused3_tc").resolve(name, 90))
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
