@@ -105,13 +105,20 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         if (kt + STAGES - 1 < KT) issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
         cumm_cp_async_commit();
         if (!active) continue;
-        float part[MI][NI][4];  // this slab's sum, kept apart from acc (see the header)
+        // This slab's sum, kept apart from acc (see tf32x3.cu). A small warp tile has few independent
+        // accumulators, and then its time is the latency of one chain of dependent mma (measured on the
+        // H200: fused3_tc at n = 512 took the same time for every tile shape, stage count and BK): there
+        // each of the three products gets its own accumulator set, so the chain is BK/8 deep, not 3 BK/8.
+        constexpr int NSET = MI * NI <= 8 ? 3 : 1;
+        float part[NSET][MI][NI][4];
 #pragma unroll
-        for (int i = 0; i < MI; ++i)
+        for (int q = 0; q < NSET; ++q)
 #pragma unroll
-            for (int j = 0; j < NI; ++j)
+            for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) part[i][j][e] = 0.0f;
+                for (int j = 0; j < NI; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) part[q][i][j][e] = 0.0f;
         const float* As = smem + kt % STAGES * STAGE + wm0 * LDA_S;
         const float* Bs = smem + kt % STAGES * STAGE + BM * LDA_S + wn0;
 #pragma unroll
@@ -135,22 +142,24 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[i][j], as[i], bb[j]);
+                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[0][i][j], as[i], bb[j]);
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[i][j], ab[i], bs[j]);
+                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[1 % NSET][i][j], ab[i], bs[j]);
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[i][j], ab[i], bb[j]);
+                for (int j = 0; j < NI; ++j) cumm_mma_tf32(part[2 % NSET][i][j], ab[i], bb[j]);
         }
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
             for (int j = 0; j < NI; ++j)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];  // rounded to nearest
+                for (int e = 0; e < 4; ++e)  // small terms first, then the big one; rounded to nearest
+                    acc[i][j][e] += NSET == 3 ? part[NSET - 1][i][j][e] + (part[0][i][j][e] + part[1 % NSET][i][j][e])
+                                              : part[0][i][j][e];
     }
     cumm_cp_async_wait_all();  // (only empty groups can be pending here: the last slab was waited for)
     __syncthreads();           // every warp is done with smem before the caller reuses it
