@@ -5,10 +5,8 @@
 #error "the TF32 tensor-core kernels need compute capability 8.0 or newer (mma.sync with TF32 operands)"
 #endif
 
-#ifdef KG  // k-groups: warp groups that split each slab's k-steps (fused3_tc's KG; tf32x3 has one)
-#define CUMM_KG KG
-#else
-#define CUMM_KG 1
+#ifndef KG
+#define KG 1  // k-groups: warp groups that split each slab's k-steps (fused3_tc; tf32x3 has one)
 #endif
 #define LDA_S (BK + 4)  // shared row stride of A, floats
 #define LDB_S (BN + 8)  // shared row stride of B, floats
@@ -69,8 +67,8 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // mma fragment coordinates
     constexpr int MN_WARPS = (BM / WM) * (BN / WN);      // warps of one k-group, tiling BM x BN
-    // k-group kg takes k-steps kg, kg + CUMM_KG, ...; a constant 0 when CUMM_KG = 1 keeps the loop static
-    const int kg = CUMM_KG == 1 ? 0 : warp / MN_WARPS, wi = CUMM_KG == 1 ? warp : warp % MN_WARPS;
+    // k-group kg takes k-steps kg, kg + KG, ...; a constant 0 when KG = 1 keeps the k-loop fully static
+    const int kg = KG == 1 ? 0 : warp / MN_WARPS, wi = KG == 1 ? warp : warp % MN_WARPS;
     const int wm0 = wi / (BN / WN) * WM, wn0 = wi % (BN / WN) * WN;
     const bool active = bm0 + wm0 < M && bn0 + wn0 < N;  // warps wholly past an edge skip the mma
 
@@ -130,7 +128,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         const float* As = smem + kt % STAGES * STAGE + wm0 * LDA_S;
         const float* Bs = smem + kt % STAGES * STAGE + BM * LDA_S + wn0;
 #pragma unroll
-        for (int k8 = 8 * kg; k8 < BK; k8 += 8 * CUMM_KG) {
+        for (int k8 = 8 * kg; k8 < BK; k8 += 8 * KG) {
             unsigned ab[MI][4], as[MI][4], bb[NI][2], bs[NI][2];
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
@@ -172,7 +170,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
     cumm_cp_async_wait_all();  // (only empty groups can be pending here: the last slab was waited for)
     __syncthreads();           // every warp is done with smem before the caller reuses it
 
-    if (CUMM_KG > 1) {  // k-groups 1.. hand their sums to group 0 through the (now idle) stage memory
+    if (KG > 1) {  // k-groups 1.. hand their sums to group 0 through the (now idle) stage memory
         float* red = smem + (i64)wi * 32 * MI * NI * 4 + lane;
         if (kg > 0) {
 #pragma unroll
@@ -185,7 +183,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         __syncthreads();
         if (kg == 0) {
 #pragma unroll
-            for (int q = 1; q < CUMM_KG; ++q)
+            for (int q = 1; q < KG; ++q)
 #pragma unroll
                 for (int i = 0; i < MI; ++i)
 #pragma unroll
