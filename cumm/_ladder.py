@@ -68,31 +68,21 @@ _WARPTILE_SPACE = dict(
 )
 
 
-def _tf32x3_rules(kg: str) -> list[Constraint]:
-    """The tile engine's constraints (tf32x3_tile.cuh); ``kg`` is the k-group count: "KG", or "1" for tf32x3."""
-    return [
-        *positive("BM", "BN", "BK", "WM", "WN", "STAGES", "NUM_THREADS", "MINB", *(("KG",) if kg == "KG" else ())),
-        C("WM % 16 == 0 and WN % 8 == 0", "a warp tile is made of whole 16 x 8 mma tiles"),
-        C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
-        C(f"(BM // WM) * (BN // WN) * 32 * {kg} == NUM_THREADS",
-          "one warp per warp tile" + (" and k-group: NUM_THREADS = 32 * (BM/WM) * (BN/WN) * KG"
-                                      if kg == "KG" else ": NUM_THREADS = 32 * (BM/WM) * (BN/WN)")),
-        at_most_1024_threads("NUM_THREADS"),
-        C(f"BK % (8 * {kg}) == 0",
-          "a slab is a whole number of k = 8 mma steps" + (" per k-group" if kg == "KG" else "")),
-        C("BN % 4 == 0", "B's rows are copied as 16-byte chunks"),
-        C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
-          "every thread copies the same number of 16-byte chunks of the A and B tiles"),
-        C("STAGES >= 2", "the pipeline needs at least two stages"),
-        C("STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
-          "the pipeline stages fit in 227 KB of shared memory per block"),
-        *([C("(KG - 1) * BM * BN <= STAGES * (BM * (BK + 4) + BK * (BN + 8))",
-             "the k-groups' partial tiles are summed in the stage memory, which must hold KG - 1 of them")]
-          if kg == "KG" else []),
-    ]
-
-
-_TF32X3_CONSTRAINTS = _tf32x3_rules("1")
+_TF32X3_CONSTRAINTS = [
+    *positive("BM", "BN", "BK", "WM", "WN", "STAGES", "NUM_THREADS", "MINB"),
+    C("WM % 16 == 0 and WN % 8 == 0", "a warp tile is made of whole 16 x 8 mma tiles"),
+    C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+    C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS",
+      "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    at_most_1024_threads("NUM_THREADS"),
+    C("BK % 8 == 0", "a slab is a whole number of k = 8 mma steps"),
+    C("BN % 4 == 0", "B's rows are copied as 16-byte chunks"),
+    C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+      "every thread copies the same number of 16-byte chunks of the A and B tiles"),
+    C("STAGES >= 2", "the pipeline needs at least two stages"),
+    C("STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
+      "the pipeline stages fit in 227 KB of shared memory per block"),
+]
 
 
 def _tf32x3_smem(c):
@@ -300,10 +290,10 @@ REGISTRY: dict[str, KernelSpec] = {
             # tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
             grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_tf32x3_smem,
-            defaults=dict(BM=32, BN=64, BK=32, WM=16, WN=32, KG=1, STAGES=4, NUM_THREADS=128, MINB=1),
-            constraints=_tf32x3_rules("KG"),
-            space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(16, 32, 64), WM=(16, 32, 64), WN=(16, 32, 64),
-                       KG=(1, 2, 4), STAGES=(2, 3, 4), NUM_THREADS=(64, 128, 256, 512), MINB=(1, 2)),
+            defaults=dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+            constraints=_TF32X3_CONSTRAINTS,
+            space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(16, 32), WM=(16, 32, 64), WN=(16, 32, 64),
+                       STAGES=(2, 3, 4), NUM_THREADS=(64, 128, 256), MINB=(1, 2)),
         ),
     ]
 }

@@ -5,9 +5,6 @@
 #error "the TF32 tensor-core kernels need compute capability 8.0 or newer (mma.sync with TF32 operands)"
 #endif
 
-#ifndef KG
-#define KG 1  // k-groups: warp groups that split each slab's k-steps (fused3_tc; tf32x3 has one)
-#endif
 #define LDA_S (BK + 4)  // shared row stride of A, floats
 #define LDB_S (BN + 8)  // shared row stride of B, floats
 #define CUMM_TF32X3_STAGE (BM * LDA_S + BK * LDB_S)  // floats per pipeline stage
@@ -66,10 +63,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
     constexpr int B_CHUNKS = BK * BN / 4 / NUM_THREADS;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // mma fragment coordinates
-    constexpr int MN_WARPS = (BM / WM) * (BN / WN);      // warps of one k-group, tiling BM x BN
-    // k-group kg takes k-steps kg, kg + KG, ...; a constant 0 when KG = 1 keeps the k-loop fully static
-    const int kg = KG == 1 ? 0 : warp / MN_WARPS, wi = KG == 1 ? warp : warp % MN_WARPS;
-    const int wm0 = wi / (BN / WN) * WM, wn0 = wi % (BN / WN) * WN;
+    const int wm0 = warp / (BN / WN) * WM, wn0 = warp % (BN / WN) * WN;
     const bool active = bm0 + wm0 < M && bn0 + wn0 < N;  // warps wholly past an edge skip the mma
 
     // Copy slab kt of A and B into stage st (cp.async; zero-filled past M, N, K).
@@ -128,7 +122,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         const float* As = smem + kt % STAGES * STAGE + wm0 * LDA_S;
         const float* Bs = smem + kt % STAGES * STAGE + BM * LDA_S + wn0;
 #pragma unroll
-        for (int k8 = 8 * kg; k8 < BK; k8 += 8 * KG) {
+        for (int k8 = 0; k8 < BK; k8 += 8) {
             unsigned ab[MI][4], as[MI][4], bb[NI][2], bs[NI][2];
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
@@ -170,30 +164,6 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
     cumm_cp_async_wait_all();  // (only empty groups can be pending here: the last slab was waited for)
     __syncthreads();           // every warp is done with smem before the caller reuses it
 
-    if (KG > 1) {  // k-groups 1.. hand their sums to group 0 through the (now idle) stage memory
-        float* red = smem + (i64)wi * 32 * MI * NI * 4 + lane;
-        if (kg > 0) {
-#pragma unroll
-            for (int i = 0; i < MI; ++i)
-#pragma unroll
-                for (int j = 0; j < NI; ++j)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) red[(kg - 1) * BM * BN + ((i * NI + j) * 4 + e) * 32] = acc[i][j][e];
-        }
-        __syncthreads();
-        if (kg == 0) {
-#pragma unroll
-            for (int q = 1; q < KG; ++q)
-#pragma unroll
-                for (int i = 0; i < MI; ++i)
-#pragma unroll
-                    for (int j = 0; j < NI; ++j)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) acc[i][j][e] += red[(q - 1) * BM * BN + ((i * NI + j) * 4 + e) * 32];
-        }
-        __syncthreads();  // the caller may reuse smem
-        if (kg > 0) return;
-    }
     if (!active) return;
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
