@@ -151,7 +151,7 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
 # Tile shapes by chain size, from device-time sweeps on an H200 (bench/chain.py --configs): small tiles
 # while the chain is small (more tiles than multiprocessors), larger ones as it grows.
 TC_CONFIGS: dict[str, dict[str, int]] = {
-    "tc32x64": dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+    "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
     "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
     "tc128x128": dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, NUM_THREADS=256, MINB=1),
 }

@@ -105,10 +105,11 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         if (kt + STAGES - 1 < KT) issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
         cumm_cp_async_commit();
         if (!active) continue;
-        // This slab's sum, kept apart from acc (see tf32x3.cu). A small warp tile has few independent
-        // accumulators, and then its time is the latency of one chain of dependent mma (measured on the
-        // H200: fused3_tc at n = 512 took the same time for every tile shape, stage count and BK): there
-        // each of the three products gets its own accumulator set, so the chain is BK/8 deep, not 3 BK/8.
+        // This slab's sum, kept apart from acc (see tf32x3.cu). Small warp tiles (<= 8 mma tiles) keep one
+        // accumulator set per product, so each set's dependent chain is BK/8 mma deep instead of 3 BK/8 and
+        // the small terms are summed apart from the big one. On the H200 that left fused3_tc's time at
+        // n = 512 unchanged (bench/NOTES.md) but lowered its error from 4.5e-7 to 2.5e-7; big tiles have
+        // no registers to spare for it.
         constexpr int NSET = MI * NI <= 8 ? 3 : 1;
         float part[NSET][MI][NI][4];
 #pragma unroll
