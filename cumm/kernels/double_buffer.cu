@@ -76,6 +76,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
                 }
             }
         }
+        cumm_cp_async_commit();
     };
 
     float acc[WMITER * TM][WNITER * TN];
@@ -85,18 +86,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
         for (int j = 0; j < WNITER * TN; ++j) acc[i][j] = 0.0f;
 
     const int KT = (K + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KT) issue(s, s);
-        cumm_cp_async_commit();  // empty groups keep the count uniform for wait_group below
-    }
+    issue(0, 0);
     for (int kt = 0; kt < KT; ++kt) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));  // this thread's copies of slab kt landed
-        __syncthreads();  // everyone's have; and everyone finished reading the stage refilled next
-        if (kt + STAGES - 1 < KT) issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
-        cumm_cp_async_commit();
+        cumm_cp_async_wait_all();  // this thread's copies of slab kt have landed
+        __syncthreads();           // everyone's have; and everyone finished reading the other stage
+        if (kt + 1 < KT) issue(kt + 1, (kt + 1) & 1);
         if (active) {
-            const float* As = smem + kt % STAGES * STAGE;
+            const float* As = smem + (kt & 1) * STAGE;
             const float* Bs = As + BK * BM;
 #pragma unroll
             for (int k = 0; k < BK; ++k) {
