@@ -1,0 +1,46 @@
+"""Run cumm.multi_dot's kernels on odd chains, checking results, for compute-sanitizer.
+
+    compute-sanitizer --tool memcheck python3 bench/chain_sanitize.py
+
+CuPy's memory pool is off so each array is its own allocation and memcheck sees exact bounds; the
+16-byte paths (contiguous operands) and the scalar paths (views one float past a 16-byte boundary) run.
+"""
+
+from __future__ import annotations
+
+import cupy
+
+import cumm
+
+cupy.cuda.set_allocator(None)
+CHAINS = [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (130, 3, 257, 5)]
+
+
+def main() -> None:
+    rng = cupy.random.default_rng(0)
+    cc = int(cupy.cuda.Device().compute_capability)
+    kernels = ["pairwise", *(["fused3"] if cc >= 90 else []), *(["fused3_tc"] if cc >= 80 else [])]
+    worst = 0.0
+    for dims in CHAINS:
+        for aligned in (True, False):
+            mats = []
+            for i in range(3):
+                r, c = dims[i], dims[i + 1]
+                x = rng.standard_normal((r, c + (0 if aligned else 1)), dtype=cupy.float32)
+                mats.append(x if aligned else x[:, 1:])
+            ref = mats[0].astype(cupy.float64) @ mats[1].astype(cupy.float64) @ mats[2].astype(cupy.float64)
+            for kernel in kernels:
+                out = cupy.full((dims[0], dims[3]), cupy.nan, dtype=cupy.float32)
+                cumm.multi_dot(mats, kernel=kernel, out=out)
+                err = float(cupy.linalg.norm(out - ref) / cupy.linalg.norm(ref))
+                worst = max(worst, err) if err == err else float("inf")
+                shape = "x".join(map(str, dims))
+                print(f"{kernel:10s} {shape:18s} {'aligned' if aligned else 'scalar':8s} err {err:.2e}")
+    cupy.cuda.Device().synchronize()
+    print(f"worst relative error {worst:.2e}")
+    if not worst < 1e-5:
+        raise SystemExit("FAILED: relative error above 1e-5")
+
+
+if __name__ == "__main__":
+    main()
