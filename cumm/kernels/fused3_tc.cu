@@ -14,7 +14,8 @@
 //
 // The barrier counts arrivals in bar[0] and releases waiters by bumping a generation in bar[1]; the last
 // block to arrive resets bar[0], so the two words (zeroed once) serve every later launch on the stream.
-// It needs every block resident at once: the caller sizes the grid by the occupancy API.
+// It needs every block resident at once: the caller sizes the grid by the occupancy API (and a waiter
+// that sees no release for ~4 s traps rather than hang).
 
 __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
     __syncthreads();  // this block's stores to T are issued
@@ -27,7 +28,14 @@ __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
             __threadfence();
             atomicAdd(bar + 1, 1u);
         } else {
-            while (*gen == g) __nanosleep(64);
+            // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs,
+            // which the occupancy API does not see) would wait forever: after ~4 s, trap instead, so the
+            // call fails with a launch error rather than hanging.
+            const long long t0 = clock64();
+            while (*gen == g) {
+                __nanosleep(64);
+                if (clock64() - t0 > 8000000000LL) __trap();
+            }
         }
         __threadfence();
     }
