@@ -126,10 +126,8 @@ def _launch(config, flags, dev, ints):
     return hit
 
 
-def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
-    """E = a @ b @ c into ``out`` with the fused kernel; arguments already checked, every dimension >= 1."""
-    m, k = a.shape
-    p, n = c.shape
+def _operands(a, b, c, out):
+    """Row-major operands of a fused chain, their leading dimensions and alignment flags (VEC_C covers C and E)."""
     a, lda = _row_major(a, "arrays[0]", copy_ok=True)
     b, ldb = _row_major(b, "arrays[1]", copy_ok=True)
     c, ldc = _row_major(c, "arrays[2]", copy_ok=True)
@@ -137,6 +135,14 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
     if max(lda, ldb, ldc, lde) > _INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
     flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc) & _aligned(e, lde))
+    return (a, b, c, e), (lda, ldb, ldc, lde), flags
+
+
+def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
+    """E = a @ b @ c into ``out`` with the fused kernel; arguments already checked, every dimension >= 1."""
+    m, k = a.shape
+    p, n = c.shape
+    (a, b, c, e), (lda, ldb, ldc, lde), flags = _operands(a, b, c, out)
     kern, grid, block, smem, i = _launch(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
     args = (i[0], i[1], i[2], i[3], a, i[4], b, i[5], c, i[6], e, i[7])
     if dev != cupy.cuda.runtime.getDevice():
@@ -199,13 +205,7 @@ def _fused3_tc(a, b, c, out, config: Mapping[str, int], dev: int):
     """E = a @ b @ c into ``out`` with fused3_tc; arguments already checked, every dimension >= 1."""
     m, k = a.shape
     p, n = c.shape
-    a, lda = _row_major(a, "arrays[0]", copy_ok=True)
-    b, ldb = _row_major(b, "arrays[1]", copy_ok=True)
-    c, ldc = _row_major(c, "arrays[2]", copy_ok=True)
-    e, lde = _row_major(out, "out", copy_ok=False)
-    if max(lda, ldb, ldc, lde) > _INT32_MAX:
-        raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
-    flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc) & _aligned(e, lde))
+    (a, b, c, e), (lda, ldb, ldc, lde), flags = _operands(a, b, c, out)
     ldt = -(-p // 4) * 4  # 16-byte rows of T: phase 2 reads it with 16-byte copies
     kern, grid, block, smem, i = _tc_plan(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde, ldt))
     switch = dev != cupy.cuda.runtime.getDevice()
