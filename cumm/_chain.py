@@ -173,19 +173,19 @@ def tc_config_for(fused: int) -> str | None:
     return next((name for limit, name in TC_RULE if fused <= limit), None)
 
 
-def _tc_plan(config: Mapping[str, int], flags: tuple[int, int, int], dev: int, ints: tuple[int, ...]):
-    """(kernel, grid, block, dynamic smem, int32 arguments) of fused3_tc for these dimensions; cached."""
-    key = ("tc", tuple(sorted(config.items())), flags, dev, ints)
+def _tc_plan(config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int, ints: tuple[int, ...]):
+    """(kernel, grid, block, dynamic smem, int32 arguments) of fused3_tc for these dimensions; cached.
+
+    ``config`` is a TC_CONFIGS name (multi_dot's path: the cache key needs no sorting) or a dict."""
+    key = ("tc", config if isinstance(config, str) else tuple(sorted(config.items())), flags, dev, ints)
     hit = _launches.get(key)
     if hit is None:
         from cupy_backends.cuda.api import driver
 
         spec = get_spec("fused3_tc")
         cc = compute_capability(dev)
-        if cc < spec.min_cc:
-            raise ValueError(f"kernel 'fused3_tc' needs compute capability 8.0 or newer; device {dev} has "
-                             f"{cc // 10}.{cc % 10}: use kernel='fused3' or 'pairwise'")
-        cfg = spec.resolve(config, cc)
+        spec.check_cc(cc, f"device {dev}", "use kernel='fused3' or 'pairwise'")
+        cfg = spec.resolve(TC_CONFIGS[config] if isinstance(config, str) else config, cc)
         kern = device_kernel(spec, cfg, flags, dev)
         threads, smem = spec.block(cfg)[0], spec.smem(cfg)
         with cupy.cuda.Device(dev):
@@ -201,7 +201,7 @@ def _tc_plan(config: Mapping[str, int], flags: tuple[int, int, int], dev: int, i
     return hit
 
 
-def _fused3_tc(a, b, c, out, config: Mapping[str, int], dev: int):
+def _fused3_tc(a, b, c, out, config: str | Mapping[str, int], dev: int):
     """E = a @ b @ c into ``out`` with fused3_tc; arguments already checked, every dimension >= 1."""
     m, k = a.shape
     p, n = c.shape
@@ -280,7 +280,7 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         else:
             config = select(m, k, p, n, compute_capability(dev))
         if config in TC_CONFIGS:
-            return _fused3_tc(arrays[0], arrays[1], arrays[2], out, TC_CONFIGS[config], dev)
+            return _fused3_tc(arrays[0], arrays[1], arrays[2], out, config, dev)
         if config is not None:
             return _fused3(arrays[0], arrays[1], arrays[2], out, config, dev)
     if m == 0 or n == 0:

@@ -108,6 +108,7 @@ def compile_offline(spec: KernelSpec, cfg: Config, arch: str = "sm_90", flags=AL
 
     if not isinstance(arch, str) or not _ARCH_RE.fullmatch(arch):
         raise ValueError(f"arch must look like 'sm_80' or 'sm_90', got {arch!r}")
+    spec.check_cc(int(arch[3:].rstrip("a")), arch)
     name, source = render(spec, cfg, flags)
     options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"]
     log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, source, options)

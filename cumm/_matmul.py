@@ -66,10 +66,8 @@ def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, in
         if spec.kind != "gemm":
             raise ValueError(f"kernel {kernel!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
         cc = compute_capability(device_id)
-        if cc < spec.min_cc:
-            ok = [n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]
-            raise ValueError(f"kernel {kernel!r} needs compute capability {spec.min_cc // 10}.{spec.min_cc % 10} or "
-                             f"newer; device {device_id} has {cc // 10}.{cc % 10}: use one of {ok}")
+        spec.check_cc(cc, f"device {device_id}",
+                      f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}")
         cfg = spec.resolve(config, cc)
         plan = _plans[key] = _Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id))
     return plan

@@ -136,6 +136,14 @@ class KernelSpec:
         if bad:
             raise ConfigError(f"invalid configuration for kernel {self.name!r}: " + "; ".join(bad))
 
+    def check_cc(self, cc: int, where: str, hint: str = "") -> None:
+        """Raise ConfigError when compute capability ``cc`` (e.g. 75) is older than the template needs."""
+        if cc < self.min_cc:
+            raise ConfigError(
+                f"kernel {self.name!r} needs compute capability {self.min_cc // 10}.{self.min_cc % 10} or newer; "
+                f"{where} has {cc // 10}.{cc % 10}" + (f": {hint}" if hint else "")
+            )
+
     def threads(self, cfg: Config) -> int:
         x, y, z = self.block(cfg)
         return x * y * z

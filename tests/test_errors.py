@@ -152,3 +152,32 @@ def test_import_without_cupy_names_the_extras():
     out = r.stdout
     assert "IMPORT-ERROR:" in out and "CuPy" in out, out
     assert "cumm[cuda12]" in out and "cumm[cuda13]" in out, out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Kernels that need newer GPUs (KernelSpec.min_cc): a ConfigError naming both capabilities, before any compile
+# ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", [n for n, s in cumm._ladder.REGISTRY.items() if s.min_cc > 75])
+def test_offline_compile_for_too_old_an_arch(kernel):
+    with pytest.raises(cumm.ConfigError, match=r"needs compute capability 8\.0 or newer; sm_75 has 7\.5"):
+        cumm.compile(kernel, arch="sm_75")
+
+
+def test_matmul_plan_on_too_old_a_gpu(monkeypatch):
+    from cumm import _matmul
+
+    monkeypatch.setattr(_matmul, "compute_capability", lambda device_id: 75)
+    with pytest.raises(cumm.ConfigError, match=r"'tf32x3' needs compute capability 8\.0.*device 0 has 7\.5: "
+                                               r"use one of \[.*'warptile'.*\]") as e:
+        _matmul.get_plan("tf32x3", None, (1, 1, 1), 0)
+    assert "tf32x3" not in str(e.value).split("use one of")[1]
+
+
+def test_fused3_tc_on_too_old_a_gpu(monkeypatch):
+    from cumm import _chain
+
+    monkeypatch.setattr(_chain, "compute_capability", lambda device_id: 75)
+    with pytest.raises(cumm.ConfigError, match=r"'fused3_tc' needs compute capability 8\.0.*use kernel='fused3'"):
+        _chain._tc_plan("tc32x64", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8, 8))
