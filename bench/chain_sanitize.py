@@ -9,6 +9,7 @@ CuPy's memory pool is off so each array is its own allocation and memcheck sees 
 from __future__ import annotations
 
 import cupy
+from sanitize import finish, record  # bench/ is this script's directory: the same checks and verdict
 
 import cumm
 
@@ -32,14 +33,9 @@ def main() -> None:
             for kernel in kernels:
                 out = cupy.full((dims[0], dims[3]), cupy.nan, dtype=cupy.float32)
                 cumm.multi_dot(mats, kernel=kernel, out=out)
-                err = float(cupy.linalg.norm(out - ref) / cupy.linalg.norm(ref))
-                worst = max(worst, err) if err == err else float("inf")
                 shape = "x".join(map(str, dims))
-                print(f"{kernel:10s} {shape:18s} {'aligned' if aligned else 'scalar':8s} err {err:.2e}")
-    cupy.cuda.Device().synchronize()
-    print(f"worst relative error {worst:.2e}")
-    if not worst < 1e-5:
-        raise SystemExit("FAILED: relative error above 1e-5")
+                worst = record(f"{kernel:10s} {shape:18s} {'aligned' if aligned else 'scalar':8s}", out, ref, worst)
+    finish(worst)
 
 
 if __name__ == "__main__":

@@ -40,9 +40,19 @@ def main() -> None:
                 C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
                 cumm.matmul(A, B, kernel=kernel, out=C, split_k=split)
                 ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
-                err = float(cupy.linalg.norm(C - ref) / cupy.linalg.norm(ref))
-                worst = max(worst, err) if err == err else float("inf")
-                print(f"{kernel:20s} {shape:16s} {'aligned' if aligned else 'scalar':8s} split {split} err {err:.2e}")
+                label = f"{kernel:20s} {shape:16s} {'aligned' if aligned else 'scalar':8s} split {split}"
+                worst = record(label, C, ref, worst)
+    finish(worst)
+
+
+def record(label: str, out, ref, worst: float) -> float:
+    """Print ``out``'s relative error against the float64 ``ref``; the worst so far (inf once a NaN shows)."""
+    err = float(cupy.linalg.norm(out - ref) / cupy.linalg.norm(ref))
+    print(f"{label} err {err:.2e}")
+    return max(worst, err) if err == err else float("inf")
+
+
+def finish(worst: float) -> None:
     cupy.cuda.Device().synchronize()
     print(f"worst relative error {worst:.2e}")
     if not worst < 1e-5:
