@@ -323,6 +323,14 @@ def test_shipped_tables_are_well_formed():
             assert key == _tune.entry_key(e)
 
 
+def test_shipped_tables_match_the_current_templates():
+    """An edited template (or common.cuh, or a shared header) voids its tuned entries: re-tune, then ship."""
+    for t in _tune.shipped_tables():
+        for key, e in json.loads(t.read_text())["entries"].items():
+            assert e["template_hash"] == _tune._template_hash(get_spec(e["kernel"])), (
+                f"{t.name}: {key} was tuned for another version of {e['kernel']}'s source")
+
+
 def test_shipped_and_user_tables_merge_user_wins(cache, monkeypatch, tmp_path):
     shipped = tmp_path / "shipped"
     shipped.mkdir()
