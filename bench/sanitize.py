@@ -21,7 +21,7 @@ cupy.cuda.set_allocator(None)
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--shapes", default="127x131x137,4097x4095x33")
+    p.add_argument("--shapes", default="127x131x137,4097x4095x33,2049x2050x33")  # the last: edge strips
     p.add_argument("--kernels", default=",".join(cumm.kernels()))
     a = p.parse_args()
     rng = cupy.random.default_rng(0)

@@ -196,3 +196,45 @@ def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
     stats["compiles"] += 1
     stats["compile_seconds"] += time.perf_counter() - t0
     return kern
+
+
+# ---------------------------------------------------------------------------------------------------
+# Auxiliary kernels (split-K reduction, edge strips, repacking): fixed sources, no configuration
+# ---------------------------------------------------------------------------------------------------
+
+
+# template -> its extern "C" functions; every auxiliary kernel is listed here (the CPU tests compile them all)
+AUX_KERNELS: dict[str, tuple[str, ...]] = {
+    "splitk_reduce.cu": ("cumm_splitk_reduce",),
+    "edge_strip.cu": ("cumm_edge_rows", "cumm_edge_cols"),
+    "repack.cu": ("cumm_repack",),
+}
+
+
+def aux_source(template: str) -> str:
+    """common.cuh, then ``template`` (a file of cumm/kernels): the whole source of an auxiliary kernel."""
+    from ._render import COMMON_HEADER, template_text
+
+    return "\n".join([f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER),
+                      f'#line 1 "{template}"', template_text(template)])
+
+
+_aux: dict[tuple, tuple] = {}
+_aux_lock = threading.Lock()
+
+
+def aux_kernels(template: str, names: tuple[str, ...], device_id: int) -> tuple:
+    """The ``extern "C"`` functions ``names`` of ``template`` as cupy RawKernels for ``device_id`` (compiled
+    once per process and device; CuPy's disk cache keeps them across processes)."""
+    key = (template, names, device_id)
+    hit = _aux.get(key)
+    if hit is None:
+        import cupy
+
+        with _aux_lock:
+            hit = _aux.get(key)
+            if hit is None:
+                with cupy.cuda.Device(device_id):
+                    mod = cupy.RawModule(code=aux_source(template), options=NVRTC_OPTIONS)
+                    hit = _aux[key] = tuple(mod.get_function(n) for n in names)
+    return hit

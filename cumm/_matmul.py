@@ -6,12 +6,13 @@ and the spec's grid function, so a cache hit only checks the arrays and launches
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 
 import cupy
 import numpy as np
 
-from . import _auto, _repack, _splitk
+from . import _auto, _edges, _repack, _splitk
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
 
@@ -21,12 +22,28 @@ _F32 = np.dtype(np.float32)
 
 
 class _Plan:
-    __slots__ = ("spec", "cfg", "kern", "block", "smem")
+    __slots__ = ("spec", "cfg", "kern", "block", "smem", "_slots")
 
     def __init__(self, spec, cfg, kern):
         self.spec, self.cfg, self.kern = spec, cfg, kern
         self.block = spec.block(cfg)
         self.smem = spec.smem(cfg)
+        self._slots = None
+
+    def slots(self, device_id: int) -> int:
+        """Blocks of this kernel resident at once on the device (occupancy API x multiprocessors): a wave."""
+        if self._slots is None:
+            from cupy_backends.cuda.api import driver
+
+            with cupy.cuda.Device(device_id):
+                per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                    self.kern.kernel.ptr, self.block[0] * self.block[1] * self.block[2], self.smem)
+            self._slots = per_sm * _auto._sms(device_id)
+        return self._slots
+
+    def blocks(self, M: int, N: int, K: int) -> int:
+        g = self.spec.grid(self.cfg, M, N, K)
+        return g[0] * g[1] * (g[2] if len(g) > 2 else 1)
 
     def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits: int = 1) -> None:
         grid = self.spec.grid(self.cfg, M, N, K)
@@ -161,11 +178,14 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
         if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
             flags = (flags[0], flags[1], int(N % 4 == 0))
     plan = get_plan(kernel, config, flags, dev)
-    if dev != cupy.cuda.runtime.getDevice():
-        with cupy.cuda.Device(dev):
-            plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
-    else:
-        plan.launch(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
+    mm, nn = M, N
+    if _edges.ENABLED and splits == 1 and "BM" in plan.cfg and "BN" in plan.cfg:
+        mm, nn = _edges.split(M, N, plan.cfg["BM"], plan.cfg["BN"], lambda m, n: plan.blocks(m, n, K),
+                              plan.slots(dev))
+    with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
+        plan.launch(mm, nn, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
+        if (mm, nn) != (M, N):  # the thin remainders (see _edges.py)
+            _edges.run(M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, _auto._sms(dev), dev)
     return out
 
 

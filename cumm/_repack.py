@@ -6,8 +6,8 @@ costs ~11% at 4095^3 on an H200 (37.2 against 41.7 TFLOP/s for warptile). For a 
 the operand into a fresh buffer (256-byte aligned, from CuPy's pool) whose leading dimension is rounded
 up to a multiple of 4 costs far less than that, so :func:`prepare` does it when the cost model says so.
 
-The padding columns (K .. ld-1 of A, N .. ld-1 of B) are left unset: the kernels that declare
-``vector_loads`` never read them. Checked in common.cuh and the templates: ``cumm_load4`` (used by
+The padding columns (K .. ld-1 of A, N .. ld-1 of B) are zero-filled, but nothing relies on that: the
+kernels that declare ``vector_loads`` never read them. Checked in common.cuh and the templates: ``cumm_load4`` (used by
 ``cumm_tile_fetch`` in vectorized, bank_conflict_free, warptile) issues the 16-byte load only when
 ``col + 3 < ncols`` and otherwise loads element by element under ``col + i < ncols``;
 ``cumm_cp_async_chunk`` and double_buffer's B copy pass ``src_bytes = 4 * min(4, ncols - col)``, so
@@ -35,6 +35,9 @@ KERNEL_FLOPS_PER_S = 40e12  # the vector-load rungs at large sizes; slower kerne
 MAX_COPY_FRACTION = 0.03  # repack when the copy costs at most this fraction of the product
 
 _LANES = 4  # floats per 16-byte load
+COPY_TEMPLATE, COPY_NAME = "repack.cu", "cumm_repack"
+COPY_THREADS = 256  # one float4 of the buffer per thread
+COPY_MAX_ROW_BLOCKS = 65535  # gridDim.y; the kernel strides over further rows
 
 
 def copy_seconds(rows: int, cols: int) -> float:
@@ -85,13 +88,22 @@ def padded_ld(cols: int) -> int:
 def repack(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
     """(buffer, ld): a fresh (rows, ld) float32 array with ``x`` in its first ``cols`` columns, ld a multiple of 4.
 
-    The padding columns are not initialized (no kernel that loads 16 bytes reads them; see the module doc).
+    The padding columns are zero-filled (no kernel that loads 16 bytes reads them; see the module doc).
+    ``x`` is row-major with unit column stride (the caller's ``_row_major``): kernels/repack.cu copies it.
     """
+    import numpy as np
+
+    from ._compile import aux_kernels
+
     rows, cols = x.shape
     ld = padded_ld(cols)
+    ldx = cols if x.flags.c_contiguous or rows < 2 else x.strides[0] // 4
     with x.device:  # allocate and copy on x's device, which need not be the current one
         buf = cupy.empty((rows, ld), dtype=cupy.float32)
-        buf[:, :cols] = x
+        if rows and cols:
+            (kern,) = aux_kernels(COPY_TEMPLATE, (COPY_NAME,), x.device.id)
+            kern((-(-ld // (4 * COPY_THREADS)), min(rows, COPY_MAX_ROW_BLOCKS)), (COPY_THREADS,),
+                 (np.int32(rows), np.int32(cols), x, np.int64(ldx), buf, np.int32(ld)))
     return buf, ld
 
 

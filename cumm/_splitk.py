@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import operator
-import threading
 from collections.abc import Mapping
 
 from ._ladder import REGISTRY, get_spec
@@ -89,29 +88,10 @@ def slab(kernel: str, config: Mapping[str, int] | None, cc: int) -> int:
     return bk
 
 
-_reduce = None
-_reduce_lock = threading.Lock()
-
-
 def reduce_source() -> str:
-    from ._render import COMMON_HEADER, template_text
+    from ._compile import aux_source
 
-    return "\n".join([f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER),
-                      f'#line 1 "{REDUCE_TEMPLATE}"', template_text(REDUCE_TEMPLATE)])
-
-
-def _reduce_kernel():
-    """The reduction as one cupy.RawKernel (CuPy compiles it once per device and caches it on disk)."""
-    global _reduce
-    if _reduce is None:
-        import cupy
-
-        from ._compile import NVRTC_OPTIONS
-
-        with _reduce_lock:
-            if _reduce is None:
-                _reduce = cupy.RawKernel(reduce_source(), REDUCE_NAME, options=NVRTC_OPTIONS)
-    return _reduce
+    return aux_source(REDUCE_TEMPLATE)
 
 
 def reduce(ws, splits: int, M: int, N: int, alpha: float, beta: float, c, ldc: int) -> None:
@@ -120,5 +100,8 @@ def reduce(ws, splits: int, M: int, N: int, alpha: float, beta: float, c, ldc: i
 
     i32, f32 = np.int32, np.float32
     blocks = min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS)
-    _reduce_kernel()((blocks,), (REDUCE_THREADS,),
+    from ._compile import aux_kernels
+
+    (kern,) = aux_kernels(REDUCE_TEMPLATE, (REDUCE_NAME,), c.device.id)
+    kern((blocks,), (REDUCE_THREADS,),
                      (i32(M), i32(N), i32(splits), ws, f32(alpha), f32(beta), c, i32(ldc)))

@@ -237,3 +237,43 @@ def test_missing_ptxas_report_recompiles_a_fresh_source(monkeypatch):
     monkeypatch.setattr(_compile, "_nvrtc_compile", lambda *a: ("", real(*a)[1]))
     with pytest.raises(cumm.CompileError, match="no ptxas report"):
         cumm.compile("naive", arch="sm_90")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Auxiliary kernels (split-K reduction, edge strips, repacking): compile offline, no spills
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_aux_kernel_table_matches_the_modules():
+    from cumm import _compile, _edges, _repack, _splitk
+
+    assert _compile.AUX_KERNELS[_splitk.REDUCE_TEMPLATE] == (_splitk.REDUCE_NAME,)
+    assert _compile.AUX_KERNELS[_edges.TEMPLATE] == _edges.NAMES
+    assert _compile.AUX_KERNELS[_repack.COPY_TEMPLATE] == (_repack.COPY_NAME,)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("template", ["splitk_reduce.cu", "edge_strip.cu", "repack.cu"])
+def test_aux_kernels_compile_offline_without_spills(template, arch):
+    import re
+
+    from cupy.cuda import nvrtc
+
+    from cumm._compile import AUX_KERNELS, NVRTC_OPTIONS, aux_source
+
+    prog = nvrtc.createProgram(aux_source(template), template, [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"])
+        except nvrtc.NVRTCError as e:
+            pytest.fail(f"{template} does not compile for {arch}: {e}\n{nvrtc.getProgramLog(prog)}")
+        log = nvrtc.getProgramLog(prog)
+        assert nvrtc.getCUBIN(prog)[:4] == b"\x7fELF"
+    finally:
+        nvrtc.destroyProgram(prog)
+    for name in AUX_KERNELS[template]:
+        start = log.find(f"Compiling entry function '{name}'")
+        assert start >= 0, f"no ptxas report for {name}: {log}"
+        section = log[start:].split("Compiling entry function")[1]
+        spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", section)]
+        assert spills and not any(spills), (name, section)

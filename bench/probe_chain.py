@@ -1,0 +1,183 @@
+"""Where multi_dot's time goes at one chain size: host path (cProfile and per-step timers) and, on the device,
+fused3_tc's phases from %globaltimer stamps taken by thread 0 of every block (an instrumented copy of the
+rendered source; the shipped kernel is not changed).
+
+    PYTHONPATH=. python3 bench/probe_chain.py [--n 512] [--configs tc32x64,tc64x64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import time
+
+import cupy
+import numpy as np
+
+import cumm
+from cumm import _chain
+from cumm._compile import NVRTC_OPTIONS
+from cumm._ladder import get_spec
+from cumm._render import render
+
+STAMPS = r"""
+__device__ unsigned long long cumm_probe[8192][4];
+__device__ __forceinline__ void cumm_stamp(int i) {
+    if (threadIdx.x == 0) { unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        cumm_probe[blockIdx.x][i] = t; }
+}
+"""
+
+
+NOP = r"""
+extern "C" __global__ void cumm_nop0() {}
+extern "C" __global__ void cumm_nop15(int, int, int, int, const float*, int, const float*, int, const float*, int,
+                                      const float*, int, const float*, int, const float*) {}
+"""
+
+
+def host_breakdown(n: int, iters: int = 200) -> None:
+    x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
+    e = cupy.empty((n, n), cupy.float32)
+
+    def per_call(fn):  # host time only: short bursts (the launch queue never fills), best of 9
+        best = float("inf")
+        for _ in range(9):
+            fn()
+            cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            best = min(best, time.perf_counter() - t0)
+            cupy.cuda.Device().synchronize()
+        return best / iters * 1e6
+
+    dev = cupy.cuda.runtime.getDevice()
+    cfg = _chain.select(n, n, n, n, 90) or "pairwise"
+    print(f"n={n}: auto chooses {cfg}")
+    rows = {
+        "multi_dot(out=e)": lambda: cumm.multi_dot(x, out=e),
+        "multi_dot() (allocates out)": lambda: cumm.multi_dot(x),
+        "cupy a@b@c (out=e)": lambda: cupy.matmul(cupy.matmul(x[0], x[1]), x[2], out=e),
+        "cupy.empty((n, n))": lambda: cupy.empty((n, n), dtype=cupy.float32),
+        "_operands": lambda: _chain._operands(x[0], x[1], x[2], e),
+        "_check_out": lambda: _chain._check_out(e, x, n, n, dev),
+        "cupy.may_share_memory": lambda: cupy.may_share_memory(e, x[0]),
+        "_check_operand x3": lambda: [_chain._check_operand(y, "a") for y in x],
+        "getDevice": lambda: cupy.cuda.runtime.getDevice(),
+        "get_current_stream().ptr": lambda: cupy.cuda.get_current_stream().ptr,
+    }
+    if cfg in _chain.TC_CONFIGS:
+        ldt = -(-n // 4) * 4
+        flags = (1, 1, 1)
+        kern, grid, block, smem, i = _chain._tc_plan(cfg, flags, dev, (n, n, n, n, n, n, n, n, ldt))
+        t = cupy.empty((n, ldt), cupy.float32)
+        bar = cupy.zeros(2, cupy.uint32)
+        args = (i[0], i[1], i[2], i[3], x[0], i[4], x[1], i[5], x[2], i[6], e, i[7], t, i[8], bar)
+        rows["kernel launch only (prebuilt args)"] = lambda: kern(grid, block, args, shared_mem=smem)
+        func = kern.kernel
+        rows["Function.__call__ (prebuilt args)"] = lambda: func(grid, block, args, shared_mem=smem)
+    nop = cupy.RawModule(code=NOP)
+    nop0, nop15 = nop.get_function("cumm_nop0"), nop.get_function("cumm_nop15")
+    i0 = np.int32(0)
+    rows["nop launch, 0 args"] = lambda: nop0((1,), (32,), ())
+    rows["nop launch, 15 args (6 arrays)"] = lambda: nop15((1,), (32,), (i0,) * 4 + (x[0], i0) * 4 + (x[1], i0, x[2]))
+    for name, fn in rows.items():
+        print(f"  {name:40s} {per_call(fn):8.2f} us/call")
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(iters):
+        cumm.multi_dot(x, out=e)
+    pr.disable()
+    cupy.cuda.Device().synchronize()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(18)
+    print(s.getvalue())
+
+
+_B = _chain.TC_CONFIGS["tc32x64"]
+EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocessor
+    "w16x16": dict(_B, WM=16, WN=16, NUM_THREADS=256),
+    "t32x32": dict(_B, BN=32, WN=16),
+    "t32x32k32": dict(_B, BN=32, WN=16, BK=32),
+    "t64x64w8": dict(_chain.TC_CONFIGS["tc64x64"], WM=16, WN=32, NUM_THREADS=256),
+    "t32x64k32": dict(_B, BK=32),
+}
+
+
+def instrumented(config: str, flags=(1, 1, 1)):
+    spec = get_spec("fused3_tc")
+    cfg = spec.resolve({**_chain.TC_CONFIGS, **EXTRA}[config], 90)
+    name, src = render(spec, cfg, flags)
+    loop1 = "    for (int t = blockIdx.x; t < rows * cols1;"
+    body = src.replace(loop1, "    cumm_stamp(0);\n" + loop1, 1)
+    bar = "    cumm_grid_barrier(bar);"
+    body = body.replace(bar, "    cumm_stamp(1);\n" + bar + "\n    cumm_stamp(2);", 1)
+    cut = body.rfind("smem);\n}")
+    body = body[:cut] + "smem);\n    cumm_stamp(3);\n}" + body[cut + len("smem);\n}"):]
+    assert body.count("cumm_stamp(") == 4, "template changed: update the probe's anchors"
+    k = body.find("extern \"C\" __global__")
+    body = body[:k] + STAMPS + body[k:]
+    mod = cupy.RawModule(code=body, options=NVRTC_OPTIONS)
+    return mod, mod.get_function(name), spec, cfg
+
+
+def phases(n: int, config: str, reps: int = 20) -> None:
+    mod, kern, spec, cfg = instrumented(config)
+    from cupy_backends.cuda.api import driver
+
+    threads, smem = spec.block(cfg)[0], spec.smem(cfg)
+    kern.max_dynamic_shared_size_bytes = smem
+    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    grid = min(spec.grid(cfg, n, n, n)[0], per_sm * sms)
+    x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
+    e = cupy.empty((n, n), cupy.float32)
+    ldt = -(-n // 4) * 4
+    t = cupy.empty((n, ldt), cupy.float32)
+    bar = cupy.zeros(2, cupy.uint32)
+    i32 = np.int32
+    args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)
+    probe = cupy.ndarray((8192, 4), cupy.uint64, mod.get_global("cumm_probe"))
+    ev = [cupy.cuda.Event(), cupy.cuda.Event()]
+    res = []
+    for r in range(reps + 3):
+        ev[0].record()
+        kern((grid,), (threads,), args, shared_mem=smem)
+        ev[1].record()
+        ev[1].synchronize()
+        if r < 3:
+            continue
+        s = probe[:grid].get().astype(np.int64)
+        t0 = s[:, 0].min()
+        res.append(dict(event=cupy.cuda.get_elapsed_time(*ev) * 1e3,
+                        start_spread=(s[:, 0].max() - t0) / 1e3,
+                        p1_med=float(np.median(s[:, 1] - s[:, 0])) / 1e3, p1_max=(s[:, 1] - s[:, 0]).max() / 1e3,
+                        bar_release=(s[:, 2].min() - t0) / 1e3, last_arrive=(s[:, 1].max() - t0) / 1e3,
+                        p2_med=float(np.median(s[:, 3] - s[:, 2])) / 1e3, p2_max=(s[:, 3] - s[:, 2]).max() / 1e3,
+                        end=(s[:, 3].max() - t0) / 1e3))
+    ref = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
+    err = float(cupy.linalg.norm(e - ref) / cupy.linalg.norm(ref))
+    med = {k: statistics.median(r[k] for r in res) for k in res[0]}
+    print(f"n={n} {config} grid={grid} x {threads} smem={smem} per_sm={per_sm} err={err:.1e} (us, median of {reps}):")
+    print("  " + "  ".join(f"{k}={v:.2f}" for k, v in med.items()))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", default="512")
+    p.add_argument("--configs", default=",".join(_chain.TC_CONFIGS))
+    p.add_argument("--no-host", action="store_true")
+    a = p.parse_args()
+    for n in map(int, a.n.split(",")):
+        if not a.no_host:
+            host_breakdown(n)
+        for c in a.configs.split(","):
+            phases(n, c)
+
+
+if __name__ == "__main__":
+    main()

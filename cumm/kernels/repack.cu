@@ -1,0 +1,20 @@
+// repack: copy a row-major float matrix x (rows x cols, row stride ldx) into y (row stride ldy, a multiple
+// of 4, 16-byte aligned), zero-filling columns cols .. ldy-1, so that GEMM kernels can load y 16 bytes at
+// a time (cumm/_repack.py says when this pays). Each thread writes one float4 of y: four coalesced scalar
+// loads (x's rows may start anywhere), one 16-byte store. blockIdx.y walks the rows. Compiled after
+// common.cuh, no #defines.
+extern "C" __global__ void __launch_bounds__(256) cumm_repack(const int rows, const int cols,
+                                                              const float* __restrict__ x, const i64 ldx,
+                                                              float* __restrict__ y, const int ldy) {
+    const int c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (c >= ldy) return;
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float* src = x + (i64)r * ldx;
+        float4 v;
+        v.x = c + 0 < cols ? src[c + 0] : 0.0f;
+        v.y = c + 1 < cols ? src[c + 1] : 0.0f;
+        v.z = c + 2 < cols ? src[c + 2] : 0.0f;
+        v.w = c + 3 < cols ? src[c + 3] : 0.0f;
+        *reinterpret_cast<float4*>(y + (i64)r * ldy + c) = v;
+    }
+}
