@@ -6,7 +6,6 @@ and the spec's grid function, so a cache hit only checks the arrays and launches
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 
 import cupy
@@ -22,12 +21,13 @@ _F32 = np.dtype(np.float32)
 
 
 class _Plan:
-    __slots__ = ("spec", "cfg", "kern", "block", "smem", "_slots")
+    __slots__ = ("spec", "cfg", "kern", "block", "smem", "tile", "_slots")
 
     def __init__(self, spec, cfg, kern):
         self.spec, self.cfg, self.kern = spec, cfg, kern
         self.block = spec.block(cfg)
         self.smem = spec.smem(cfg)
+        self.tile = (cfg["BM"], cfg["BN"]) if "BM" in cfg and "BN" in cfg else (0, 0)  # (0, 0): no strips
         self._slots = None
 
     def slots(self, device_id: int) -> int:
@@ -179,14 +179,22 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
             flags = (flags[0], flags[1], int(N % 4 == 0))
     plan = get_plan(kernel, config, flags, dev)
     mm, nn = M, N
-    if _edges.ENABLED and splits == 1 and "BM" in plan.cfg and "BN" in plan.cfg:
-        mm, nn = _edges.split(M, N, plan.cfg["BM"], plan.cfg["BN"], lambda m, n: plan.blocks(m, n, K),
-                              plan.slots(dev))
-    with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
-        plan.launch(mm, nn, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
-        if (mm, nn) != (M, N):  # the thin remainders (see _edges.py)
-            _edges.run(M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, _auto._sms(dev), dev)
+    bm, bn = plan.tile
+    if bm and splits == 1 and _edges.ENABLED and (0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS):
+        mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
+    if dev != cupy.cuda.runtime.getDevice():
+        with cupy.cuda.Device(dev):
+            _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev)
+    else:
+        _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev)
     return out
+
+
+def _run(plan: _Plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev) -> None:
+    """The plan's kernel on the first mm x nn of C; the thin remainders, if any, as edge strips (_edges.py)."""
+    plan.launch(mm, nn, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
+    if mm != M or nn != N:
+        _edges.run(M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, _auto._sms(dev), dev)
 
 
 def _check_out(out, inputs, M: int, N: int, dev: int, names=None) -> None:
