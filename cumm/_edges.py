@@ -9,7 +9,8 @@ When the remainder is at most ``EDGE_ROWS`` rows (or columns) and the full grid 
 tile-aligned part, ``cumm.matmul`` runs the GEMM kernel on the aligned part, Mm x Nm, and
 ``kernels/edge_strip.cu`` on the rest: the bottom strip (M - Mm rows, all N columns) and the right strip
 (Mm rows, N - Nm columns), each split over K into slices summed by ``splitk_reduce`` (deterministic, alpha
-and beta applied there). The strips read A and B once, at memory speed: ~1-2 % of a 4097^3 product.
+and beta applied there). The strips read A and B once: 0.10 ms of a 3.54 ms 4097^3 product with warptile on
+the H200 (1.3 TB/s, below the memory bandwidth; bench/NOTES.md, session 4).
 
 ``CUMM_EDGES=0`` turns this off. The decision (``split``) is pure arithmetic, testable without a GPU.
 """
@@ -19,6 +20,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+import numpy as np
+
+from . import _splitk
+from ._compile import aux_kernels, aux_source
 from ._spec import cdiv
 
 ENABLED = os.environ.get("CUMM_EDGES", "1").strip() != "0"
@@ -55,8 +60,6 @@ def slices(L: int, K: int, sms: int) -> tuple[int, int]:
 
 
 def source() -> str:
-    from ._compile import aux_source
-
     return aux_source(TEMPLATE)
 
 
@@ -65,10 +68,6 @@ def run(M: int, N: int, K: int, mm: int, nn: int, alpha: float, a, lda: int, b, 
     """C[mm:, :] and C[:mm, nn:] of C = alpha * a @ b + beta * C (row-major views with leading dimensions
     lda, ldb, ldc; the caller has the GEMM kernel compute C[:mm, :nn])."""
     import cupy
-    import numpy as np
-
-    from . import _splitk
-    from ._compile import aux_kernels
 
     rows, cols = aux_kernels(TEMPLATE, NAMES, dev)
     i32, f32 = np.int32, np.float32
@@ -79,7 +78,7 @@ def run(M: int, N: int, K: int, mm: int, nn: int, alpha: float, a, lda: int, b, 
         rows((cdiv(L, JB), S), (JB,),
              (i32(R), i32(L), i32(K), i32(kc), a[mm:], i32(lda), i32(1), b, i32(ldb), i32(1), w, i32(L), i32(1)))
         _splitk.reduce(w, S, R, L, alpha, beta, c[mm:], ldc)
-    if nn < N and mm > 0:  # right strip: X = b[:, nn:] read as R x K, Y = a^T (K x mm); W[z] is mm x R, like C
+    if nn < N:  # right strip (mm >= 1): X = b[:, nn:] read as R x K, Y = a^T (K x mm); W[z] is mm x R, like C
         R, L = N - nn, mm
         S, kc = slices(L, K, sms)
         w = cupy.empty((S, L, R), dtype=f32)

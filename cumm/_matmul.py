@@ -42,8 +42,8 @@ class _Plan:
         return self._slots
 
     def blocks(self, M: int, N: int, K: int) -> int:
-        g = self.spec.grid(self.cfg, M, N, K)
-        return g[0] * g[1] * (g[2] if len(g) > 2 else 1)
+        gx, gy, gz = self.spec.grid(self.cfg, M, N, K)
+        return gx * gy * gz
 
     def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits: int = 1) -> None:
         grid = self.spec.grid(self.cfg, M, N, K)

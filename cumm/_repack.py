@@ -23,7 +23,9 @@ from __future__ import annotations
 import os
 
 import cupy
+import numpy as np
 
+from ._compile import aux_kernels
 from ._spec import KernelSpec
 
 ENABLED = os.environ.get("CUMM_REPACK", "1").strip() != "0"
@@ -91,10 +93,6 @@ def repack(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
     The padding columns are zero-filled (no kernel that loads 16 bytes reads them; see the module doc).
     ``x`` is row-major with unit column stride (the caller's ``_row_major``): kernels/repack.cu copies it.
     """
-    import numpy as np
-
-    from ._compile import aux_kernels
-
     rows, cols = x.shape
     ld = padded_ld(cols)
     ldx = cols if x.flags.c_contiguous or rows < 2 else x.strides[0] // 4

@@ -18,6 +18,7 @@ import math
 import operator
 from collections.abc import Mapping
 
+from ._compile import aux_kernels, aux_source
 from ._ladder import REGISTRY, get_spec
 from ._spec import cdiv
 
@@ -89,8 +90,6 @@ def slab(kernel: str, config: Mapping[str, int] | None, cc: int) -> int:
 
 
 def reduce_source() -> str:
-    from ._compile import aux_source
-
     return aux_source(REDUCE_TEMPLATE)
 
 
@@ -100,8 +99,5 @@ def reduce(ws, splits: int, M: int, N: int, alpha: float, beta: float, c, ldc: i
 
     i32, f32 = np.int32, np.float32
     blocks = min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS)
-    from ._compile import aux_kernels
-
     (kern,) = aux_kernels(REDUCE_TEMPLATE, (REDUCE_NAME,), c.device.id)
-    kern((blocks,), (REDUCE_THREADS,),
-                     (i32(M), i32(N), i32(splits), ws, f32(alpha), f32(beta), c, i32(ldc)))
+    kern((blocks,), (REDUCE_THREADS,), (i32(M), i32(N), i32(splits), ws, f32(alpha), f32(beta), c, i32(ldc)))

@@ -34,6 +34,27 @@ def rng():
     return cupy.random.default_rng(seed)
 
 
+def check_alpha_beta(rng, M: int, N: int, K: int, tol: float, **matmul_kwargs) -> None:
+    """cumm.matmul with alpha = -0.5, beta = 2 against float64; then beta = 0 into a NaN-filled out, which
+    must not be read (NaN * 0 is NaN)."""
+    import math
+
+    import cupy
+
+    import cumm
+
+    a = rng.standard_normal((M, K), dtype=cupy.float32)
+    b = rng.standard_normal((K, N), dtype=cupy.float32)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    c0 = rng.standard_normal((M, N), dtype=cupy.float32)
+    out = c0.copy()
+    cumm.matmul(a, b, out=out, alpha=-0.5, beta=2.0, **matmul_kwargs)
+    assert rel_err(out, -0.5 * ref + 2.0 * c0.astype(cupy.float64)) < tol
+    out = cupy.full((M, N), math.nan, dtype=cupy.float32)
+    cumm.matmul(a, b, out=out, alpha=3.0, **matmul_kwargs)
+    assert rel_err(out, 3.0 * ref) < tol
+
+
 def rel_err(c, ref) -> float:
     import cupy
 

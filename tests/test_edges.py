@@ -82,14 +82,19 @@ def test_module_constants_match_the_kernel():
 TILED = [n for n, s in REGISTRY.items() if s.kind == "gemm" and {"BM", "BN"} <= set(s.params)]
 
 
+def _record_runs(monkeypatch) -> list:
+    """The (mm, nn) of every _edges.run call from here on; the strips still run."""
+    calls = []
+    real = _edges.run
+    monkeypatch.setattr(_edges, "run", lambda *a, **k: (calls.append(a[3:5]), real(*a, **k))[1])
+    return calls
+
+
 @pytest.fixture
 def strips(monkeypatch):
     """Force strips wherever a remainder is thin (a wave of one block), and count how often they ran."""
-    calls = []
-    real = _edges.run
     monkeypatch.setattr(_matmul._Plan, "slots", lambda self, dev: 1)
-    monkeypatch.setattr(_edges, "run", lambda *a, **k: (calls.append(a[3:5]), real(*a, **k))[1])
-    return calls
+    return _record_runs(monkeypatch)
 
 
 def _tile(kernel):
@@ -139,9 +144,7 @@ def test_strips_run_at_4097_with_real_occupancy(rng, monkeypatch):
     fewer than 1089 block slots."""
     import cupy
 
-    calls = []
-    real = _edges.run
-    monkeypatch.setattr(_edges, "run", lambda *a, **k: (calls.append(a[3:5]), real(*a, **k))[1])
+    calls = _record_runs(monkeypatch)
     a = rng.standard_normal((4097, 64), dtype=cupy.float32)
     b = rng.standard_normal((64, 4097), dtype=cupy.float32)
     out = cupy.full((4097, 4097), math.nan, dtype=cupy.float32)

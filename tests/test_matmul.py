@@ -8,7 +8,7 @@ import pytest
 
 import cumm
 
-from .conftest import rel_err
+from .conftest import check_alpha_beta, rel_err
 
 pytestmark = pytest.mark.gpu
 TOL = 1e-5
@@ -68,17 +68,7 @@ def test_unaligned_and_strided_operands(kernel, rng):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_alpha_beta(kernel, rng):
-    import cupy
-
-    M, N, K = 257, 129, 67
-    a, b, ref = _operands(rng, M, N, K)
-    c0 = rng.standard_normal((M, N), dtype=cupy.float32)
-    out = c0.copy()
-    cumm.matmul(a, b, kernel=kernel, out=out, alpha=-0.5, beta=2.0)
-    assert rel_err(out, -0.5 * ref + 2.0 * c0.astype(cupy.float64)) < TOL
-    out = _poisoned(M, N)  # beta = 0 must not read out (NaN * 0 is NaN)
-    cumm.matmul(a, b, kernel=kernel, out=out, alpha=3.0)
-    assert rel_err(out, 3.0 * ref) < TOL
+    check_alpha_beta(rng, 257, 129, 67, TOL, kernel=kernel)
 
 
 def test_empty_dimensions(rng):

@@ -13,7 +13,7 @@ from cumm._ladder import REGISTRY, get_spec
 from cumm._render import template_text
 from cumm._spec import cdiv
 
-from .conftest import rel_err
+from .conftest import check_alpha_beta, rel_err
 
 TOL = 1e-5
 SPLIT_KERNELS = ["warptile", "double_buffer"]
@@ -264,17 +264,7 @@ def test_split_against_float64(kernel, split_k, shape, rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", SPLIT_KERNELS)
 def test_split_alpha_beta(kernel, rng):
-    import cupy
-
-    M, N, K = 127, 131, 1000
-    a, b, ref = _operands(rng, M, N, K)
-    c0 = rng.standard_normal((M, N), dtype=cupy.float32)
-    out = c0.copy()
-    cumm.matmul(a, b, kernel=kernel, out=out, alpha=-0.5, beta=2.0, split_k=5)
-    assert rel_err(out, -0.5 * ref + 2.0 * c0.astype(cupy.float64)) < TOL
-    out = _poisoned(M, N)  # beta = 0 must not read out
-    cumm.matmul(a, b, kernel=kernel, out=out, alpha=3.0, split_k=5)
-    assert rel_err(out, 3.0 * ref) < TOL
+    check_alpha_beta(rng, 127, 131, 1000, TOL, kernel=kernel, split_k=5)
 
 
 @pytest.mark.gpu

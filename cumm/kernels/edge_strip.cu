@@ -3,7 +3,7 @@
 // hold one useful row or column but occupy a block slot as long as a full tile, and they add a wave
 // (1024 blocks fit in 4 waves of 264 on an H200, 1089 do not): ~20 % slower than 4096^3. cumm/_edges.py
 // instead runs the GEMM kernel on the tile-aligned part and these kernels on the strips left over
-// (at most EDGE_ROWS rows, or columns, thick), which read their operands once at memory speed.
+// (at most EDGE_ROWS rows, or columns, thick), which read their operands once.
 //
 // Both kernels compute partial sums of a thin product P = X @ Y, X: R x K (R <= EDGE_ROWS), Y: K x L, over
 // the slice [z * KC, min(K, (z + 1) * KC)) of K for z = blockIdx.y, into W + z * R * L at (i * wi + j * wj);
