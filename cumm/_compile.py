@@ -207,7 +207,7 @@ def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
 AUX_KERNELS: dict[str, tuple[str, ...]] = {
     "splitk_reduce.cu": ("cumm_splitk_reduce",),
     "edge_strip.cu": ("cumm_edge_rows", "cumm_edge_cols"),
-    "repack.cu": ("cumm_repack",),
+    "repack.cu": ("cumm_repack", "cumm_unpack"),
 }
 
 

@@ -216,13 +216,12 @@ REGISTRY: dict[str, KernelSpec] = {
             name="double_buffer",
             template="double_buffer.cu",
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
-            vector_loads="b",  # A is always copied by 4-byte cp.async; only B has a VEC_B path
+            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
             block=_warptile_block,
             grid=_grid_nm("BM", "BN"),
             smem=lambda c: 2 * c["BK"] * (c["BM"] + c["BN"]) * 4,
-            # 128 x 256 tiles, one block per SM: the fastest of the sweep in bench/NOTES.md
-            defaults=dict(_WARPTILE_DEFAULTS, BN=256, WN=64, WNITER=4, MINB=1),
+            defaults=dict(_WARPTILE_DEFAULTS, BN=256, BK=8, WN=64, TM=8, MINB=1),
             constraints=_WARPTILE_CONSTRAINTS,
             derived=_warptile_derived,
             space=_WARPTILE_SPACE,

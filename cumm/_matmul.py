@@ -177,16 +177,26 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
         splits = _splitk.effective_splits(K, split_k, _splitk.slab(kernel, config, compute_capability(dev)))
         if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
             flags = (flags[0], flags[1], int(N % 4 == 0))
+    staged = None  # an unaligned C (scalar stores): the kernel may write a padded buffer, copied back after
+    # (the kernels that declare vector_loads are the ones that also store C 16 bytes at a time)
+    if (_repack.ENABLED and not flags[2] and splits == 1 and get_spec(kernel).vector_loads
+            and _repack.should_stage_out(M, N, K, beta)):
+        staged = _repack.stage_out(c, beta)
+        if staged is not None:
+            flags = (flags[0], flags[1], 1)
     plan = get_plan(kernel, config, flags, dev)
     mm, nn = M, N
     bm, bn = plan.tile
     if bm and splits == 1 and _edges.ENABLED and (0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS):
         mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
+    tgt, ldt = staged if staged is not None else (c, ldc)
     if dev != cupy.cuda.runtime.getDevice():
         with cupy.cuda.Device(dev):
-            _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev)
+            _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, tgt, ldt, splits, dev)
     else:
-        _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev)
+        _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, tgt, ldt, splits, dev)
+    if staged is not None:
+        _repack.unstage_out(tgt, ldt, c, ldc)
     return out
 
 

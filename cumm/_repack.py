@@ -14,8 +14,13 @@ kernels that declare ``vector_loads`` never read them. Checked in common.cuh and
 cp.async reads only in-range bytes and zero-fills the rest; double_buffer's A copy is 4-byte and
 predicated on ``k < K``. A kernel that reads past K or N must not declare ``vector_loads``.
 
-The output C is never repacked: each element is stored once, so a scalar store path costs little.
-``CUMM_REPACK=0`` in the environment (read once, at import) turns repacking off.
+An unaligned output C (pointer or leading dimension) forces the kernels' scalar store path: four stores
+where one would do, each touching its own sectors, at the end of every tile where nothing overlaps them when
+a kernel runs one block per SM. On the H200 that costs 0.05-0.14 ms at 4096^3 (double_buffer 2.99 -> 3.13 ms
+with ldc = 4097; bench/probe_epilogue.py). For a large product :func:`stage_out` gives the kernel a padded,
+aligned buffer instead (C copied in first only when beta != 0) and :func:`unstage_out` copies the result
+back: ~0.04 ms for 4096 x 4096 at ~3.7 TB/s. Same cost rule as the operands, with C's M x N elements.
+``CUMM_REPACK=0`` in the environment (read once, at import) turns repacking and staging off.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ KERNEL_FLOPS_PER_S = 40e12  # the vector-load rungs at large sizes; slower kerne
 MAX_COPY_FRACTION = 0.03  # repack when the copy costs at most this fraction of the product
 
 _LANES = 4  # floats per 16-byte load
-COPY_TEMPLATE, COPY_NAME = "repack.cu", "cumm_repack"
+COPY_TEMPLATE, COPY_NAME, UNPACK_NAME = "repack.cu", "cumm_repack", "cumm_unpack"
 COPY_THREADS = 256  # one float4 of the buffer per thread
 COPY_MAX_ROW_BLOCKS = 65535  # gridDim.y; the kernel strides over further rows
 
@@ -82,6 +87,13 @@ def repack_plan(spec: KernelSpec, M: int, N: int, K: int, aligned_a: bool, align
             not aligned_b and loads_vectorized(spec, "b") and should_repack(M, N, K, "b"))
 
 
+def should_stage_out(M: int, N: int, K: int, beta: float) -> bool:
+    """Whether computing an unaligned C in a padded buffer pays: the copy back (and in, when beta != 0)
+    costs at most MAX_COPY_FRACTION of the product (K > ~1.33k, or ~2.67k with beta; see should_repack)."""
+    copies = 1 if beta == 0.0 else 2
+    return copies * copy_seconds(M, N) <= MAX_COPY_FRACTION * kernel_seconds(M, N, K)
+
+
 def padded_ld(cols: int) -> int:
     """cols rounded up to a multiple of 4 (at least 4): every row of the buffer starts 16-byte aligned."""
     return -(-max(cols, 1) // _LANES) * _LANES
@@ -117,3 +129,26 @@ def prepare(spec: KernelSpec, M: int, N: int, K: int, a: cupy.ndarray, lda: int,
     except cupy.cuda.memory.OutOfMemoryError:  # the copy is an optimization: run unpacked instead
         pass
     return a, lda, b, ldb
+
+
+def stage_out(c: cupy.ndarray, beta: float) -> tuple[cupy.ndarray, int] | None:
+    """(buffer, ld) for the kernel to write instead of ``c`` (holding ``c`` when beta != 0), or None when out
+    of memory (the kernel then writes ``c`` through its scalar path). ``c`` is row-major, unit column stride."""
+    try:
+        if beta != 0.0:
+            return repack(c)
+        rows, cols = c.shape
+        ld = padded_ld(cols)
+        with c.device:
+            return cupy.empty((rows, ld), dtype=cupy.float32), ld
+    except cupy.cuda.memory.OutOfMemoryError:
+        return None
+
+
+def unstage_out(buf: cupy.ndarray, ld: int, c: cupy.ndarray, ldc: int) -> None:
+    """Copy the first ``c.shape[1]`` columns of ``buf`` (row stride ``ld``) into ``c`` (row stride ``ldc``)."""
+    rows, cols = c.shape
+    with c.device:
+        (kern,) = aux_kernels(COPY_TEMPLATE, (UNPACK_NAME,), c.device.id)
+        kern((-(-cols // (4 * COPY_THREADS)), min(rows, COPY_MAX_ROW_BLOCKS)), (COPY_THREADS,),
+             (np.int32(rows), np.int32(cols), buf, np.int32(ld), c, np.int64(ldc)))

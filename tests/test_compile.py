@@ -249,7 +249,7 @@ def test_aux_kernel_table_matches_the_modules():
 
     assert _compile.AUX_KERNELS[_splitk.REDUCE_TEMPLATE] == (_splitk.REDUCE_NAME,)
     assert _compile.AUX_KERNELS[_edges.TEMPLATE] == _edges.NAMES
-    assert _compile.AUX_KERNELS[_repack.COPY_TEMPLATE] == (_repack.COPY_NAME,)
+    assert _compile.AUX_KERNELS[_repack.COPY_TEMPLATE] == (_repack.COPY_NAME, _repack.UNPACK_NAME)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

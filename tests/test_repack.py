@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from importlib import resources
@@ -11,7 +12,7 @@ import pytest
 import cumm
 from cumm import _repack
 from cumm._ladder import REGISTRY
-from cumm._repack import loads_vectorized, padded_ld, repack_plan, should_repack
+from cumm._repack import loads_vectorized, padded_ld, repack_plan, should_repack, should_stage_out
 
 from .conftest import rel_err
 
@@ -66,15 +67,15 @@ def test_aligned_operands_never_repack():
         assert repack_plan(spec, 8191, 8191, 8191, False, True) == (loads_vectorized(spec, "a"), False), name
 
 
-def test_double_buffer_repacks_only_b():
-    """Its A copies are 4-byte cp.async whatever VEC_A says, so copying A would buy nothing."""
-    assert repack_plan(REGISTRY["double_buffer"], 4095, 4095, 4095, False, False) == (False, True)
+def test_an_operand_declared_alone_is_the_only_one_copied():
+    """vector_loads="b": a kernel whose A loads are not 16-byte gains nothing from a copy of A."""
+    only_b = dataclasses.replace(REGISTRY["warptile"], vector_loads="b")
+    assert repack_plan(only_b, 4095, 4095, 4095, False, False) == (False, True)
 
 
 def test_declared_vector_loads():
-    for name in ("vectorized", "bank_conflict_free", "warptile"):
+    for name in ("vectorized", "bank_conflict_free", "warptile", "double_buffer"):
         assert REGISTRY[name].vector_loads is True, name
-    assert REGISTRY["double_buffer"].vector_loads == "b"
     for name in ("naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d"):
         assert not REGISTRY[name].vector_loads, name
 
@@ -93,13 +94,23 @@ def test_declared_operands_have_a_vector_path(spec):
 def test_prepare_replaces_only_the_planned_operands(monkeypatch):
     """prepare() on the CPU, with a stand-in for the copy: the right operand gets the right (buffer, ld)."""
     monkeypatch.setattr(_repack, "repack", lambda x: (f"packed {x}", 4096))
-    warp, db = REGISTRY["warptile"], REGISTRY["double_buffer"]
+    warp, db = REGISTRY["warptile"], dataclasses.replace(REGISTRY["warptile"], vector_loads="b")
     assert _repack.prepare(warp, 4095, 4095, 4095, "A", 4095, "B", 4095, (0, 0, 0)) == (
         "packed A", 4096, "packed B", 4096)
     assert _repack.prepare(db, 4095, 4095, 4095, "A", 4095, "B", 4095, (0, 0, 0)) == ("A", 4095, "packed B", 4096)
     assert _repack.prepare(warp, 4095, 4095, 4095, "A", 4096, "B", 4095, (1, 0, 0)) == (
         "A", 4096, "packed B", 4096)
     assert _repack.prepare(warp, 127, 131, 137, "A", 137, "B", 131, (0, 0, 0)) == ("A", 137, "B", 131)
+
+
+def test_output_staging_rule():
+    """Staging C costs one copy (two with beta: C comes in first); it pays for large K, not for small products."""
+    assert should_stage_out(4096, 4096, 4096, 0.0) and should_stage_out(4096, 4096, 4096, 1.0)
+    assert not should_stage_out(127, 131, 137, 0.0)
+    assert not should_stage_out(4096, 4096, 64, 0.0)  # the copy would cost more than 3 % of the product
+    k0 = next(k for k in range(1, 10**5, 16) if should_stage_out(4096, 4096, k, 0.0))
+    k1 = next(k for k in range(1, 10**5, 16) if should_stage_out(4096, 4096, k, 0.5))
+    assert 1000 < k0 < 1500 and 2 * k0 - 32 <= k1 <= 2 * k0 + 32
 
 
 def test_which_is_checked():
@@ -201,7 +212,7 @@ def test_repacked_misaligned_views(kernel, rng, forced):
 
 @pytest.mark.gpu
 def test_repacked_with_beta_and_aligned_partner(rng, forced):
-    """Only the unaligned operand is copied; out (read with beta != 0) is never copied."""
+    """Only the unaligned operand is copied, then out (unaligned, read with beta != 0) into its staging buffer."""
     import cupy
 
     a = rng.standard_normal((M, 1028), dtype=cupy.float32)  # aligned: lda = 1028
@@ -209,7 +220,7 @@ def test_repacked_with_beta_and_aligned_partner(rng, forced):
     c0 = rng.standard_normal((M, N), dtype=cupy.float32)
     out = c0.copy()
     cumm.matmul(a, b, kernel="warptile", out=out, alpha=0.5, beta=-1.0)
-    assert [shape for shape, _, _ in forced] == [(1028, N)]
+    assert [shape for shape, _, _ in forced] == [(1028, N), (M, N)]
     ref = 0.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) - c0.astype(cupy.float64)
     assert rel_err(out, ref) < TOL
 
@@ -226,3 +237,107 @@ def test_disabled_and_default_threshold_do_not_repack(rng, forced, monkeypatch):
     monkeypatch.setattr(_repack, "MAX_COPY_FRACTION", 0.03)
     _check("warptile", a, b, forced, [])  # 1031 x 1029 x 1027 is below the default threshold
     _check("smem", a, b, forced, [])  # no vector loads: never repacked
+
+
+# --------------------------------------------------------------------------------------------------
+# Staging an unaligned output (GPU)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def staging(monkeypatch):
+    """Stage every unaligned C of a vector-load kernel; record the staging buffers (padding set to NaN)."""
+    calls = []
+    real = _repack.stage_out
+
+    def spy(c, beta):
+        got = real(c, beta)
+        buf, ld = got
+        buf[:, c.shape[1]:] = math.nan
+        calls.append((c.shape, ld, buf.data.ptr))
+        return got
+
+    monkeypatch.setattr(_repack, "ENABLED", True)
+    monkeypatch.setattr(_repack, "MAX_COPY_FRACTION", math.inf)
+    monkeypatch.setattr(_repack, "stage_out", spy)
+    return calls
+
+
+def _wide_out(rng, m, n, shift):
+    """A view of m x n inside a larger random array: ldc = n + 3 (odd), pointer ``shift`` floats in."""
+    import cupy
+
+    big = rng.standard_normal((m + 1, n + 3), dtype=cupy.float32)
+    return big, big[1:, shift : shift + n]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", VECTOR + ["tf32x3"])
+@pytest.mark.parametrize("beta", [0.0, -0.5])
+def test_staged_output(kernel, beta, rng, staging):
+    """The result lands in the view (alpha, beta applied once) and nothing around the view changes."""
+    import cupy
+
+    m, n, k = 301, 263, 129
+    a = rng.standard_normal((m, k), dtype=cupy.float32)
+    b = rng.standard_normal((k, n), dtype=cupy.float32)
+    big, out = _wide_out(rng, m, n, shift=1)
+    if beta == 0.0:
+        out[...] = math.nan  # never read when beta = 0
+    big0 = big.copy()
+    c0 = out.astype(cupy.float64)
+    cumm.matmul(a, b, kernel=kernel, out=out, alpha=1.5, beta=beta)
+    assert [(shape, ld % 4) for shape, ld, _ in staging] == [((m, n), 0)]
+    ref = 1.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64))
+    if beta:
+        ref += beta * c0
+    assert rel_err(out, ref) < TOL
+    mask = cupy.ones(big.shape, dtype=bool)
+    mask[1:, 1 : 1 + n] = False
+    assert bool((big[mask] == big0[mask]).all()), "an element outside out was written"
+
+
+@pytest.mark.gpu
+def test_staged_output_with_edge_strips(rng, staging, monkeypatch):
+    """Strips (forced: one block per wave) write the staging buffer too, and it all comes back."""
+    import cupy
+
+    from cumm import _edges, _matmul
+
+    monkeypatch.setattr(_matmul._Plan, "slots", lambda self, dev: 1)
+    monkeypatch.setattr(_edges, "ENABLED", True)
+    m, n, k = 259, 261, 77  # 128 x 256 tiles: remainders 3 and 5
+    a = rng.standard_normal((m, k), dtype=cupy.float32)
+    b = rng.standard_normal((k, n), dtype=cupy.float32)
+    _, out = _wide_out(rng, m, n, shift=2)
+    c0 = out.astype(cupy.float64)
+    cumm.matmul(a, b, kernel="double_buffer", out=out, beta=2.0)
+    assert len(staging) == 1
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) + 2.0 * c0
+    assert rel_err(out, ref) < TOL
+
+
+@pytest.mark.gpu
+def test_output_not_staged_when_aligned_small_or_out_of_memory(rng, monkeypatch):
+    import cupy
+
+    calls = []
+    real = _repack.stage_out
+    monkeypatch.setattr(_repack, "stage_out", lambda c, beta: calls.append(c.shape) or real(c, beta))
+    a = rng.standard_normal((64, 64), dtype=cupy.float32)
+    b = rng.standard_normal((64, 63), dtype=cupy.float32)
+    cumm.matmul(a, b, kernel="warptile")  # unaligned (ldc = 63) but small: the scalar stores are cheaper
+    cumm.matmul(a, b[:, :60].copy(), kernel="warptile")  # aligned
+    assert calls == []
+
+    def oom(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+
+    monkeypatch.setattr(_repack, "MAX_COPY_FRACTION", math.inf)
+    monkeypatch.setattr(_repack, "repack", oom)  # beta != 0: staging copies C in first, which fails here
+    c0 = rng.standard_normal((64, 63), dtype=cupy.float32)
+    out = c0.copy()
+    cumm.matmul(a, b, kernel="warptile", out=out, beta=1.0)
+    assert calls == [(64, 63)]  # tried, fell back to the scalar stores
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) + c0.astype(cupy.float64)
+    assert rel_err(out, ref) < TOL

@@ -1,17 +1,17 @@
-// double_buffer: warptiling with two shared-memory stages. While the warps multiply the slab of K in
-// one stage, the next slab is already being copied into the other by cp.async (sm_80+), which moves
-// global memory straight to shared memory: no staging registers, so the kernel keeps warptile's
-// register budget (two blocks per SM) and global latency hides behind a whole slab of FMAs.
-// Per slab: wait for this slab's copies, one barrier (which also proves every warp is done reading
-// the other stage), issue the next slab's copies into the other stage, multiply. One barrier per slab.
-// A is copied element by element (4-byte cp.async) into its transposed, swizzled place: a warp's 32
-// copies cover RPL = 32/(BK/4) rows x BK/4 k-groups, which the swizzle sends to 32 distinct banks.
-// B is copied as 16-byte chunks when aligned (partial chunks zero-fill), else element by element.
-// The rest is warptile.cu: conflict-free LDS.128 fragments, edge warps skip the arithmetic.
-// Measured on the H200 (bench/NOTES.md): the default takes 128 x 256 tiles and 255 registers (one
-// block of 8 warps per SM), where overlapping copies with FMAs matters most; at warptile's 128 x 128
-// tiles with two blocks per SM, the second block already hides the latency and the 4-byte copies
-// of A cost more than they save.
+// double_buffer: warptiling with two shared-memory stages. The loads of slab k+1 go out to global
+// memory (into registers) before the warps multiply slab k from one stage; after the FMAs the
+// registers are stored into the other stage, and one barrier per slab publishes it. Global latency
+// hides behind a whole slab of FMAs instead of stalling every warp before each barrier, and the
+// barrier count halves (warptile needs one before and one after each slab's FMAs).
+// Why registers and not cp.async: A is stored transposed, which cp.async can only do 4 bytes at a time
+// (v2 of this kernel: ~300 M extra copy instructions at 4096^3, bench/NOTES.md); a register stage keeps
+// the 16-byte loads and costs BK*(BM+BN)/NUM_THREADS registers (12 at the default), which
+// suits large register tiles. BK = 8 is cheap here because the loads of the next slab are already in
+// flight when its barrier comes; single-buffered rungs need BK = 16 to amortize their two barriers.
+// The rest is warptile.cu: conflict-free LDS.128 fragments, swizzled A, serpentine FMA order, edge warps
+// skip the arithmetic. Default (H200 sweep, bench/NOTES.md): 128 x 256 tiles, BK = 8, 64 x 64 warp tiles of
+// 16 x 8 results per thread (238 registers, one block of 8 warps per SM): 45.6 TFLOP/s at 4096^3 against
+// warptile's 42.6; at warptile's 128 x 128 tiles, held to 128 registers for two blocks per SM, it gives 37-38.
 #define AS_COL(k, m) ((m) ^ ((((k) >> 2) % (BK / 4)) * (128 / BK)))
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM_GEMM_ARGS) {
@@ -20,10 +20,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
     constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
     constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
     constexpr int TCOLS = WSUBN / TN;
-    constexpr int RPL = 32 / (BK / 4);        // rows of A covered by one warp-wide copy
-    constexpr int A_SLOTS = BM * BK / NT;     // 4-byte copies of A per thread per slab
-    constexpr int B_SLOTS = BK * BN / 4 / NT; // 16-byte chunks of B per thread per slab
-    constexpr int STAGE = BK * (BM + BN);     // floats per stage: As [BK][BM] then Bs [BK][BN]
+    constexpr int STAGE = BK * (BM + BN);  // floats per stage: As [BK][BM] (swizzled) then Bs [BK][BN]
     extern __shared__ float4 smem4[];
     float* const smem = reinterpret_cast<float*>(smem4);
 
@@ -34,49 +31,23 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
     const int tn0 = wcol * WN + lane % TCOLS * TN;
     const bool active = bm0 + wrow * WM < M && bn0 + wcol * WN < N;
 
-    // Each thread's copy sources are fixed over the K loop but for the slab offset: set them up once.
-    const int a_k = lane / RPL * 4;  // + kk: this lane's k within the slab
-    const float* a_src[A_SLOTS / 4];
-    bool a_ok[A_SLOTS / 4];
-#pragma unroll
-    for (int j = 0; j < A_SLOTS / 4; ++j) {
-        const int m = bm0 + (warp + NT / 32 * j) * RPL + lane % RPL;
-        a_ok[j] = m < M;
-        a_src[j] = A + (i64)(a_ok[j] ? m : 0) * lda + a_k;
-    }
-    const int b_c = tid % (BN / 4) * 4, b_col = bn0 + b_c;     // the same column for every slot
-    const int b_bytes = 4 * max(0, min(4, N - b_col));          // of a full-height 16-byte chunk
-    const float* b_src = B + (b_bytes ? b_col : 0);
-
-    // Issue the copies of slab `kt` into stage `st` (not waited for here).
-    auto issue = [&](int kt, int st) {
+    cumm_tile_fetch<BM, BK, NT, VEC_A> fa;
+    cumm_tile_fetch<BK, BN, NT, VEC_B> fb;
+    // Registers -> stage st. Past K the fetch zero-fills, so the last (unneeded) stash is harmless.
+    auto stash = [&](int st) {
         float* As = smem + st * STAGE;
         float* Bs = As + BK * BM;
-        const int k0 = kt * BK;
 #pragma unroll
-        for (int s = 0; s < A_SLOTS; ++s) {
-            const int kk = s % 4, j = s / 4;  // four passes cover k = a_k + kk
-            const int m = (warp + NT / 32 * j) * RPL + lane % RPL, k = a_k + kk;
-            const bool ok = a_ok[j] && k0 + k < K;
-            cumm_cp_async4(&As[k * BM + AS_COL(k, m)], ok ? a_src[j] + k0 + kk : A, ok);
+        for (int s = 0; s < fa.SLOTS; ++s) {
+            const int r = fa.row(s, tid), c = fa.col(s, tid);
+            As[(c + 0) * BM + AS_COL(c + 0, r)] = fa.v[s].x;
+            As[(c + 1) * BM + AS_COL(c + 1, r)] = fa.v[s].y;
+            As[(c + 2) * BM + AS_COL(c + 2, r)] = fa.v[s].z;
+            As[(c + 3) * BM + AS_COL(c + 3, r)] = fa.v[s].w;
         }
 #pragma unroll
-        for (int s = 0; s < B_SLOTS; ++s) {
-            const int r = (tid + s * NT) / (BN / 4);
-            const bool row_ok = k0 + r < K;
-            const float* src = b_src + (i64)(row_ok ? k0 + r : 0) * ldb;
-            float* dst = &Bs[r * BN + b_c];
-            if (VEC_B) {
-                cumm_cp_async16(dst, row_ok && b_bytes ? src : B, row_ok ? b_bytes : 0);
-            } else {
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const bool ok = row_ok && b_col + i < N;
-                    cumm_cp_async4(dst + i, ok ? src + i : B, ok);
-                }
-            }
-        }
-        cumm_cp_async_commit();
+        for (int s = 0; s < fb.SLOTS; ++s)
+            *reinterpret_cast<float4*>(&Bs[fb.row(s, tid) * BN + fb.col(s, tid)]) = fb.v[s];
     };
 
     float acc[WMITER * TM][WNITER * TN];
@@ -85,12 +56,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
 #pragma unroll
         for (int j = 0; j < WNITER * TN; ++j) acc[i][j] = 0.0f;
 
+    fa.fetch(A, lda, bm0, M, 0, K, tid);
+    fb.fetch(B, ldb, 0, K, bn0, N, tid);
+    stash(0);
+    __syncthreads();
     const int KT = (K + BK - 1) / BK;
-    issue(0, 0);
     for (int kt = 0; kt < KT; ++kt) {
-        cumm_cp_async_wait_all();  // this thread's copies of slab kt have landed
-        __syncthreads();           // everyone's have; and everyone finished reading the other stage
-        if (kt + 1 < KT) issue(kt + 1, (kt + 1) & 1);
+        const int k1 = (kt + 1) * BK;  // the next slab: its loads fly while this one is multiplied
+        fa.fetch(A, lda, bm0, M, k1, K, tid);
+        fb.fetch(B, ldb, k1, K, bn0, N, tid);
         if (active) {
             const float* As = smem + (kt & 1) * STAGE;
             const float* Bs = As + BK * BM;
@@ -108,9 +82,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
 #pragma unroll
                 for (int i = 0; i < WMITER * TM; ++i)
 #pragma unroll
-                    for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += regM[i] * regN[j];
+                    for (int jj = 0; jj < WNITER * TN; ++jj) {
+                        const int j = (i & 1) ? WNITER * TN - 1 - jj : jj;  // serpentine, as in warptile.cu
+                        acc[i][j] += regM[i] * regN[j];
+                    }
             }
         }
+        // The other stage was last read in iteration kt - 1, before the barrier that ended it.
+        stash((kt + 1) & 1);
+        __syncthreads();
     }
 #pragma unroll
     for (int i = 0; i < WMITER * TM; ++i) {

@@ -18,3 +18,21 @@ extern "C" __global__ void __launch_bounds__(256) cumm_repack(const int rows, co
         *reinterpret_cast<float4*>(y + (i64)r * ldy + c) = v;
     }
 }
+
+// unpack: the way back, for an output that the GEMM kernel wrote into a padded, aligned buffer y because C
+// itself allows no 16-byte stores (cumm/_repack.py): one 16-byte load of y per thread, four coalesced scalar
+// stores into x, none past column cols.
+extern "C" __global__ void __launch_bounds__(256) cumm_unpack(const int rows, const int cols,
+                                                              const float* __restrict__ y, const int ldy,
+                                                              float* __restrict__ x, const i64 ldx) {
+    const int c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (c >= cols) return;
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float4 v = *reinterpret_cast<const float4*>(y + (i64)r * ldy + c);
+        float* dst = x + (i64)r * ldx;
+        dst[c] = v.x;
+        if (c + 1 < cols) dst[c + 1] = v.y;
+        if (c + 2 < cols) dst[c + 2] = v.z;
+        if (c + 3 < cols) dst[c + 3] = v.w;
+    }
+}

@@ -6,6 +6,9 @@
 // Warps map onto the scheduler's partitions, so this also gives each partition an independent tile.
 // A is staged transposed and swizzled (see bank_conflict_free.cu). Shared memory is dynamic so large
 // tiles can opt in past 48 KB. Warps whose tile lies wholly past M or N skip the arithmetic.
+// The FMAs of one k run serpentine: odd rows of the register tile right to left, so the FMA that turns a
+// row reuses the previous one's regN operand as well. The compiler then allocates fewer registers (121
+// against 127) and schedules the stream better: +3 % on the H200 at 4096^3 (41.2 -> 42.6 TFLOP/s, bench/NOTES.md).
 #define AS_COL(k, m) ((m) ^ ((((k) >> 2) % (BK / 4)) * (128 / BK)))
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM_GEMM_ARGS) {
@@ -63,7 +66,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM
 #pragma unroll
                 for (int i = 0; i < WMITER * TM; ++i)
 #pragma unroll
-                    for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += regM[i] * regN[j];
+                    for (int jj = 0; jj < WNITER * TN; ++jj) {
+                        const int j = (i & 1) ? WNITER * TN - 1 - jj : jj;  // serpentine (see the header)
+                        acc[i][j] += regM[i] * regN[j];
+                    }
             }
         }
         __syncthreads();
