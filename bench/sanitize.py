@@ -5,7 +5,9 @@
 
 CuPy's memory pool is switched off so each array is its own allocation and memcheck sees exact bounds.
 Both the 16-byte path (contiguous operands) and the scalar path (misaligned views) run, and split-K
-(split_k=3) for kernels that support it.
+(split_k=3) for kernels that support it; for kernels with 16-byte loads also the repacked path (misaligned
+views copied into padded buffers, the output computed in a padded buffer and copied back into a view with an
+odd leading dimension), forced at these sizes.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import argparse
 import cupy
 
 import cumm
+from cumm import _repack
 
 cupy.cuda.set_allocator(None)
+DEFAULT_FRACTION = _repack.MAX_COPY_FRACTION
 
 
 def main() -> None:
@@ -29,18 +33,24 @@ def main() -> None:
     for shape in a.shapes.split(","):
         M, N, K = map(int, shape.split("x"))
         for kernel in a.kernels.split(","):
-            splits = (1, 3) if cumm.kernel_spec(kernel).split_k else (1,)  # split-K: slices and the reduction
-            for aligned, split in [(al, sp) for al in (True, False) for sp in splits]:
-                if aligned:
+            spec = cumm.kernel_spec(kernel)
+            splits = (1, 3) if spec.split_k else (1,)  # split-K: slices and the reduction
+            runs = [(al, sp) for al in (True, False) for sp in splits] + [("repacked", 1)] * bool(spec.vector_loads)
+            for aligned, split in runs:
+                _repack.MAX_COPY_FRACTION = float("inf") if aligned == "repacked" else DEFAULT_FRACTION
+                if aligned is True:
                     A = rng.standard_normal((M, K), dtype=cupy.float32)
                     B = rng.standard_normal((K, N), dtype=cupy.float32)
                 else:  # views one float past a 16-byte boundary: the scalar path
                     A = rng.standard_normal((M, K + 1), dtype=cupy.float32)[:, 1:]
                     B = rng.standard_normal((K, N + 1), dtype=cupy.float32)[:, 1:]
                 C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+                if aligned == "repacked":  # ldc = N + 3, pointer 4 bytes in
+                    C = cupy.full((M, N + 3), cupy.nan, dtype=cupy.float32)[:, 1 : N + 1]
                 cumm.matmul(A, B, kernel=kernel, out=C, split_k=split)
                 ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
-                label = f"{kernel:20s} {shape:16s} {'aligned' if aligned else 'scalar':8s} split {split}"
+                mode = {True: "aligned", False: "scalar"}.get(aligned, aligned)
+                label = f"{kernel:20s} {shape:16s} {mode:8s} split {split}"
                 worst = record(label, C, ref, worst)
     finish(worst)
 
