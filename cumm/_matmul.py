@@ -178,8 +178,7 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
         if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
             flags = (flags[0], flags[1], int(N % 4 == 0))
     staged = None  # an unaligned C (scalar stores): the kernel may write a padded buffer, copied back after
-    # (the kernels that declare vector_loads are the ones that also store C 16 bytes at a time)
-    if (_repack.ENABLED and not flags[2] and splits == 1 and get_spec(kernel).vector_loads
+    if (_repack.ENABLED and not flags[2] and splits == 1 and get_spec(kernel).stage_out
             and _repack.should_stage_out(M, N, K, beta)):
         staged = _repack.stage_out(c, beta)
         if staged is not None:

@@ -7,6 +7,7 @@ import functools
 import itertools
 import math
 import struct
+import uuid
 
 import pytest
 
@@ -261,7 +262,10 @@ def test_aux_kernels_compile_offline_without_spills(template, arch):
 
     from cumm._compile import AUX_KERNELS, NVRTC_OPTIONS, aux_source
 
-    prog = nvrtc.createProgram(aux_source(template), template, [], [])
+    # A unique unused global makes the PTX new, so the driver's compute cache cannot serve it without running
+    # ptxas (and its report): the same measure as compile_offline's retry.
+    source = f"{aux_source(template)}\n__device__ int cumm_fresh_{uuid.uuid4().hex};\n"
+    prog = nvrtc.createProgram(source, template, [], [])
     try:
         try:
             nvrtc.compileProgram(prog, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"])
