@@ -8,11 +8,10 @@ up to a multiple of 4 costs far less than that, so :func:`prepare` does it when 
 
 The padding columns (K .. ld-1 of A, N .. ld-1 of B) are zero-filled, but nothing relies on that: the
 kernels that declare ``vector_loads`` never read them. Checked in common.cuh and the templates: ``cumm_load4`` (used by
-``cumm_tile_fetch`` in vectorized, bank_conflict_free, warptile) issues the 16-byte load only when
+``cumm_tile_fetch`` in vectorized, bank_conflict_free, warptile, double_buffer) issues the 16-byte load only when
 ``col + 3 < ncols`` and otherwise loads element by element under ``col + i < ncols``;
-``cumm_cp_async_chunk`` and double_buffer's B copy pass ``src_bytes = 4 * min(4, ncols - col)``, so
-cp.async reads only in-range bytes and zero-fills the rest; double_buffer's A copy is 4-byte and
-predicated on ``k < K``. A kernel that reads past K or N must not declare ``vector_loads``.
+``cumm_cp_async_chunk`` (tf32x3) passes ``src_bytes = 4 * min(4, ncols - col)``, so cp.async reads only
+in-range bytes and zero-fills the rest. A kernel that reads past K or N must not declare ``vector_loads``.
 
 An unaligned output C (pointer or leading dimension) forces the kernels' scalar store path: four stores
 where one would do, each touching its own sectors, at the end of every tile where nothing overlaps them when
