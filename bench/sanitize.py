@@ -35,21 +35,21 @@ def main() -> None:
         for kernel in a.kernels.split(","):
             spec = cumm.kernel_spec(kernel)
             splits = (1, 3) if spec.split_k else (1,)  # split-K: slices and the reduction
-            runs = [(al, sp) for al in (True, False) for sp in splits] + [("repacked", 1)] * bool(spec.vector_loads)
-            for aligned, split in runs:
-                _repack.MAX_COPY_FRACTION = float("inf") if aligned == "repacked" else DEFAULT_FRACTION
-                if aligned is True:
+            modes = ["aligned", "scalar"] + ["repacked"] * bool(spec.vector_loads)
+            runs = [(mode, sp) for mode in modes for sp in (splits if mode != "repacked" else (1,))]
+            for mode, split in runs:
+                _repack.MAX_COPY_FRACTION = float("inf") if mode == "repacked" else DEFAULT_FRACTION
+                if mode == "aligned":
                     A = rng.standard_normal((M, K), dtype=cupy.float32)
                     B = rng.standard_normal((K, N), dtype=cupy.float32)
-                else:  # views one float past a 16-byte boundary: the scalar path
+                else:  # views one float past a 16-byte boundary: the scalar path, or repacked copies of them
                     A = rng.standard_normal((M, K + 1), dtype=cupy.float32)[:, 1:]
                     B = rng.standard_normal((K, N + 1), dtype=cupy.float32)[:, 1:]
                 C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
-                if aligned == "repacked":  # ldc = N + 3, pointer 4 bytes in
+                if mode == "repacked":  # ldc = N + 3, pointer 4 bytes in
                     C = cupy.full((M, N + 3), cupy.nan, dtype=cupy.float32)[:, 1 : N + 1]
                 cumm.matmul(A, B, kernel=kernel, out=C, split_k=split)
                 ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
-                mode = {True: "aligned", False: "scalar"}.get(aligned, aligned)
                 label = f"{kernel:20s} {shape:16s} {mode:8s} split {split}"
                 worst = record(label, C, ref, worst)
     finish(worst)
