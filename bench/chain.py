@@ -14,9 +14,9 @@ project's timing, cumm._bench.sample_ms), two ways:
   them are in the queue before the first runs and each pair of events times the GPU alone (the kernels
   and the gaps between them), whatever the host costs.
 
-Columns: cupy a@b@c, multi_dot forced to fused3 and to fused3_tc, multi_dot auto; speedup = cupy / auto.
-The JSON also has pairwise and what auto chose. --configs also times every fused3 configuration (JSON and
-a third table).
+Columns: cupy a@b@c, multi_dot forced to fused3, fused3_tc and fused3_wg (sm_90 only), multi_dot auto;
+speedup = cupy / auto. The JSON also has pairwise and what auto chose. --configs also times every fused
+configuration (JSON and a third table).
 """
 
 from __future__ import annotations
@@ -58,8 +58,22 @@ TC_SWEEP = {
 }
 
 
+# fused3_wg configurations timed with --configs (sm_90 only)
+WG_SWEEP = {
+    "16k16s4": dict(BM=16, BK=16, KS=4, STAGES=4), "16k32s3": dict(BM=16, BK=32, KS=4, STAGES=3),
+    "32k32s2": dict(BM=32, BK=32, KS=4, STAGES=2), "32k16s4": dict(BM=32, BK=16, KS=4, STAGES=4),
+    "32k16s3": dict(BM=32, BK=16, KS=4, STAGES=3), "32k24s2": dict(BM=32, BK=24, KS=4, STAGES=3),
+    "32k32ks2s4": dict(BM=32, BK=32, KS=2, STAGES=4), "64k32ks2": dict(BM=64, BK=32, KS=2, STAGES=2),
+    "64k16ks4": dict(BM=64, BK=16, KS=4, STAGES=2), "64k32ks1": dict(BM=64, BK=32, KS=1, STAGES=4),
+}
+
+
 def _tc_with(over, dev: int):
     return lambda x, e: _chain._fused3_tc(*x, e, {**_chain.TC_CONFIG, **over}, dev)
+
+
+def _wg_with(over, dev: int):
+    return lambda x, e: _chain._fused3_wg(*x, e, {**_chain.WG_CONFIGS["wg32"], **over}, dev)
 
 
 def _fused_with(name: str, dev: int):
@@ -72,11 +86,16 @@ def _methods():
         "cupy": lambda x, e: cupy.matmul(cupy.matmul(x[0], x[1]), x[2], out=e),
         "fused3": lambda x, e: cumm.multi_dot(x, kernel="fused3", out=e),
         "fused3_tc": lambda x, e: cumm.multi_dot(x, kernel="fused3_tc", out=e),
+        "fused3_wg": lambda x, e: cumm.multi_dot(x, kernel="fused3_wg", out=e),
         "auto": lambda x, e: cumm.multi_dot(x, kernel="auto", out=e),
         "pairwise": lambda x, e: cumm.multi_dot(x, kernel="pairwise", out=e),
     }
     configs = {f"fused3:{name}": _fused_with(name, dev) for name in _chain.CONFIGS}
     configs.update({f"fused3_tc:{name}": _tc_with(over, dev) for name, over in TC_SWEEP.items()})
+    if int(cupy.cuda.Device(dev).compute_capability) != 90:  # fused3_wg: sm_90 only
+        del methods["fused3_wg"]
+    else:
+        configs.update({f"fused3_wg:{name}": _wg_with(over, dev) for name, over in WG_SWEEP.items()})
     return methods, configs
 
 
@@ -171,17 +190,18 @@ def _us(cell, key="us") -> str:
 def _line(row, key) -> str:
     sp = row["speedup" + ("" if key == "us" else "_device")]
     return (f"| {row['shape']} | {_us(row['cupy'], key)} | {_us(row['fused3'], key)} | "
-            f"{_us(row['fused3_tc'], key)} | {_us(row['auto'], key)} "
+            f"{_us(row['fused3_tc'], key)} | {_us(row['fused3_wg'], key) if 'fused3_wg' in row else '-'} | "
+            f"{_us(row['auto'], key)} "
             f"({row['auto_choice']}) | {f'{sp:.2f}x' if sp else '-'} |")
 
 
 def table(rows) -> str:
-    head = ["| shape | cupy a@b@c us | fused3 us | fused3_tc us | auto us | speedup |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    head = ["| shape | cupy a@b@c us | fused3 us | fused3_tc us | fused3_wg us | auto us | speedup |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     out = ["In a loop (host included):", "", *head, *(_line(r, "us") for r in rows), "",
            "Device time (calls queued behind a busy GPU; host excluded):", "", *head,
            *(_line(r, "device_us") for r in rows)]
-    cfg_names = [k for k in rows[0] if k.startswith(("fused3:", "fused3_tc:"))] if rows else []
+    cfg_names = [k for k in rows[0] if k.startswith(("fused3:", "fused3_tc:", "fused3_wg:"))] if rows else []
     if cfg_names:
         out += ["", "Pairwise and each fused3 configuration, loop us / device us:", "",
                 "| shape | pairwise | " + " | ".join(cfg_names) + " |",

@@ -19,7 +19,7 @@ import numpy as np
 
 import cumm
 from cumm import _chain
-from cumm._compile import NVRTC_OPTIONS
+from cumm._compile import NVRTC_OPTIONS, _arch_specific_kernel
 from cumm._ladder import get_spec
 from cumm._render import render
 
@@ -70,16 +70,16 @@ def host_breakdown(n: int, iters: int = 200) -> None:
         "getDevice": lambda: cupy.cuda.runtime.getDevice(),
         "get_current_stream().ptr": lambda: cupy.cuda.get_current_stream().ptr,
     }
-    if cfg in _chain.TC_CONFIGS:
+    if cfg in _chain.PERSISTENT:
         ldt = -(-n // 4) * 4
-        flags = (1, 1, 1)
-        kern, grid, block, smem, i = _chain._tc_plan(cfg, flags, dev, (n, n, n, n, n, n, n, n, ldt))
+        launch = _chain._persistent_plan(_chain.PERSISTENT[cfg], cfg, (1, 1, 1), dev, (n, n, n, n, n, n, n, n, ldt))
         t = cupy.empty((n, ldt), cupy.float32)
         bar = cupy.zeros(2, cupy.uint32)
-        args = (i[0], i[1], i[2], i[3], x[0], i[4], x[1], i[5], x[2], i[6], e, i[7], t, i[8], bar)
-        rows["kernel launch only (prebuilt args)"] = lambda: kern(grid, block, args, shared_mem=smem)
-        func = kern.kernel
-        rows["Function.__call__ (prebuilt args)"] = lambda: func(grid, block, args, shared_mem=smem)
+        ptrs = (x[0].data.ptr, x[1].data.ptr, x[2].data.ptr, e.data.ptr, t.data.ptr, bar.data.ptr)
+        sp = cupy.cuda.get_current_stream().ptr
+        rows["driver launch only (_Launch, pointers given)"] = lambda: launch(*ptrs, sp)
+        rows["_persistent (operands, scratch, launch)"] = lambda: _chain._persistent(
+            x[0], x[1], x[2], e, _chain.PERSISTENT[cfg], cfg, dev)
     nop = cupy.RawModule(code=NOP)
     nop0, nop15 = nop.get_function("cumm_nop0"), nop.get_function("cumm_nop15")
     i0 = np.int32(0)
@@ -109,8 +109,9 @@ EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocess
 
 
 def instrumented(config: str, flags=(1, 1, 1)):
-    spec = get_spec("fused3_tc")
-    cfg = spec.resolve({**_chain.TC_CONFIGS, **EXTRA}[config], 90)
+    kernel = _chain.PERSISTENT.get(config, "fused3_tc")
+    spec = get_spec(kernel)
+    cfg = spec.resolve({**_chain.TC_CONFIGS, **_chain.WG_CONFIGS, **EXTRA}[config], 90)
     name, src = render(spec, cfg, flags)
     loop1 = "    for (int t = blockIdx.x; t < rows * cols1;"
     body = src.replace(loop1, "    cumm_stamp(0);\n" + loop1, 1)
@@ -121,12 +122,17 @@ def instrumented(config: str, flags=(1, 1, 1)):
     assert body.count("cumm_stamp(") == 4, "template changed: update the probe's anchors"
     k = body.find("extern \"C\" __global__")
     body = body[:k] + STAMPS + body[k:]
+    if spec.arch_specific:
+        kern = _arch_specific_kernel(spec, cfg, name, body, 90)
+        g = kern.module.get_global_var("cumm_probe")
+        ptr = g[0] if isinstance(g, tuple) else g
+        return cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(ptr, 8192 * 4 * 8, kern.module), 0), kern, spec, cfg
     mod = cupy.RawModule(code=body, options=NVRTC_OPTIONS)
-    return mod, mod.get_function(name), spec, cfg
+    return mod.get_global("cumm_probe"), mod.get_function(name), spec, cfg
 
 
 def phases(n: int, config: str, reps: int = 20) -> None:
-    mod, kern, spec, cfg = instrumented(config)
+    probe_ptr, kern, spec, cfg = instrumented(config)
     from cupy_backends.cuda.api import driver
 
     threads, smem = spec.block(cfg)[0], spec.smem(cfg)
@@ -141,7 +147,7 @@ def phases(n: int, config: str, reps: int = 20) -> None:
     bar = cupy.zeros(2, cupy.uint32)
     i32 = np.int32
     args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)
-    probe = cupy.ndarray((8192, 4), cupy.uint64, mod.get_global("cumm_probe"))
+    probe = cupy.ndarray((8192, 4), cupy.uint64, probe_ptr)
     ev = [cupy.cuda.Event(), cupy.cuda.Event()]
     res = []
     for r in range(reps + 3):
@@ -169,7 +175,7 @@ def phases(n: int, config: str, reps: int = 20) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", default="512")
-    p.add_argument("--configs", default=",".join(_chain.TC_CONFIGS))
+    p.add_argument("--configs", default=",".join([*_chain.TC_CONFIGS, *_chain.WG_CONFIGS]))
     p.add_argument("--no-host", action="store_true")
     a = p.parse_args()
     for n in map(int, a.n.split(",")):

@@ -17,16 +17,18 @@ that order must not cost more multiply-adds than A @ (B @ C):
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping, Sequence
 
 import cupy
 import numpy as np
+from cupy_backends.cuda.api import driver as _driver
 
 from ._compile import device_kernel
 from ._ladder import get_spec
-from ._matmul import _INT32_MAX, _aligned, _check_operand, _check_out, _row_major, compute_capability, matmul
+from ._matmul import _INT32_MAX, _check_operand, _check_out, _row_major, compute_capability, matmul
 
-KERNELS = ("auto", "fused3", "fused3_tc", "pairwise")
+KERNELS = ("auto", "fused3", "fused3_tc", "fused3_wg", "pairwise")
 _F32 = np.dtype(np.float32)
 _i32 = np.int32
 
@@ -81,7 +83,7 @@ def chain_order(dims: Sequence[int]):
 
 
 def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
-    """kernel="auto" for three arrays: "tc" (fused3_tc), a fused3 configuration name, or None for two matmuls."""
+    """kernel="auto" for three arrays: a CONFIGS (fused3), TC_CONFIGS or WG_CONFIGS name, or None for two matmuls."""
     if cc < 80 or min(m, k, p, n) < 1:
         return None
     fused = m * p * (k + n)  # (A @ B) @ C, the order the fused kernels compute
@@ -89,6 +91,8 @@ def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
         return None
     if cc >= 90 and fused <= BM16_MAX_FMA:
         return "bm16"
+    if cc == 90:
+        return wg_config_for(fused) or tc_config_for(fused)
     return tc_config_for(fused)
 
 
@@ -127,22 +131,25 @@ def _launch(config, flags, dev, ints):
 
 
 def _operands(a, b, c, out):
-    """Row-major operands of a fused chain, their leading dimensions and alignment flags (VEC_C covers C and E)."""
+    """Row-major operands of a fused chain, their leading dimensions, alignment flags (VEC_C covers C and E)
+    and data pointers."""
     a, lda = _row_major(a, "arrays[0]", copy_ok=True)
     b, ldb = _row_major(b, "arrays[1]", copy_ok=True)
     c, ldc = _row_major(c, "arrays[2]", copy_ok=True)
     e, lde = _row_major(out, "out", copy_ok=False)
     if max(lda, ldb, ldc, lde) > _INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
-    flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc) & _aligned(e, lde))
-    return (a, b, c, e), (lda, ldb, ldc, lde), flags
+    pa, pb, pc, pe = a.data.ptr, b.data.ptr, c.data.ptr, e.data.ptr
+    flags = (int(pa % 16 == 0 and lda % 4 == 0), int(pb % 16 == 0 and ldb % 4 == 0),
+             int(pc % 16 == 0 and ldc % 4 == 0 and pe % 16 == 0 and lde % 4 == 0))
+    return (a, b, c, e), (lda, ldb, ldc, lde), flags, (pa, pb, pc, pe)
 
 
 def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
     """E = a @ b @ c into ``out`` with the fused kernel; arguments already checked, every dimension >= 1."""
     m, k = a.shape
     p, n = c.shape
-    (a, b, c, e), (lda, ldb, ldc, lde), flags = _operands(a, b, c, out)
+    (a, b, c, e), (lda, ldb, ldc, lde), flags, _ = _operands(a, b, c, out)
     kern, grid, block, smem, i = _launch(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
     args = (i[0], i[1], i[2], i[3], a, i[4], b, i[5], c, i[6], e, i[7])
     if dev != cupy.cuda.runtime.getDevice():
@@ -153,9 +160,10 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
     return out
 
 
-# fused3_tc (cc 8.0+): one persistent launch, T = A @ B through a scratch array in L2, one grid barrier.
-# Tile shapes by chain size, from device-time sweeps on an H200 (bench/chain.py --configs): small tiles
-# while the chain is small (more tiles than multiprocessors), larger ones as it grows.
+# The persistent kernels: one launch, T = A @ B through a scratch array in L2, one grid barrier, the same
+# arguments. fused3_tc (mma.sync, cc 8.0+) and fused3_wg (wgmma, cc 9.0 only). Tile shapes by chain size,
+# from device-time sweeps on an H200 (bench/chain.py --configs): small tiles while the chain is small (more
+# tiles than multiprocessors), larger ones as it grows.
 TC_CONFIGS: dict[str, dict[str, int]] = {
     "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
     "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
@@ -164,8 +172,15 @@ TC_CONFIGS: dict[str, dict[str, int]] = {
 TC_CONFIG = TC_CONFIGS["tc32x64"]
 # (largest fused multiply-add count m*p*(k + n), configuration); a square chain of size n counts 2 n^3
 TC_RULE = ((2 * 768**3, "tc32x64"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
+# fused3_wg: BM x 64 tiles, each tile's K split over KS warpgroups
+WG_CONFIGS: dict[str, dict[str, int]] = {
+    "wg32": dict(BM=32, BK=32, KS=4, STAGES=2, MINB=1),
+    "wg64": dict(BM=64, BK=32, KS=2, STAGES=2, MINB=1),
+}
+WG_RULE = ((2 * 768**3, "wg32"), (2 * 1536**3, "wg64"))
+PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 384**3  # fused3's bm16 (clusters, sm_90) wins below this: 128 and 256 on the H200
-_barriers: dict[tuple[int, int], cupy.ndarray] = {}  # (device, stream) -> the barrier's two words
+SCRATCH_CACHE_MAX = 64 << 20  # T up to this size is kept per stream between calls; larger ones come from the pool
 
 
 def tc_config_for(fused: int) -> str | None:
@@ -173,50 +188,114 @@ def tc_config_for(fused: int) -> str | None:
     return next((name for limit, name in TC_RULE if fused <= limit), None)
 
 
-def _tc_plan(config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int, ints: tuple[int, ...]):
-    """(kernel, grid, block, dynamic smem, int32 arguments) of fused3_tc for these dimensions; cached.
+def wg_config_for(fused: int) -> str | None:
+    """The fused3_wg configuration for a chain of ``fused`` multiply-adds, None past the rule."""
+    return next((name for limit, name in WG_RULE if fused <= limit), None)
 
-    ``config`` is a TC_CONFIGS name (multi_dot's path: the cache key needs no sorting) or a dict."""
-    key = ("tc", config if isinstance(config, str) else tuple(sorted(config.items())), flags, dev, ints)
+
+class _Launch:
+    """One persistent kernel for fixed dimensions, launched through the driver with its 15 arguments packed
+    once in 8-byte slots (m k p n A lda B ldb C ldc E lde T ldt bar); a call writes the six pointers. CuPy's
+    conversion of the same arguments took half of a 12 us launch at n = 512 (bench/NOTES.md, session 4)."""
+
+    __slots__ = ("func", "grid", "threads", "smem", "slots", "ptrs", "params", "lock", "kern")
+
+    def __init__(self, kern, grid: int, threads: int, smem: int, ints: tuple[int, ...]):
+        self.kern = kern  # keeps the module loaded
+        self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
+        self.slots = np.zeros(15, dtype=np.uint64)
+        for slot, value in zip((0, 1, 2, 3, 5, 7, 9, 11, 13), ints, strict=True):
+            self.slots[slot] = value  # an int32 argument in the low half of its (little-endian) slot
+        base = self.slots.ctypes.data
+        self.ptrs = np.array([base + 8 * i for i in range(15)], dtype=np.uint64)
+        self.params = self.ptrs.ctypes.data
+        self.lock = threading.Lock()
+
+    def __call__(self, a: int, b: int, c: int, e: int, t: int, bar: int, stream: int) -> None:
+        with self.lock:  # the slots are shared; the driver copies them at the launch
+            s = self.slots
+            s[4], s[6], s[8], s[10], s[12], s[14] = a, b, c, e, t, bar
+            _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0)
+
+
+def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int,
+                     ints: tuple[int, ...]) -> _Launch:
+    """The launch of ``kernel`` (fused3_tc or fused3_wg) with ``config`` (a TC_CONFIGS / WG_CONFIGS name, or a
+    dict) for these dimensions; cached."""
+    key = (kernel, config if isinstance(config, str) else tuple(sorted(config.items())), flags, dev, ints)
     hit = _launches.get(key)
     if hit is None:
-        from cupy_backends.cuda.api import driver
-
-        spec = get_spec("fused3_tc")
+        spec = get_spec(kernel)
         cc = compute_capability(dev)
         spec.check_cc(cc, f"device {dev}", "use kernel='fused3' or 'pairwise'")
-        cfg = spec.resolve(TC_CONFIGS[config] if isinstance(config, str) else config, cc)
+        named = TC_CONFIGS if kernel == "fused3_tc" else WG_CONFIGS
+        cfg = spec.resolve(named[config] if isinstance(config, str) else config, cc)
         kern = device_kernel(spec, cfg, flags, dev)
         threads, smem = spec.block(cfg)[0], spec.smem(cfg)
         with cupy.cuda.Device(dev):
-            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
+            per_sm = _driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
             sms = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
         if per_sm < 1:  # cannot happen for a configuration that compiled and fits; never launch into a hang
-            raise RuntimeError(f"fused3_tc with {cfg}: no block fits on a multiprocessor of device {dev}")
+            raise RuntimeError(f"{kernel} with {cfg}: no block fits on a multiprocessor of device {dev}")
         m, k, p, n = ints[:4]
         grid = min(spec.grid(cfg, m, n, p)[0], per_sm * sms)  # all blocks resident: the barrier cannot hang
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
-        hit = _launches[key] = (kern, (grid,), (threads,), smem, tuple(_i32(x) for x in ints))
+        hit = _launches[key] = _Launch(kern, grid, threads, smem, ints)
     return hit
+
+
+def _tc_plan(config, flags, dev, ints) -> _Launch:
+    """fused3_tc's launch (see _persistent_plan)."""
+    return _persistent_plan("fused3_tc", config, flags, dev, ints)
+
+
+# Per (device, stream): [the stream (held, so that its handle is not reused while cached), the barrier's two
+# words, T's buffer]. Launches on one stream run in order, so they share the (self-resetting) words and T.
+_streams: dict[tuple[int, int], list] = {}
+
+
+def _persistent(a, b, c, out, kernel: str, config: str | Mapping[str, int], dev: int):
+    """E = a @ b @ c into ``out`` with a persistent kernel; arguments already checked, every dimension >= 1."""
+    m, k = a.shape
+    p, n = c.shape
+    (a, b, c, e), (lda, ldb, ldc, lde), flags, (pa, pb, pc, pe) = _operands(a, b, c, out)
+    ldt = -(-p // 4) * 4  # 16-byte rows of T: phase 2 reads it with 16-byte copies
+    launch = _persistent_plan(kernel, config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde, ldt))
+    switch = dev != cupy.cuda.runtime.getDevice()
+    with cupy.cuda.Device(dev) if switch else contextlib.nullcontext():
+        stream = cupy.cuda.get_current_stream()
+        state = _streams.get((dev, stream.ptr))
+        if state is None:
+            state = _streams[(dev, stream.ptr)] = [stream, cupy.zeros(2, dtype=cupy.uint32), None]
+        nbytes = 4 * m * ldt
+        if nbytes <= SCRATCH_CACHE_MAX:
+            if state[2] is None or state[2].mem.size < nbytes:
+                state[2] = None  # back to the pool first
+                state[2] = cupy.cuda.alloc(nbytes)
+            t = state[2]
+        else:
+            t = cupy.cuda.alloc(nbytes)  # freed into the pool (stream-ordered) after the launch is queued
+        launch(pa, pb, pc, pe, t.ptr, state[1].data.ptr, stream.ptr)
+    return out
 
 
 def _fused3_tc(a, b, c, out, config: str | Mapping[str, int], dev: int):
     """E = a @ b @ c into ``out`` with fused3_tc; arguments already checked, every dimension >= 1."""
-    m, k = a.shape
-    p, n = c.shape
-    (a, b, c, e), (lda, ldb, ldc, lde), flags = _operands(a, b, c, out)
-    ldt = -(-p // 4) * 4  # 16-byte rows of T: phase 2 reads it with 16-byte copies
-    kern, grid, block, smem, i = _tc_plan(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde, ldt))
-    switch = dev != cupy.cuda.runtime.getDevice()
-    with cupy.cuda.Device(dev) if switch else contextlib.nullcontext():
-        t = cupy.empty((m, ldt), dtype=_F32)
-        skey = (dev, cupy.cuda.get_current_stream().ptr)
-        bar = _barriers.get(skey)
-        if bar is None:  # launches on one stream run in order, so they share the (self-resetting) words
-            bar = _barriers[skey] = cupy.zeros(2, dtype=cupy.uint32)
-        kern(grid, block, (i[0], i[1], i[2], i[3], a, i[4], b, i[5], c, i[6], e, i[7], t, i[8], bar), shared_mem=smem)
-    return out
+    return _persistent(a, b, c, out, "fused3_tc", config, dev)
+
+
+def _fused3_wg(a, b, c, out, config: str | Mapping[str, int], dev: int):
+    """E = a @ b @ c into ``out`` with fused3_wg; arguments already checked, every dimension >= 1."""
+    return _persistent(a, b, c, out, "fused3_wg", config, dev)
+
+
+# kernel= a fused kernel by name: (m, multiply-adds) -> its configuration for the chain
+_FORCED = {
+    "fused3": lambda m, fused: fused_config(m),
+    "fused3_tc": lambda m, fused: tc_config_for(fused) or "tc128x128",
+    "fused3_wg": lambda m, fused: wg_config_for(fused) or "wg64",
+}
 
 
 def _pairwise(arrays, dims, out):
@@ -244,7 +323,7 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         raise ValueError(f"multi_dot needs at least two arrays, got {len(arrays)}")
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r} for multi_dot; use one of {list(KERNELS)}")
-    if kernel in ("fused3", "fused3_tc") and len(arrays) != 3:
+    if kernel in _FORCED and len(arrays) != 3:
         raise ValueError(f"kernel={kernel!r} multiplies exactly three arrays, got {len(arrays)}")
     for i, x in enumerate(arrays):
         _check_operand(x, f"arrays[{i}]")
@@ -256,10 +335,10 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
                 f"{dims[-1]} columns against {x.shape[0]} rows"
             )
         dims.append(x.shape[1])
-    dev = arrays[0].device.id
+    dev = arrays[0].data.device_id  # (x.device builds a Device object per call)
     for i, x in enumerate(arrays[1:], 1):
-        if x.device.id != dev:
-            raise ValueError(f"arrays[0] is on device {dev} and arrays[{i}] on device {x.device.id}; "
+        if x.data.device_id != dev:
+            raise ValueError(f"arrays[0] is on device {dev} and arrays[{i}] on device {x.data.device_id}; "
                              "put all on one device")
     if max(dims) > _INT32_MAX:
         raise ValueError(f"dimensions must be below 2**31, got {dims}")
@@ -273,14 +352,10 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         return matmul(arrays[0], arrays[1], out=out)
     if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1:
         _, k, p, _ = dims
-        if kernel == "fused3_tc":
-            config = tc_config_for(m * p * (k + n)) or "tc128x128"
-        elif kernel == "fused3":
-            config = fused_config(m)
-        else:
-            config = select(m, k, p, n, compute_capability(dev))
-        if config in TC_CONFIGS:
-            return _fused3_tc(arrays[0], arrays[1], arrays[2], out, config, dev)
+        forced = _FORCED.get(kernel)
+        config = forced(m, m * p * (k + n)) if forced else select(m, k, p, n, compute_capability(dev))
+        if config in PERSISTENT:
+            return _persistent(arrays[0], arrays[1], arrays[2], out, PERSISTENT[config], config, dev)
         if config is not None:
             return _fused3(arrays[0], arrays[1], arrays[2], out, config, dev)
     if m == 0 or n == 0:

@@ -108,7 +108,9 @@ def compile_offline(spec: KernelSpec, cfg: Config, arch: str = "sm_90", flags=AL
 
     if not isinstance(arch, str) or not _ARCH_RE.fullmatch(arch):
         raise ValueError(f"arch must look like 'sm_80' or 'sm_90', got {arch!r}")
-    spec.check_cc(int(arch[3:].rstrip("a")), arch)
+    cc = int(arch[3:].rstrip("a"))
+    spec.check_cc(cc, arch)
+    arch = spec.target(cc) if spec.arch_specific else arch
     name, source = render(spec, cfg, flags)
     options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"]
     log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, source, options)
@@ -175,13 +177,16 @@ def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
 
         if dynamic > limit:  # known before compiling
             raise too_much(0)
-        kern = cupy.RawKernel(source, name, options=NVRTC_OPTIONS)
-        try:
-            kern.compile()
-        except CompileException as e:
-            raise CompileError(
-                f"NVRTC failed to compile kernel {spec.name!r} with {dict(cfg)}:\n{e}", log=str(e), source=source
-            ) from None
+        if spec.arch_specific:
+            kern = _arch_specific_kernel(spec, cfg, name, source, int(dev.compute_capability))
+        else:
+            kern = cupy.RawKernel(source, name, options=NVRTC_OPTIONS)
+            try:
+                kern.compile()
+            except CompileException as e:
+                raise CompileError(
+                    f"NVRTC failed to compile kernel {spec.name!r} with {dict(cfg)}:\n{e}", log=str(e), source=source
+                ) from None
         static = kern.shared_size_bytes
         if static + dynamic > limit:
             raise too_much(static)
@@ -196,6 +201,76 @@ def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
     stats["compiles"] += 1
     stats["compile_seconds"] += time.perf_counter() - t0
     return kern
+
+
+class ArchKernel:
+    """A kernel compiled for an architecture-specific target (sm_90a) and loaded as a module.
+
+    CuPy's RawKernel always compiles for the plain architecture (sm_90), which has no wgmma. This offers
+    the part of RawKernel's interface cumm uses: ``kernel`` (the cupy Function), the attributes below and
+    the call."""
+
+    def __init__(self, module, name: str):
+        self.module = module  # the Function does not keep its module loaded
+        self.kernel = module.get_function(name)
+
+    def _attribute(self, which: str) -> int:
+        from cupy_backends.cuda.api import driver
+
+        return driver.funcGetAttribute(getattr(driver, f"CU_FUNC_ATTRIBUTE_{which}"), self.kernel.ptr)
+
+    @property
+    def num_regs(self) -> int:
+        return self._attribute("NUM_REGS")
+
+    @property
+    def shared_size_bytes(self) -> int:
+        return self._attribute("SHARED_SIZE_BYTES")
+
+    @property
+    def max_threads_per_block(self) -> int:
+        return self._attribute("MAX_THREADS_PER_BLOCK")
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        return self._attribute("MAX_DYNAMIC_SHARED_SIZE_BYTES")
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, value: int) -> None:
+        from cupy_backends.cuda.api import driver
+
+        driver.funcSetAttribute(self.kernel.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
+
+    def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
+        self.kernel(grid, block, args, shared_mem=shared_mem, stream=stream)
+
+
+def _arch_specific_kernel(spec: KernelSpec, cfg: Config, name: str, source: str, cc: int) -> ArchKernel:
+    """Compile ``source`` for sm_<cc>a with NVRTC (cubin cached on disk by source, options and NVRTC version)
+    and load it into the current device's context."""
+    import hashlib
+
+    from cupy.cuda import function, nvrtc
+
+    from ._tune import cache_dir
+
+    options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={spec.target(cc)}"]
+    key = hashlib.sha256("\0".join([source, *options, str(nvrtc.getVersion())]).encode()).hexdigest()[:24]
+    path = cache_dir() / "cubin" / f"{name}-{key}.cubin"
+    try:
+        cubin = path.read_bytes()
+    except OSError:
+        _, cubin = _nvrtc_compile(nvrtc, spec, cfg, options[-1][6:], source, options)
+        try:  # best effort: a read-only cache costs a compile per process, nothing else
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
+            tmp.write_bytes(cubin)
+            tmp.replace(path)
+        except OSError:
+            pass
+    module = function.Module()
+    module.load(cubin)
+    return ArchKernel(module, name)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -89,6 +89,10 @@ def _tf32x3_smem(c):
     return c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4
 
 
+def _wg_smem(c):  # fused3_wg: KS warpgroups' pipeline stages, later their partial tiles (64 + 4 floats a row)
+    return 4 * c["KS"] * max(c["STAGES"] * (c["BK"] * 72 + 2 * c["BM"] * c["BK"]), c["BM"] * 68)
+
+
 def _warptile_block(c):
     return (c["NUM_THREADS"], 1, 1)
 
@@ -287,7 +291,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="fused3_tc",
             template="fused3_tc.cu",
-            headers=("tf32x3_tile.cuh",),
+            headers=("tf32x3_tile.cuh", "grid_barrier.cuh"),
             min_cc=80,
             summary="A @ B @ C in one persistent tensor-core launch (tf32x3 tiles): T = A @ B via L2, a grid barrier",
             kind="chain",
@@ -299,6 +303,30 @@ REGISTRY: dict[str, KernelSpec] = {
             constraints=_TF32X3_CONSTRAINTS,
             space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(16, 32), WM=(16, 32, 64), WN=(16, 32, 64),
                        STAGES=(2, 3, 4), NUM_THREADS=(64, 128, 256), MINB=(1, 2)),
+        ),
+        KernelSpec(
+            name="fused3_wg",
+            template="fused3_wg.cu",
+            headers=("grid_barrier.cuh",),
+            min_cc=90,
+            arch_specific=True,  # wgmma: sm_90a only
+            summary="fused3_tc on sm_90's warpgroup tensor cores (wgmma), each tile's K split over KS warpgroups",
+            kind="chain",
+            block=lambda c: (128 * c["KS"], 1, 1),
+            # 64-column tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
+            grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), 64), 1, 1),
+            smem=_wg_smem,
+            defaults=dict(BM=32, BK=32, KS=4, STAGES=2, MINB=1),
+            constraints=[
+                *positive("BM", "BK", "KS", "STAGES", "MINB"),
+                C("BM in (16, 32, 64)", "BM is the N of the wgmma instruction: 16, 32 or 64 (the template's shapes)"),
+                C("BK % 8 == 0", "a slab is a whole number of k = 8 wgmma steps"),
+                C("KS <= 8", "a block has at most 8 warpgroups (1024 threads)"),
+                C("STAGES >= 2", "the pipeline needs at least two stages"),
+                C("4 * KS * max(STAGES * (BK * 72 + 2 * BM * BK), BM * 68) <= 232448",
+                  "shared memory (KS warpgroups' stages, then their partial tiles) is at most 227 KB per block"),
+            ],
+            space=dict(BM=(16, 32, 64), BK=(16, 32, 64), KS=(1, 2, 4), STAGES=(2, 3, 4), MINB=(1, 2)),
         ),
     ]
 }

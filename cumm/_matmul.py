@@ -109,11 +109,11 @@ def _check_operand(x, name: str) -> None:
 def _row_major(x, name: str, copy_ok: bool):
     """(array, leading dimension) with unit column stride; copies only when allowed and needed."""
     rows, cols = x.shape
+    s0, s1 = x.strides  # tested first: x.flags builds a Flags object per call
+    if (s1 == 4 or cols <= 1) and s0 > 0 and s0 % 4 == 0 and s0 // 4 >= cols:
+        return x, s0 // 4
     if x.flags.c_contiguous:
         return x, max(cols, 1)
-    s0, s1 = x.strides
-    if (s1 == 4 or cols == 1) and s0 > 0 and s0 % 4 == 0 and s0 // 4 >= cols:
-        return x, s0 // 4
     if not copy_ok:
         raise ValueError(
             f"{name} must be C-contiguous (or row-major with unit column stride); got strides {x.strides} "
@@ -138,9 +138,9 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     K2, N = b.shape
     if K != K2:
         raise ValueError(f"shapes {a.shape} and {b.shape} do not align: a has {K} columns, b has {K2} rows")
-    dev = a.device.id
-    if b.device.id != dev:
-        raise ValueError(f"a is on device {dev} and b on device {b.device.id}; put both on one device")
+    dev = a.data.device_id  # (x.device builds a Device object per call)
+    if b.data.device_id != dev:
+        raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
     if max(M, N, K) > _INT32_MAX:
         raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
     alpha, beta = float(alpha), float(beta)
@@ -216,8 +216,8 @@ def _check_out(out, inputs, M: int, N: int, dev: int, names=None) -> None:
     if out.shape != (M, N):
         shapes = " x ".join(str(x.shape) for x in inputs)
         raise ValueError(f"out has shape {out.shape}; the product {shapes} needs ({M}, {N})")
-    if out.device.id != dev:
-        raise ValueError(f"out is on device {out.device.id} but the inputs are on device {dev}")
+    if out.data.device_id != dev:
+        raise ValueError(f"out is on device {out.data.device_id} but the inputs are on device {dev}")
     for name, x in zip(names, inputs, strict=True):
         if cupy.may_share_memory(out, x):
             raise ValueError(f"out overlaps {name} in memory; the product reads it while writing out: pass a new array")

@@ -64,6 +64,9 @@ class KernelSpec:
     split_k: bool = False
     # Oldest compute capability (e.g. 80) whose instructions the template uses; 0: any.
     min_cc: int = 0
+    # The template uses instructions of exactly one architecture (wgmma: sm_90a), so it is compiled for
+    # sm_<min_cc>a and runs on that compute capability only.
+    arch_specific: bool = False
     # Shared device code (files in cumm/kernels) rendered between common.cuh and the template, in order.
     headers: tuple[str, ...] = ()
 
@@ -139,8 +142,21 @@ class KernelSpec:
         if bad:
             raise ConfigError(f"invalid configuration for kernel {self.name!r}: " + "; ".join(bad))
 
+    def supports(self, cc: int) -> bool:
+        """Whether the template runs on compute capability ``cc`` (e.g. 90)."""
+        return cc >= self.min_cc and (not self.arch_specific or cc == self.min_cc)
+
+    def target(self, cc: int) -> str:
+        """The NVRTC architecture to compile for on compute capability ``cc``: sm_90, or sm_90a."""
+        return f"sm_{cc}a" if self.arch_specific else f"sm_{cc}"
+
     def check_cc(self, cc: int, where: str, hint: str = "") -> None:
-        """Raise ConfigError when compute capability ``cc`` (e.g. 75) is older than the template needs."""
+        """Raise ConfigError when the template cannot run on compute capability ``cc`` (e.g. 75)."""
+        if self.arch_specific and cc > self.min_cc:
+            raise ConfigError(
+                f"kernel {self.name!r} uses instructions of compute capability {self.min_cc // 10}.{self.min_cc % 10} "
+                f"only (sm_{self.min_cc}a); {where} has {cc // 10}.{cc % 10}" + (f": {hint}" if hint else "")
+            )
         if cc < self.min_cc:
             raise ConfigError(
                 f"kernel {self.name!r} needs compute capability {self.min_cc // 10}.{self.min_cc % 10} or newer; "

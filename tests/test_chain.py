@@ -35,6 +35,22 @@ ODD = [(1, 1, 1, 1), (5, 1, 3, 7), (3, 7, 1, 5), (2, 5, 3, 1), (1, 1, 600, 1), (
        (97, 1000, 513, 1100), (600, 65, 1031, 130), (31, 3, 257, 33), (513, 17, 1025, 4)]
 
 
+KERNELS = ["auto", "fused3", "fused3_tc", "fused3_wg", "pairwise"]
+
+
+def _runs(kernel: str) -> bool:
+    """Whether the current GPU runs ``kernel`` (fused3_wg: compute capability 9.0 only)."""
+    import cupy
+
+    spec = cumm.kernel_spec(kernel) if kernel in cumm.kernels("chain") else None
+    return spec is None or spec.supports(int(cupy.cuda.Device().compute_capability))
+
+
+def _skip_unless_runs(kernel: str) -> None:
+    if not _runs(kernel):
+        pytest.skip(f"{kernel} does not run on this GPU (compute capability 9.0 only)")
+
+
 def _chain_arrays(rng, dims):
     import cupy
 
@@ -80,6 +96,7 @@ def chain_err(out, arrays, ref) -> float:
 
 
 def _check(arrays, kernel, ref=None):
+    _skip_unless_runs(kernel)
     m, n = arrays[0].shape[0], arrays[-1].shape[1]
     out = _poisoned(m, n)
     e = cumm.multi_dot(arrays, kernel=kernel, out=out)
@@ -95,14 +112,14 @@ def _check(arrays, kernel, ref=None):
 # ---------------------------------------------------------------------------------------------------
 
 @gpu
-@pytest.mark.parametrize("kernel", ["auto", "fused3", "fused3_tc", "pairwise"])
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("n", SQUARE)
 def test_square(n, kernel, rng):
     _check(_chain_arrays(rng, (n, n, n, n)), kernel)
 
 
 @gpu
-@pytest.mark.parametrize("kernel", ["auto", "fused3", "fused3_tc", "pairwise"])
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dims", CHAINS, ids=lambda d: "x".join(map(str, d)))
 def test_non_square(dims, kernel, rng):
     _check(_chain_arrays(rng, dims), kernel)
@@ -110,7 +127,7 @@ def test_non_square(dims, kernel, rng):
 
 @gpu
 @pytest.mark.parametrize("dims", ODD, ids=lambda d: "x".join(map(str, d)))
-@pytest.mark.parametrize("kernel", ["fused3", "fused3_tc"])
+@pytest.mark.parametrize("kernel", ["fused3", "fused3_tc", "fused3_wg"])
 def test_fused_odd_shapes(dims, kernel, rng):
     _check(_chain_arrays(rng, dims), kernel)
 
@@ -133,6 +150,25 @@ def test_fused3_tc_configs(config, dims, rng):
 
 
 @gpu
+@pytest.mark.parametrize("config", [*_chain.WG_CONFIGS.values(), dict(BM=16, BK=16, KS=4, STAGES=3),
+                                    dict(BM=64, BK=64, KS=1, STAGES=3), dict(BM=32, BK=8, KS=3, STAGES=4)],
+                         ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
+                                  (64, 4096, 64, 4096)], ids=lambda d: "x".join(map(str, d)))
+def test_fused3_wg_configs(config, dims, rng):
+    """Persistent fused3_wg: tile widths 16 to 64, 1 to 4 warpgroups per tile (3: K slabs not evenly shared),
+    tiles past every edge, more blocks than tiles and K much longer than the tile."""
+    import cupy
+
+    _skip_unless_runs("fused3_wg")
+    a, b, c = _chain_arrays(rng, dims)
+    out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
+    _chain._fused3_wg(a, b, c, out, config, cupy.cuda.runtime.getDevice())
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
+    assert rel_err(out, ref) < TOL
+
+
+@gpu
 @pytest.mark.parametrize("config", sorted(_chain.CONFIGS))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (64, 64, 64, 64)],
                          ids=lambda d: "x".join(map(str, d)))
@@ -147,11 +183,12 @@ def test_every_config(config, dims, rng):
 
 
 @gpu
-@pytest.mark.parametrize("kernel", ["auto", "fused3", "fused3_tc", "pairwise"])
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_unaligned_and_strided(kernel, rng):
     """Views whose pointers or leading dimensions forbid 16-byte accesses take the scalar paths."""
     import cupy
 
+    _skip_unless_runs(kernel)
     m, k, p, n = 131, 67, 93, 45
     a = rng.standard_normal((m + 1, k + 3), dtype=cupy.float32)[1:, 1 : k + 1]
     b = rng.standard_normal((k, p + 5), dtype=cupy.float32)[:, 2 : p + 2]
@@ -191,7 +228,7 @@ def test_empty_dimensions(rng):
     import cupy
 
     arrays = _chain_arrays(rng, (5, 0, 3, 7))
-    for kernel in ("auto", "fused3", "fused3_tc", "pairwise"):
+    for kernel in filter(_runs, KERNELS):
         e = cumm.multi_dot(arrays, kernel=kernel, out=_poisoned(5, 7))
         assert e.shape == (5, 7) and (e == 0).all()
     assert cumm.multi_dot(_chain_arrays(rng, (0, 4, 3, 7))).shape == (0, 7)
@@ -222,7 +259,7 @@ def test_device_errors(rng):
     with pytest.raises(ValueError, match="C-contiguous"):
         cumm.multi_dot([a, b, c], kernel="fused3", out=cupy.empty((2, 4), dtype=cupy.float32).T)
     sq = rng.standard_normal((3, 3), dtype=cupy.float32)
-    for kernel in ("auto", "fused3", "fused3_tc", "pairwise"):
+    for kernel in filter(_runs, KERNELS):
         with pytest.raises(ValueError, match=r"overlaps arrays\[2\]"):
             cumm.multi_dot([sq.copy(), sq.copy(), sq], kernel=kernel, out=sq)
     with pytest.raises(ValueError, match="exactly three"):
@@ -322,10 +359,10 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "tc32x64"  # fused3_tc from n = 384 up
+    assert sel(512, 512, 512, 512, 90) == "wg32"  # fused3_wg from n = 384 up on sm_90
     assert sel(256, 256, 256, 256, 90) == "bm16"     # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
-    assert sel(1024, 1024, 1024, 1024, 90) == "tc64x64"
+    assert sel(1024, 1024, 1024, 1024, 90) == "wg64"
     assert sel(2048, 2048, 2048, 2048, 90) == "tc128x128"
     assert sel(4096, 4096, 4096, 4096, 90) is None  # large: two tf32x3 GEMMs
     assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order

@@ -76,7 +76,7 @@ def check_elf(cubin: bytes) -> None:
 
 def check_report(k: cumm.CompiledKernel, spec: KernelSpec, cfg: dict[str, int], arch: str, flags) -> None:
     check_elf(k.cubin)
-    assert k.kernel == spec.name and k.arch == arch
+    assert k.kernel == spec.name and k.arch == (spec.target(_cc(arch)) if spec.arch_specific else arch)
     assert k.config == cfg
     assert k.name == _render.kernel_name(spec, cfg, flags)
     assert f"Compiling entry function '{k.name}'" in k.log, k.log
@@ -94,9 +94,12 @@ def check_report(k: cumm.CompiledKernel, spec: KernelSpec, cfg: dict[str, int], 
 # --------------------------------------------------------------------------------------------------
 
 
+# (kernel, arch) pairs where the kernel runs: fused3_wg (wgmma) only on sm_90, compiled for sm_90a
+RUNS_ON = [(k, a) for k in KERNELS for a in ARCHS if REGISTRY[k].supports(_cc(a))]
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(("kernel", "arch"), RUNS_ON)
 def test_defaults_compile(kernel, arch, variant):
     spec = REGISTRY[kernel]
     aligned = VARIANTS[variant]
@@ -120,6 +123,19 @@ def test_aligned_and_unaligned_are_distinct_programs():
     u = compiled("vectorized", "sm_90", False)
     assert a.name != u.name and a.name.endswith("_v111") and u.name.endswith("_v000")
     assert a.cubin != u.cubin
+
+
+def test_arch_specific_kernel():
+    """fused3_wg uses wgmma: compiled for sm_90a, refused for any other compute capability with a reason."""
+    spec = REGISTRY["fused3_wg"]
+    assert spec.arch_specific and spec.target(90) == "sm_90a" and spec.supports(90)
+    assert not spec.supports(80) and not spec.supports(100)
+    assert compiled("fused3_wg", "sm_90").arch == compiled("fused3_wg", "sm_90a").arch == "sm_90a"
+    with pytest.raises(cumm.ConfigError, match=r"'fused3_wg' needs compute capability 9\.0 or newer; sm_80 has 8\.0"):
+        cumm.compile("fused3_wg", arch="sm_80")
+    with pytest.raises(cumm.ConfigError, match=r"capability 9\.0 only \(sm_90a\); sm_100 has 10"):
+        cumm.compile("fused3_wg", arch="sm_100")
+    assert REGISTRY["tf32x3"].target(90) == "sm_90" and not REGISTRY["tf32x3"].arch_specific
 
 
 def test_architectures_give_distinct_cubins():
@@ -151,6 +167,8 @@ def test_every_kernel_has_samples():
 @pytest.mark.parametrize(("kernel", "config"), SAMPLES, ids=[f"{n}-{_sample_id(c)}" for n, c in SAMPLES])
 def test_sample_configs_compile(kernel, config, arch):
     spec = REGISTRY[kernel]
+    if not spec.supports(_cc(arch)):
+        pytest.skip(f"{kernel} does not run on {arch}")
     assert config != spec.default_config()
     try:
         k = compiled(kernel, arch, True, tuple(config.items()))

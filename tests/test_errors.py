@@ -161,7 +161,9 @@ def test_import_without_cupy_names_the_extras():
 
 @pytest.mark.parametrize("kernel", [n for n, s in cumm._ladder.REGISTRY.items() if s.min_cc > 75])
 def test_offline_compile_for_too_old_an_arch(kernel):
-    with pytest.raises(cumm.ConfigError, match=r"needs compute capability 8\.0 or newer; sm_75 has 7\.5"):
+    need = cumm._ladder.REGISTRY[kernel].min_cc
+    with pytest.raises(cumm.ConfigError, match=rf"needs compute capability {need // 10}\.{need % 10} or newer; "
+                                               r"sm_75 has 7\.5"):
         cumm.compile(kernel, arch="sm_75")
 
 
@@ -181,3 +183,12 @@ def test_fused3_tc_on_too_old_a_gpu(monkeypatch):
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: 75)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_tc' needs compute capability 8\.0.*use kernel='fused3'"):
         _chain._tc_plan("tc32x64", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8, 8))
+
+
+@pytest.mark.parametrize("cc", [80, 100])
+def test_fused3_wg_off_sm_90(monkeypatch, cc):
+    from cumm import _chain
+
+    monkeypatch.setattr(_chain, "compute_capability", lambda device_id: cc)
+    with pytest.raises(cumm.ConfigError, match=r"'fused3_wg'.*9\.0.*use kernel='fused3' or 'pairwise'"):
+        _chain._persistent_plan("fused3_wg", "wg32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8, 8))

@@ -6,41 +6,11 @@
 // the launch is persistent instead: the grid is at most what the GPU holds at once, and
 //   phase 1  blocks walk the BM x BN tiles of T = A @ B and store them to T (m x p, ldt, from the pool:
 //            1 MB at n = 512, so it stays in the 60 MB L2 and never makes a round trip to DRAM);
-//   barrier  one grid-wide barrier (below): every tile of T is written and visible;
+//   barrier  one grid-wide barrier (grid_barrier.cuh): every tile of T is written and visible;
 //   phase 2  blocks walk the tiles of E = T @ C.
 // So the second launch and its host cost disappear, and both phases spread over every SM.
 // T's leading dimension is a multiple of 4 and its pointer 16-byte aligned (the caller allocates it),
 // so phase 2 reads T with 16-byte copies; VEC_C gates C and E together (the caller checks both).
-//
-// The barrier counts arrivals in bar[0] and releases waiters by bumping a generation in bar[1]; the last
-// block to arrive resets bar[0], so the two words (zeroed once) serve every later launch on the stream.
-// It needs every block resident at once: the caller sizes the grid by the occupancy API (and a waiter
-// that sees no release for ~4 s traps rather than hang).
-
-__device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
-    __syncthreads();  // this block's stores to T are issued
-    if (threadIdx.x == 0) {
-        volatile unsigned* gen = bar + 1;
-        const unsigned g = *gen;  // read before arriving: the last arrival may bump it right after
-        __threadfence();          // this block's T is visible device-wide before it counts as arrived
-        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs,
-            // which the occupancy API does not see) would wait forever: after ~4 s, trap instead, so the
-            // call fails with a launch error rather than hanging.
-            const long long t0 = clock64();
-            while (*gen == g) {
-                __nanosleep(64);
-                if (clock64() - t0 > 8000000000LL) __trap();
-            }
-        }
-        __threadfence();
-    }
-    __syncthreads();
-}
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB)
     CUMM_KERNEL(const int m, const int k, const int p, const int n, const float* __restrict__ A, const int lda,
