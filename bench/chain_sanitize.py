@@ -2,7 +2,8 @@
 
     compute-sanitizer --tool memcheck python3 bench/chain_sanitize.py
 
-CuPy's memory pool is off so each array is its own allocation and memcheck sees exact bounds; the
+CuPy's memory pool is off so each array is its own allocation and memcheck sees exact bounds (the persistent
+kernels' per-stream scratch is dropped before each call, so it too is allocated at its exact size); the
 16-byte paths (contiguous operands) and the scalar paths (views one float past a 16-byte boundary) run.
 """
 
@@ -12,6 +13,7 @@ import cupy
 from sanitize import finish, record  # bench/ is this script's directory: the same checks and verdict
 
 import cumm
+from cumm import _chain
 
 cupy.cuda.set_allocator(None)
 CHAINS = [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (130, 3, 257, 5)]
@@ -20,7 +22,8 @@ CHAINS = [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (130, 3, 257, 5
 def main() -> None:
     rng = cupy.random.default_rng(0)
     cc = int(cupy.cuda.Device().compute_capability)
-    kernels = ["pairwise", *(["fused3"] if cc >= 90 else []), *(["fused3_tc"] if cc >= 80 else [])]
+    kernels = ["pairwise", *(["fused3"] if cc >= 90 else []), *(["fused3_tc"] if cc >= 80 else []),
+               *(["fused3_wg"] if cc == 90 else [])]
     worst = 0.0
     for dims in CHAINS:
         for aligned in (True, False):
@@ -32,6 +35,8 @@ def main() -> None:
             ref = mats[0].astype(cupy.float64) @ mats[1].astype(cupy.float64) @ mats[2].astype(cupy.float64)
             for kernel in kernels:
                 out = cupy.full((dims[0], dims[3]), cupy.nan, dtype=cupy.float32)
+                cupy.cuda.Device().synchronize()
+                _chain._streams.clear()
                 cumm.multi_dot(mats, kernel=kernel, out=out)
                 shape = "x".join(map(str, dims))
                 worst = record(f"{kernel:10s} {shape:18s} {'aligned' if aligned else 'scalar':8s}", out, ref, worst)

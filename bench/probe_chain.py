@@ -24,7 +24,7 @@ from cumm._ladder import get_spec
 from cumm._render import render
 
 STAMPS = r"""
-__device__ unsigned long long cumm_probe[8192][4];
+__device__ unsigned long long cumm_probe[8192][8];
 __device__ __forceinline__ void cumm_stamp(int i) {
     if (threadIdx.x == 0) { unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
         cumm_probe[blockIdx.x][i] = t; }
@@ -71,9 +71,8 @@ def host_breakdown(n: int, iters: int = 200) -> None:
         "get_current_stream().ptr": lambda: cupy.cuda.get_current_stream().ptr,
     }
     if cfg in _chain.PERSISTENT:
-        ldt = -(-n // 4) * 4
-        launch = _chain._persistent_plan(_chain.PERSISTENT[cfg], cfg, (1, 1, 1), dev, (n, n, n, n, n, n, n, n, ldt))
-        t = cupy.empty((n, ldt), cupy.float32)
+        launch = _chain._persistent_plan(_chain.PERSISTENT[cfg], cfg, (1, 1, 1), dev, (n, n, n, n, n, n, n, n))
+        t = cupy.empty(launch.scratch // 4, cupy.float32)
         bar = cupy.zeros(2, cupy.uint32)
         ptrs = (x[0].data.ptr, x[1].data.ptr, x[2].data.ptr, e.data.ptr, t.data.ptr, bar.data.ptr)
         sp = cupy.cuda.get_current_stream().ptr
@@ -113,25 +112,30 @@ def instrumented(config: str, flags=(1, 1, 1)):
     spec = get_spec(kernel)
     cfg = spec.resolve({**_chain.TC_CONFIGS, **_chain.WG_CONFIGS, **EXTRA}[config], 90)
     name, src = render(spec, cfg, flags)
-    loop1 = "    for (int t = blockIdx.x; t < rows * cols1;"
-    body = src.replace(loop1, "    cumm_stamp(0);\n" + loop1, 1)
-    bar = "    cumm_grid_barrier(bar);"
-    body = body.replace(bar, "    cumm_stamp(1);\n" + bar + "\n    cumm_stamp(2);", 1)
-    cut = body.rfind("smem);\n}")
-    body = body[:cut] + "smem);\n    cumm_stamp(3);\n}" + body[cut + len("smem);\n}"):]
-    assert body.count("cumm_stamp(") == 4, "template changed: update the probe's anchors"
+    start = "    const int rows = (m + BM - 1) / BM"
+    assert src.count(start) == 1, "template changed: update the probe's anchors"
+    body = src.replace(start, "    cumm_stamp(0);\n" + start, 1)
+    bar, i = "    cumm_grid_barrier(bar);", 1
+    while bar in body:  # stamps 2i - 1 and 2i around the i-th grid barrier
+        body = body.replace(bar, f"    cumm_stamp({i});\n    cumm_grid_barrier(bar );\n    cumm_stamp({i + 1});", 1)
+        i += 2
+    body = body.rstrip()
+    assert body.endswith("}"), "template changed: update the probe's anchors"
+    body = body[:-1] + f"    cumm_stamp({i});\n}}\n"
     k = body.find("extern \"C\" __global__")
     body = body[:k] + STAMPS + body[k:]
     if spec.arch_specific:
         kern = _arch_specific_kernel(spec, cfg, name, body, 90)
         g = kern.module.get_global_var("cumm_probe")
         ptr = g[0] if isinstance(g, tuple) else g
-        return cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(ptr, 8192 * 4 * 8, kern.module), 0), kern, spec, cfg
+        return cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(ptr, 8192 * 8 * 8, kern.module), 0), kern, spec, cfg
     mod = cupy.RawModule(code=body, options=NVRTC_OPTIONS)
     return mod.get_global("cumm_probe"), mod.get_function(name), spec, cfg
 
 
-def phases(n: int, config: str, reps: int = 20) -> None:
+def phases(n: int, config: str, reps: int = 20, max_grid: int = 0) -> None:
+    """Phase times of ``config`` at n from in-kernel stamps; max_grid > 0 caps the grid (blocks then walk
+    several tiles each: how a tile's time depends on how many multiprocessors load at once)."""
     probe_ptr, kern, spec, cfg = instrumented(config)
     from cupy_backends.cuda.api import driver
 
@@ -139,18 +143,19 @@ def phases(n: int, config: str, reps: int = 20) -> None:
     kern.max_dynamic_shared_size_bytes = smem
     per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    grid = min(spec.grid(cfg, n, n, n)[0], per_sm * sms)
+    grid = min(spec.grid(cfg, n, n, n)[0], per_sm * sms, max_grid or 1 << 30)
     x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
     e = cupy.empty((n, n), cupy.float32)
-    ldt = -(-n // 4) * 4
-    t = cupy.empty((n, ldt), cupy.float32)
+    ldt, floats = _chain._SCRATCH[spec.name](cfg, n, n, n, n)
+    t = cupy.empty(floats, cupy.float32)
     bar = cupy.zeros(2, cupy.uint32)
     i32 = np.int32
     args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)
-    probe = cupy.ndarray((8192, 4), cupy.uint64, probe_ptr)
+    probe = cupy.ndarray((8192, 8), cupy.uint64, probe_ptr)
     ev = [cupy.cuda.Event(), cupy.cuda.Event()]
     res = []
     for r in range(reps + 3):
+        probe.fill(0)
         ev[0].record()
         kern((grid,), (threads,), args, shared_mem=smem)
         ev[1].record()
@@ -158,13 +163,16 @@ def phases(n: int, config: str, reps: int = 20) -> None:
         if r < 3:
             continue
         s = probe[:grid].get().astype(np.int64)
+        last = int((s[0] > 0).nonzero()[0].max())  # stamps: 0, then 2 per grid barrier, then the end
         t0 = s[:, 0].min()
-        res.append(dict(event=cupy.cuda.get_elapsed_time(*ev) * 1e3,
-                        start_spread=(s[:, 0].max() - t0) / 1e3,
-                        p1_med=float(np.median(s[:, 1] - s[:, 0])) / 1e3, p1_max=(s[:, 1] - s[:, 0]).max() / 1e3,
-                        bar_release=(s[:, 2].min() - t0) / 1e3, last_arrive=(s[:, 1].max() - t0) / 1e3,
-                        p2_med=float(np.median(s[:, 3] - s[:, 2])) / 1e3, p2_max=(s[:, 3] - s[:, 2]).max() / 1e3,
-                        end=(s[:, 3].max() - t0) / 1e3))
+        row = dict(event=cupy.cuda.get_elapsed_time(*ev) * 1e3, start_spread=(s[:, 0].max() - t0) / 1e3)
+        for j in range(0, last, 2):  # work segment j -> j + 1 (median and slowest block), then a barrier
+            row[f"work{j // 2}_med"] = float(np.median(s[:, j + 1] - s[:, j])) / 1e3
+            row[f"work{j // 2}_max"] = (s[:, j + 1] - s[:, j]).max() / 1e3
+            if j + 2 <= last:
+                row[f"bar{j // 2}_release"] = (s[:, j + 2].min() - s[:, j + 1].max()) / 1e3
+        row["end"] = (s[:, last].max() - t0) / 1e3
+        res.append(row)
     ref = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
     err = float(cupy.linalg.norm(e - ref) / cupy.linalg.norm(ref))
     med = {k: statistics.median(r[k] for r in res) for k in res[0]}
@@ -177,12 +185,14 @@ def main() -> None:
     p.add_argument("--n", default="512")
     p.add_argument("--configs", default=",".join([*_chain.TC_CONFIGS, *_chain.WG_CONFIGS]))
     p.add_argument("--no-host", action="store_true")
+    p.add_argument("--grids", default="0", help="grid caps to time the phases with (0: as multi_dot launches)")
     a = p.parse_args()
     for n in map(int, a.n.split(",")):
         if not a.no_host:
             host_breakdown(n)
         for c in a.configs.split(","):
-            phases(n, c)
+            for g in map(int, a.grids.split(",")):
+                phases(n, c, max_grid=g)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,6 @@ e = cupy.empty((n, n), cupy.float32)
 for _ in range(5): cumm.multi_dot(x, kernel='$k', out=e)
 cupy.cuda.Device().synchronize()
 " > $OUT/ncu_$k.log 2>&1; echo "ncu $k rc=$?"; grep -E "Duration|Throughput|Issue Slots|Active|Stall|Eligible|Warp Cycles|Hit Rate|Bandwidth|No Eligible|One or More" $OUT/ncu_$k.log | head -40; done ;;
-    chain) timeout 200 python3 bench/chain.py --sizes ${CHAIN_SIZES:-512} --no-extra --repeat 50 --json $OUT/chain.json > $OUT/chain.log 2>&1; echo "chain rc=$?"; tail -14 $OUT/chain.log ;;
+    chain) timeout 300 python3 bench/chain.py --sizes ${CHAIN_SIZES:-512} --no-extra --repeat 50 ${CHAIN_ARGS:-} --json $OUT/chain.json > $OUT/chain.log 2>&1; echo "chain rc=$?"; tail -14 $OUT/chain.log ;;
   esac
 done

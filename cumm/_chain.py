@@ -1,6 +1,6 @@
 """``cumm.multi_dot``: a chain of matrix products, numpy.linalg.multi_dot semantics for 2-D float32 cupy arrays.
 
-Two arrays are one ``cumm.matmul``. Three arrays (m x k, k x p, p x n) run one of two fused kernels when
+Two arrays are one ``cumm.matmul``. Three arrays (m x k, k x p, p x n) run a fused kernel when
 fusing pays, else two ``cumm.matmul`` calls in the cheaper order. Four or more arrays are multiplied
 pairwise in the order of least multiply-adds, found by the classic O(N^3) dynamic program (numpy's
 ``multi_dot`` does the same).
@@ -8,10 +8,14 @@ pairwise in the order of least multiply-adds, found by the classic O(N^3) dynami
 The fused kernels (``kernel="auto"`` picks with :func:`select`) both multiply in the (A @ B) @ C order, so
 that order must not cost more multiply-adds than A @ (B @ C):
 * ``fused3`` (SIMT, thread block clusters, compute capability 9.0+): T = A @ B stays in shared memory;
-  fastest for the smallest chains (up to n = 384 for square ones, BM16_MAX_FMA);
+  fastest for the smallest chains (up to n = 192 for square ones, BM16_MAX_FMA);
 * ``fused3_tc`` (tensor cores, FP32 accuracy by the tf32x3 split, 8.0+): one persistent launch, T through
   L2, one grid barrier; tile shapes grow with the chain (TC_RULE); up to n = 3072 for square chains,
-  past which two tf32x3 GEMMs are as fast and the fused launch saves nothing.
+  past which two tf32x3 GEMMs are as fast and the fused launch saves nothing;
+* ``fused3_wg`` (compute capability 9.0 only): fused3_tc's scheme on the warpgroup tensor cores (wgmma).
+  Only by name: on the H200 it measured no faster than fused3_tc (bench/NOTES.md, session 6).
+
+The persistent kernels launch through the driver with their arguments packed once per shape (_Launch).
 """
 
 from __future__ import annotations
@@ -91,8 +95,6 @@ def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
         return None
     if cc >= 90 and fused <= BM16_MAX_FMA:
         return "bm16"
-    if cc == 90:
-        return wg_config_for(fused) or tc_config_for(fused)
     return tc_config_for(fused)
 
 
@@ -165,22 +167,24 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
 # from device-time sweeps on an H200 (bench/chain.py --configs): small tiles while the chain is small (more
 # tiles than multiprocessors), larger ones as it grows.
 TC_CONFIGS: dict[str, dict[str, int]] = {
+    "tc32x32": dict(BM=32, BN=32, BK=64, WM=16, WN=16, STAGES=4, NUM_THREADS=128, MINB=1),
     "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
     "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
     "tc128x128": dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, NUM_THREADS=256, MINB=1),
 }
 TC_CONFIG = TC_CONFIGS["tc32x64"]
 # (largest fused multiply-add count m*p*(k + n), configuration); a square chain of size n counts 2 n^3
-TC_RULE = ((2 * 768**3, "tc32x64"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
-# fused3_wg: BM x 64 tiles, each tile's K split over KS warpgroups
+TC_RULE = ((2 * 384**3, "tc32x32"), (2 * 768**3, "tc32x64"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
+# fused3_wg (kernel="fused3_wg" only: on the H200 it measured no faster than fused3_tc, bench/NOTES.md):
+# BM x 64 tiles, each tile's K split over KS warpgroups
 WG_CONFIGS: dict[str, dict[str, int]] = {
     "wg32": dict(BM=32, BK=32, KS=4, STAGES=2, MINB=1),
     "wg64": dict(BM=64, BK=32, KS=2, STAGES=2, MINB=1),
 }
 WG_RULE = ((2 * 768**3, "wg32"), (2 * 1536**3, "wg64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
-BM16_MAX_FMA = 2 * 384**3  # fused3's bm16 (clusters, sm_90) wins below this: 128 and 256 on the H200
-SCRATCH_CACHE_MAX = 64 << 20  # T up to this size is kept per stream between calls; larger ones come from the pool
+BM16_MAX_FMA = 2 * 192**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: n = 128; tc32x32 at 256)
+SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
 
 
 def tc_config_for(fused: int) -> str | None:
@@ -198,10 +202,11 @@ class _Launch:
     once in 8-byte slots (m k p n A lda B ldb C ldc E lde T ldt bar); a call writes the six pointers. CuPy's
     conversion of the same arguments took half of a 12 us launch at n = 512 (bench/NOTES.md, session 4)."""
 
-    __slots__ = ("func", "grid", "threads", "smem", "slots", "ptrs", "params", "lock", "kern")
+    __slots__ = ("func", "grid", "threads", "smem", "slots", "ptrs", "params", "lock", "kern", "scratch")
 
-    def __init__(self, kern, grid: int, threads: int, smem: int, ints: tuple[int, ...]):
+    def __init__(self, kern, grid: int, threads: int, smem: int, ints: tuple[int, ...], scratch: int = 0):
         self.kern = kern  # keeps the module loaded
+        self.scratch = scratch  # bytes of the scratch array (T, or fused3_wg's packed operands)
         self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
         self.slots = np.zeros(15, dtype=np.uint64)
         for slot, value in zip((0, 1, 2, 3, 5, 7, 9, 11, 13), ints, strict=True):
@@ -218,10 +223,20 @@ class _Launch:
             _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0)
 
 
+def _t_scratch(cfg, m: int, k: int, p: int, n: int) -> tuple[int, int]:
+    """(ldt, floats) of T = A @ B: rows padded to 16 bytes, so that phase 2 reads T with 16-byte copies."""
+    ldt = -(-p // 4) * 4
+    return ldt, m * ldt
+
+
+# Per persistent kernel: (cfg, m, k, p, n) -> (the kernel's ldt argument, floats of its scratch)
+_SCRATCH = {"fused3_tc": _t_scratch, "fused3_wg": _t_scratch}
+
+
 def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int,
                      ints: tuple[int, ...]) -> _Launch:
     """The launch of ``kernel`` (fused3_tc or fused3_wg) with ``config`` (a TC_CONFIGS / WG_CONFIGS name, or a
-    dict) for these dimensions; cached."""
+    dict) for ints = (m, k, p, n, lda, ldb, ldc, lde); cached."""
     key = (kernel, config if isinstance(config, str) else tuple(sorted(config.items())), flags, dev, ints)
     hit = _launches.get(key)
     if hit is None:
@@ -239,9 +254,10 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
             raise RuntimeError(f"{kernel} with {cfg}: no block fits on a multiprocessor of device {dev}")
         m, k, p, n = ints[:4]
         grid = min(spec.grid(cfg, m, n, p)[0], per_sm * sms)  # all blocks resident: the barrier cannot hang
+        ldt, floats = _SCRATCH[kernel](cfg, m, k, p, n)
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
-        hit = _launches[key] = _Launch(kern, grid, threads, smem, ints)
+        hit = _launches[key] = _Launch(kern, grid, threads, smem, (*ints, ldt), 4 * floats)
     return hit
 
 
@@ -251,7 +267,8 @@ def _tc_plan(config, flags, dev, ints) -> _Launch:
 
 
 # Per (device, stream): [the stream (held, so that its handle is not reused while cached), the barrier's two
-# words, T's buffer]. Launches on one stream run in order, so they share the (self-resetting) words and T.
+# words, the scratch buffer]. Launches on one stream run in order, so they share the (self-resetting) words
+# and the scratch.
 _streams: dict[tuple[int, int], list] = {}
 
 
@@ -260,15 +277,14 @@ def _persistent(a, b, c, out, kernel: str, config: str | Mapping[str, int], dev:
     m, k = a.shape
     p, n = c.shape
     (a, b, c, e), (lda, ldb, ldc, lde), flags, (pa, pb, pc, pe) = _operands(a, b, c, out)
-    ldt = -(-p // 4) * 4  # 16-byte rows of T: phase 2 reads it with 16-byte copies
-    launch = _persistent_plan(kernel, config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde, ldt))
+    launch = _persistent_plan(kernel, config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
     switch = dev != cupy.cuda.runtime.getDevice()
     with cupy.cuda.Device(dev) if switch else contextlib.nullcontext():
         stream = cupy.cuda.get_current_stream()
         state = _streams.get((dev, stream.ptr))
         if state is None:
             state = _streams[(dev, stream.ptr)] = [stream, cupy.zeros(2, dtype=cupy.uint32), None]
-        nbytes = 4 * m * ldt
+        nbytes = launch.scratch
         if nbytes <= SCRATCH_CACHE_MAX:
             if state[2] is None or state[2].mem.size < nbytes:
                 state[2] = None  # back to the pool first
@@ -289,6 +305,8 @@ def _fused3_wg(a, b, c, out, config: str | Mapping[str, int], dev: int):
     """E = a @ b @ c into ``out`` with fused3_wg; arguments already checked, every dimension >= 1."""
     return _persistent(a, b, c, out, "fused3_wg", config, dev)
 
+
+_chosen: dict[tuple, str | None] = {}  # (m, k, p, n, device) -> select()'s answer
 
 # kernel= a fused kernel by name: (m, multiply-adds) -> its configuration for the chain
 _FORCED = {
@@ -313,8 +331,9 @@ def _pairwise(arrays, dims, out):
 def multi_dot(arrays, *, kernel: str = "auto", out=None):
     """The product of two or more 2-D float32 cupy arrays, like numpy.linalg.multi_dot.
 
-    ``kernel``: "auto" (fused3 for three arrays when it pays, else pairwise cumm.matmul), "fused3" (force
-    the fused kernel; three arrays only) or "pairwise" (cumm.matmul calls in the cheapest order).
+    ``kernel``: "auto" (for three arrays a fused kernel when it pays, else pairwise cumm.matmul), "fused3",
+    "fused3_tc" or "fused3_wg" (force that fused kernel; three arrays only) or "pairwise" (cumm.matmul calls
+    in the cheapest order).
     ``out``: a C-contiguous (or row-major, unit column stride) float32 array of the result's shape that
     overlaps none of the inputs; returned.
     """
@@ -327,14 +346,15 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         raise ValueError(f"kernel={kernel!r} multiplies exactly three arrays, got {len(arrays)}")
     for i, x in enumerate(arrays):
         _check_operand(x, f"arrays[{i}]")
-    dims = [arrays[0].shape[0]]
-    for i, x in enumerate(arrays):
-        if x.shape[0] != dims[-1]:
+    shapes = [x.shape for x in arrays]
+    dims = [shapes[0][0]]
+    for i, (rows, cols) in enumerate(shapes):
+        if rows != dims[-1]:
             raise ValueError(
-                f"shapes {arrays[i - 1].shape} (arrays[{i - 1}]) and {x.shape} (arrays[{i}]) do not align: "
-                f"{dims[-1]} columns against {x.shape[0]} rows"
+                f"shapes {shapes[i - 1]} (arrays[{i - 1}]) and {shapes[i]} (arrays[{i}]) do not align: "
+                f"{dims[-1]} columns against {rows} rows"
             )
-        dims.append(x.shape[1])
+        dims.append(cols)
     dev = arrays[0].data.device_id  # (x.device builds a Device object per call)
     for i, x in enumerate(arrays[1:], 1):
         if x.data.device_id != dev:
@@ -353,7 +373,15 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1:
         _, k, p, _ = dims
         forced = _FORCED.get(kernel)
-        config = forced(m, m * p * (k + n)) if forced else select(m, k, p, n, compute_capability(dev))
+        if forced:
+            config = forced(m, m * p * (k + n))
+        else:
+            key = (m, k, p, n, dev)
+            config = _chosen.get(key, False)
+            if config is False:
+                if len(_chosen) >= _LAUNCH_CACHE_MAX:
+                    _chosen.clear()
+                config = _chosen[key] = select(m, k, p, n, compute_capability(dev))
         if config in PERSISTENT:
             return _persistent(arrays[0], arrays[1], arrays[2], out, PERSISTENT[config], config, dev)
         if config is not None:

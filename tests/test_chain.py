@@ -359,15 +359,16 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "wg32"  # fused3_wg from n = 384 up on sm_90
-    assert sel(256, 256, 256, 256, 90) == "bm16"     # clusters win the smallest chains
+    assert sel(512, 512, 512, 512, 90) == "tc32x64"  # larger fused3_tc tiles from n = 385
+    assert sel(256, 256, 256, 256, 90) == "tc32x32"  # small fused3_tc tiles from n = 193
+    assert sel(192, 192, 192, 192, 90) == "bm16"     # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
-    assert sel(1024, 1024, 1024, 1024, 90) == "wg64"
+    assert sel(1024, 1024, 1024, 1024, 90) == "tc64x64"
     assert sel(2048, 2048, 2048, 2048, 90) == "tc128x128"
     assert sel(4096, 4096, 4096, 4096, 90) is None  # large: two tf32x3 GEMMs
     assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
     assert sel(512, 512, 512, 512, 80) == "tc32x64"  # no clusters before sm_90, tensor cores from sm_80
-    assert sel(128, 128, 128, 128, 80) == "tc32x64"
+    assert sel(128, 128, 128, 128, 80) == "tc32x32"
     assert sel(512, 512, 512, 512, 75) is None
     assert sel(1, 300, 7, 1, 90) == "bm16"
     assert sel(5, 0, 3, 7, 90) is None
