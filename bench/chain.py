@@ -55,6 +55,9 @@ def _sets(rng, dims):
 TC_SWEEP = {
     "32x64": {}, "32x32": dict(BN=32, WN=16), "64x64": dict(BM=64, WM=32), "64x64k16": dict(BM=64, WM=32, BK=16),
     "32x64s2": dict(STAGES=2), "128x128": dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3),
+    "32x64ks2": dict(KS=2), "32x64ks4": dict(KS=4), "32x32ks4": dict(BN=32, WN=16, KS=4),
+    "32x32ks8": dict(BN=32, WN=16, KS=8), "64x64ks4": dict(BM=64, WM=32, KS=4),
+    "64x64k32ks4": dict(BM=64, WM=32, BK=32, KS=4),
 }
 
 

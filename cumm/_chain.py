@@ -8,7 +8,7 @@ pairwise in the order of least multiply-adds, found by the classic O(N^3) dynami
 The fused kernels (``kernel="auto"`` picks with :func:`select`) both multiply in the (A @ B) @ C order, so
 that order must not cost more multiply-adds than A @ (B @ C):
 * ``fused3`` (SIMT, thread block clusters, compute capability 9.0+): T = A @ B stays in shared memory;
-  fastest for the smallest chains (up to n = 192 for square ones, BM16_MAX_FMA);
+  fastest for the smallest chains (up to n = 160 for square ones, BM16_MAX_FMA);
 * ``fused3_tc`` (tensor cores, FP32 accuracy by the tf32x3 split, 8.0+): one persistent launch, T through
   L2, one grid barrier; tile shapes grow with the chain (TC_RULE); up to n = 3072 for square chains,
   past which two tf32x3 GEMMs are as fast and the fused launch saves nothing;
@@ -168,13 +168,14 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
 # tiles than multiprocessors), larger ones as it grows.
 TC_CONFIGS: dict[str, dict[str, int]] = {
     "tc32x32": dict(BM=32, BN=32, BK=64, WM=16, WN=16, STAGES=4, NUM_THREADS=128, MINB=1),
-    "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+    "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),  # (sweep base)
     "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
     "tc128x128": dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, NUM_THREADS=256, MINB=1),
 }
 TC_CONFIG = TC_CONFIGS["tc32x64"]
 # (largest fused multiply-add count m*p*(k + n), configuration); a square chain of size n counts 2 n^3
-TC_RULE = ((2 * 384**3, "tc32x32"), (2 * 768**3, "tc32x64"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
+# KS > 1 (k-sliced warps) measured within 3 % of KS = 1 at n = 384 and 512 and slower elsewhere: not used.
+TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
 # fused3_wg (kernel="fused3_wg" only: on the H200 it measured no faster than fused3_tc, bench/NOTES.md):
 # BM x 64 tiles, each tile's K split over KS warpgroups
 WG_CONFIGS: dict[str, dict[str, int]] = {
@@ -183,7 +184,7 @@ WG_CONFIGS: dict[str, dict[str, int]] = {
 }
 WG_RULE = ((2 * 768**3, "wg32"), (2 * 1536**3, "wg64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
-BM16_MAX_FMA = 2 * 192**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: n = 128; tc32x32 at 256)
+BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
 
 

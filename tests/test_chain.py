@@ -134,12 +134,14 @@ def test_fused_odd_shapes(dims, kernel, rng):
 
 @gpu
 @pytest.mark.parametrize("config", [{}, dict(BM=64, BN=64, WM=32, WN=32), dict(BM=32, BN=32, WM=16, WN=16, BK=16),
-                                    dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3)],
+                                    dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3), dict(KS=4),
+                                    dict(BM=32, BN=32, WM=16, WN=16, KS=8), dict(BK=32, KS=2, STAGES=2)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()) or "default")
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301)],
                          ids=lambda d: "x".join(map(str, d)))
 def test_fused3_tc_configs(config, dims, rng):
-    """Persistent fused3_tc: several tile shapes, many tiles per block, and more blocks than tiles."""
+    """Persistent fused3_tc: several tile shapes, k-sliced warps (KS), many tiles per block, more blocks than
+    tiles."""
     import cupy
 
     a, b, c = _chain_arrays(rng, dims)
@@ -359,15 +361,16 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "tc32x64"  # larger fused3_tc tiles from n = 385
-    assert sel(256, 256, 256, 256, 90) == "tc32x32"  # small fused3_tc tiles from n = 193
-    assert sel(192, 192, 192, 192, 90) == "bm16"     # clusters win the smallest chains
+    assert sel(512, 512, 512, 512, 90) == "tc32x32"  # fused3_tc from n = 161 to 768
+    assert sel(768, 768, 768, 768, 90) == "tc32x32"
+    assert sel(192, 192, 192, 192, 90) == "tc32x32"
+    assert sel(160, 160, 160, 160, 90) == "bm16"     # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
     assert sel(1024, 1024, 1024, 1024, 90) == "tc64x64"
     assert sel(2048, 2048, 2048, 2048, 90) == "tc128x128"
     assert sel(4096, 4096, 4096, 4096, 90) is None  # large: two tf32x3 GEMMs
     assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
-    assert sel(512, 512, 512, 512, 80) == "tc32x64"  # no clusters before sm_90, tensor cores from sm_80
+    assert sel(512, 512, 512, 512, 80) == "tc32x32"  # no clusters before sm_90, tensor cores from sm_80
     assert sel(128, 128, 128, 128, 80) == "tc32x32"
     assert sel(512, 512, 512, 512, 75) is None
     assert sel(1, 300, 7, 1, 90) == "bm16"

@@ -12,7 +12,7 @@
 // T's leading dimension is a multiple of 4 and its pointer 16-byte aligned (the caller allocates it),
 // so phase 2 reads T with 16-byte copies; VEC_C gates C and E together (the caller checks both).
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB)
+extern "C" __global__ void __launch_bounds__(NUM_THREADS * KS, MINB)
     CUMM_KERNEL(const int m, const int k, const int p, const int n, const float* __restrict__ A, const int lda,
                 const float* __restrict__ B, const int ldb, const float* __restrict__ C, const int ldc,
                 float* __restrict__ E, const int lde, float* __restrict__ T, const int ldt, unsigned* bar) {

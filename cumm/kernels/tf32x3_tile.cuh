@@ -1,10 +1,18 @@
 // tf32x3_tile.cuh: the tile engine of the tensor-core kernels (tf32x3.cu, fused3_tc.cu), rendered after
-// common.cuh. Needs the configuration's BM, BN, BK, WM, WN, STAGES, NUM_THREADS. See tf32x3.cu for why the
-// operands are split in two and why each slab is summed apart.
+// common.cuh. Needs the configuration's BM, BN, BK, WM, WN, STAGES, NUM_THREADS, and optionally KS. See
+// tf32x3.cu for why the operands are split in two and why each slab is summed apart.
+//
+// KS > 1 (fused3_tc): the block has KS slices of NUM_THREADS threads. Every slice tiles the block tile the
+// same way, and slice s multiplies the s-th 1/KS of each slab's k-steps; the slices' sums are added in shared
+// memory at the end. A small tile (one per multiprocessor in a small chain) then has KS times the warps, and
+// independent mma chains, to hide latency with. KS = 1 compiles to what it was without.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "the TF32 tensor-core kernels need compute capability 8.0 or newer (mma.sync with TF32 operands)"
 #endif
 
+#ifndef KS
+#define KS 1
+#endif
 #define LDA_S (BK + 4)  // shared row stride of A, floats
 #define LDB_S (BN + 8)  // shared row stride of B, floats
 #define CUMM_TF32X3_STAGE (BM * LDA_S + BK * LDB_S)  // floats per pipeline stage
@@ -57,11 +65,13 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
                                                  const float* __restrict__ B, const int ldb, const float beta,
                                                  float* __restrict__ C, const int ldc, const int bm0, const int bn0,
                                                  float* const smem) {
-    constexpr int MI = WM / 16, NI = WN / 8;            // mma tiles per warp
+    constexpr int MI = WM / 16, NI = WN / 8;  // mma tiles per warp
     constexpr int STAGE = CUMM_TF32X3_STAGE;
-    constexpr int A_CHUNKS = BM * BK / 4 / NUM_THREADS;  // 16-byte chunks per thread per slab
-    constexpr int B_CHUNKS = BK * BN / 4 / NUM_THREADS;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    constexpr int THREADS = NUM_THREADS * KS;  // the block: KS slices
+    constexpr int A_ALL = BM * BK / 4, B_ALL = BK * BN / 4;  // 16-byte chunks of a slab
+    constexpr int A_CHUNKS = (A_ALL + THREADS - 1) / THREADS, B_CHUNKS = (B_ALL + THREADS - 1) / THREADS;
+    const int tid = threadIdx.x, lane = tid % 32;
+    const int slice = KS == 1 ? 0 : tid / NUM_THREADS, warp = KS == 1 ? tid / 32 : tid % NUM_THREADS / 32;
     const int g = lane / 4, t = lane % 4;  // mma fragment coordinates
     const int wm0 = warp / (BN / WN) * WM, wn0 = warp % (BN / WN) * WN;
     const bool active = bm0 + wm0 < M && bn0 + wn0 < N;  // warps wholly past an edge skip the mma
@@ -73,15 +83,17 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         const int k0 = kt * BK;
 #pragma unroll
         for (int s = 0; s < A_CHUNKS; ++s) {
-            const int i = tid + s * NUM_THREADS, r = i / (BK / 4), c = i % (BK / 4) * 4;
+            const int i = tid + s * THREADS, r = i / (BK / 4), c = i % (BK / 4) * 4;
             const bool ok = bm0 + r < M;
-            cumm_cp_async_chunk<VA>(&As[r * LDA_S + c], A + (i64)(ok ? bm0 + r : 0) * lda + k0, c, K - k0, ok);
+            if (A_ALL % THREADS == 0 || i < A_ALL)
+                cumm_cp_async_chunk<VA>(&As[r * LDA_S + c], A + (i64)(ok ? bm0 + r : 0) * lda + k0, c, K - k0, ok);
         }
 #pragma unroll
         for (int s = 0; s < B_CHUNKS; ++s) {
-            const int i = tid + s * NUM_THREADS, r = i / (BN / 4), c = i % (BN / 4) * 4;
+            const int i = tid + s * THREADS, r = i / (BN / 4), c = i % (BN / 4) * 4;
             const bool ok = k0 + r < K;
-            cumm_cp_async_chunk<VB>(&Bs[r * LDB_S + c], B + (i64)(ok ? k0 + r : 0) * ldb + bn0, c, N - bn0, ok);
+            if (B_ALL % THREADS == 0 || i < B_ALL)
+                cumm_cp_async_chunk<VB>(&Bs[r * LDB_S + c], B + (i64)(ok ? k0 + r : 0) * ldb + bn0, c, N - bn0, ok);
         }
     };
 
@@ -123,7 +135,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         const float* As = smem + kt % STAGES * STAGE + wm0 * LDA_S;
         const float* Bs = smem + kt % STAGES * STAGE + BM * LDA_S + wn0;
 #pragma unroll
-        for (int k8 = 0; k8 < BK; k8 += 8) {
+        for (int k8 = slice * (BK / KS); k8 < (slice + 1) * (BK / KS); k8 += 8) {  // this slice's k-steps
             unsigned ab[MI][4], as[MI][4], bb[NI][2], bs[NI][2];
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
@@ -164,6 +176,31 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
     }
     cumm_cp_async_wait_all();  // (only empty groups can be pending here: the last slab was waited for)
     __syncthreads();           // every warp is done with smem before the caller reuses it
+    if constexpr (KS > 1) {    // slices 1.. leave their sums in smem; slice 0 adds them, in order
+        float* const part = smem + warp * 32 + lane;  // [slice - 1][i][j][e][thread of the slice]: conflict-free
+        if (slice > 0) {
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        part[(((slice - 1) * MI + i) * NI * 4 + j * 4 + e) * NUM_THREADS] = acc[i][j][e];
+        }
+        __syncthreads();
+        if (slice == 0) {
+#pragma unroll
+            for (int q = 0; q < KS - 1; ++q)
+#pragma unroll
+                for (int i = 0; i < MI; ++i)
+#pragma unroll
+                    for (int j = 0; j < NI; ++j)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[((q * MI + i) * NI * 4 + j * 4 + e) * NUM_THREADS];
+        }
+        __syncthreads();  // smem is free again
+        if (slice > 0) return;
+    }
 
     if (!active) return;
 #pragma unroll
