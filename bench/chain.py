@@ -64,7 +64,7 @@ TC_SWEEP = {
 # fused3_wg configurations timed with --configs (sm_90 only)
 WG_SWEEP = {
     "16k16s4": dict(BM=16, BK=16, KS=4, STAGES=4), "16k32s3": dict(BM=16, BK=32, KS=4, STAGES=3),
-    "32k32s2": dict(BM=32, BK=32, KS=4, STAGES=2), "32k16s4": dict(BM=32, BK=16, KS=4, STAGES=4),
+    "32k32s2": dict(BM=32, BK=32, KS=4, STAGES=2), "32k16s3": dict(BM=32, BK=16, KS=4, STAGES=3),
     "32k32ks2s4": dict(BM=32, BK=32, KS=2, STAGES=4), "64k32ks2": dict(BM=64, BK=32, KS=2, STAGES=2),
     "64k16ks4": dict(BM=64, BK=16, KS=4, STAGES=2), "64k32ks1": dict(BM=64, BK=32, KS=1, STAGES=4),
 }

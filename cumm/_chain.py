@@ -179,7 +179,7 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # fused3_wg (kernel="fused3_wg" only: on the H200 it measured no faster than fused3_tc, bench/NOTES.md):
 # BM x 64 tiles, each tile's K split over KS warpgroups
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "wg32": dict(BM=32, BK=32, KS=4, STAGES=2, MINB=1),
+    "wg32": dict(BM=32, BK=16, KS=4, STAGES=4, MINB=1),
     "wg64": dict(BM=64, BK=32, KS=2, STAGES=2, MINB=1),
 }
 WG_RULE = ((2 * 768**3, "wg32"), (2 * 1536**3, "wg64"))

@@ -322,7 +322,7 @@ REGISTRY: dict[str, KernelSpec] = {
             # 64-column tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
             grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), 64), 1, 1),
             smem=_wg_smem,
-            defaults=dict(BM=32, BK=32, KS=4, STAGES=2, MINB=1),
+            defaults=dict(BM=32, BK=16, KS=4, STAGES=4, MINB=1),  # (BK = 32 spills at 128 registers)
             constraints=[
                 *positive("BM", "BK", "KS", "STAGES", "MINB"),
                 C("BM in (16, 32, 64)", "BM is the N of the wgmma instruction: 16, 32 or 64 (the template's shapes)"),

@@ -10,8 +10,7 @@
 //   operands wgmma reads shared memory only K-major. X's rows are K-major as stored, so X is the shared-memory
 //   operand. Y is row-major (N-major), so it is the register operand, loaded from shared memory as the
 //   fragments of Y^T.
-// * K is split over KS warpgroups. Each has its own cp.async pipeline and named barrier, and takes every
-//   KS-th slab. At n = 512 a 32 x 64 tile per SM then has KS independent chains of wgmma instead of one.
+// * K is split over KS warpgroups. Each has its own cp.async pipeline and takes every KS-th slab. At n = 512 a 32 x 64 tile per SM then has KS independent chains of wgmma instead of one.
 //   The KS partial tiles are summed in shared memory, which also transposes them, so E and T are written
 //   in coalesced rows.
 //
@@ -38,10 +37,6 @@
 __device__ __forceinline__ void cumm_wg_split(float x, unsigned& big, unsigned& small) {
     big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;  // round to TF32 (see tf32x3_tile.cuh)
     small = __float_as_uint(x - __uint_as_float(big));
-}
-
-__device__ __forceinline__ void cumm_wg_sync(int wg) {  // barrier of one warpgroup (ids 1..KS; 0 is __syncthreads)
-    asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory");
 }
 
 // Descriptor of a K-major, unswizzled shared-memory operand: 8 x 8 TF32 (two core matrices along K) per
@@ -149,11 +144,19 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         if (s < mine) issue(s, s);
         cumm_cp_async_commit();
     }
-    for (int j = 0; j < mine; ++j) {
+    // Every warpgroup runs the same number of rounds (one idles where K has fewer slabs than rounds * KS), so
+    // that the block's barriers are plain __syncthreads: compute-sanitizer's racecheck reported hazards
+    // between warpgroups with per-warpgroup named barriers (bench/NOTES.md, session 6).
+    const int rounds = (KT + KS - 1) / KS;
+    for (int j = 0; j < rounds; ++j) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-        cumm_wg_sync(wg);  // slab j has landed; every wgmma on the stage refilled next has completed
+        __syncthreads();  // slab j has landed; every wgmma on the stage refilled next has completed
         if (j + STAGES - 1 < mine) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
         cumm_cp_async_commit();
+        if (j >= mine) {  // (uniform over the warpgroup) no slab this round: only the barriers
+            __syncthreads();
+            continue;
+        }
 
         const int st = j % STAGES;
         float* const Ys = stages + st * WG_STAGE;
@@ -173,7 +176,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             reinterpret_cast<uint4*>(Xs)[i] = make_uint4(s0, s1, s2, s3);
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
-        cumm_wg_sync(wg);
+        __syncthreads();
 
         unsigned yb[BK / 8][4], ys[BK / 8][4];  // fragments of Y^T (rows: Y's columns warp*16 + g (+8))
 #pragma unroll

@@ -10,8 +10,10 @@
 #error "the TF32 tensor-core kernels need compute capability 8.0 or newer (mma.sync with TF32 operands)"
 #endif
 
-#ifndef KS
-#define KS 1
+#ifdef KS
+#define CUMM_KS KS  // k-slices (fused3_tc's parameter)
+#else
+#define CUMM_KS 1
 #endif
 #define LDA_S (BK + 4)  // shared row stride of A, floats
 #define LDB_S (BN + 8)  // shared row stride of B, floats
@@ -67,11 +69,11 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
                                                  float* const smem) {
     constexpr int MI = WM / 16, NI = WN / 8;  // mma tiles per warp
     constexpr int STAGE = CUMM_TF32X3_STAGE;
-    constexpr int THREADS = NUM_THREADS * KS;  // the block: KS slices
+    constexpr int THREADS = NUM_THREADS * CUMM_KS;  // the block: CUMM_KS slices
     constexpr int A_ALL = BM * BK / 4, B_ALL = BK * BN / 4;  // 16-byte chunks of a slab
     constexpr int A_CHUNKS = (A_ALL + THREADS - 1) / THREADS, B_CHUNKS = (B_ALL + THREADS - 1) / THREADS;
     const int tid = threadIdx.x, lane = tid % 32;
-    const int slice = KS == 1 ? 0 : tid / NUM_THREADS, warp = KS == 1 ? tid / 32 : tid % NUM_THREADS / 32;
+    const int slice = CUMM_KS == 1 ? 0 : tid / NUM_THREADS, warp = CUMM_KS == 1 ? tid / 32 : tid % NUM_THREADS / 32;
     const int g = lane / 4, t = lane % 4;  // mma fragment coordinates
     const int wm0 = warp / (BN / WN) * WM, wn0 = warp % (BN / WN) * WN;
     const bool active = bm0 + wm0 < M && bn0 + wn0 < N;  // warps wholly past an edge skip the mma
@@ -135,7 +137,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         const float* As = smem + kt % STAGES * STAGE + wm0 * LDA_S;
         const float* Bs = smem + kt % STAGES * STAGE + BM * LDA_S + wn0;
 #pragma unroll
-        for (int k8 = slice * (BK / KS); k8 < (slice + 1) * (BK / KS); k8 += 8) {  // this slice's k-steps
+        for (int k8 = slice * (BK / CUMM_KS); k8 < (slice + 1) * (BK / CUMM_KS); k8 += 8) {  // this slice's k-steps
             unsigned ab[MI][4], as[MI][4], bb[NI][2], bs[NI][2];
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
@@ -176,7 +178,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
     }
     cumm_cp_async_wait_all();  // (only empty groups can be pending here: the last slab was waited for)
     __syncthreads();           // every warp is done with smem before the caller reuses it
-    if constexpr (KS > 1) {    // slices 1.. leave their sums in smem; slice 0 adds them, in order
+    if constexpr (CUMM_KS > 1) {    // slices 1.. leave their sums in smem; slice 0 adds them, in order
         float* const part = smem + warp * 32 + lane;  // [slice - 1][i][j][e][thread of the slice]: conflict-free
         if (slice > 0) {
 #pragma unroll
@@ -190,7 +192,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         __syncthreads();
         if (slice == 0) {
 #pragma unroll
-            for (int q = 0; q < KS - 1; ++q)
+            for (int q = 0; q < CUMM_KS - 1; ++q)
 #pragma unroll
                 for (int i = 0; i < MI; ++i)
 #pragma unroll
