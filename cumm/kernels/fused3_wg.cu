@@ -2,20 +2,23 @@
 // accuracy from the same three-product TF32 split as tf32x3 and fused3_tc. Row-major A (m x k, lda),
 // B (k x p, ldb), C (p x n, ldc), E (m x n, lde); T = A @ B goes through a scratch array (m x p, ldt).
 //
-// What changes from fused3_tc, and why it is faster on small chains:
+// What changes from fused3_tc:
 // * wgmma instead of mma.sync. One instruction multiplies a 64 x BM x 8 tile (mma.sync: 16 x 8 x 8) for
-//   a whole warpgroup of 4 warps and runs asynchronously. fused3_tc's phases were latency-bound at n = 512:
-//   each mma waited on the few instructions that fed it (bench/NOTES.md, session 4).
+//   a whole warpgroup of 4 warps and runs asynchronously.
 // * Each tile is computed transposed, O^T = Y^T X^T for O = X @ Y (X is A or T, Y is B or C). With TF32
 //   operands wgmma reads shared memory only K-major. X's rows are K-major as stored, so X is the shared-memory
 //   operand. Y is row-major (N-major), so it is the register operand, loaded from shared memory as the
 //   fragments of Y^T.
-// * K is split over KS warpgroups. Each has its own cp.async pipeline and takes every KS-th slab. At n = 512 a 32 x 64 tile per SM then has KS independent chains of wgmma instead of one.
-//   The KS partial tiles are summed in shared memory, which also transposes them, so E and T are written
-//   in coalesced rows.
+// * K is split over KS warpgroups, each with its own cp.async pipeline taking every KS-th slab, so a small
+//   chain's one tile per SM has KS independent chains of wgmma. The KS partial tiles are summed in shared
+//   memory, which also transposes them, so E and T are written in coalesced rows.
+// What it measured (H200, bench/NOTES.md, session 6): no faster than fused3_tc (n = 512: 29.7 against 24.9 us
+// of device time). A tile's time goes to issuing the instructions that feed the tensor cores (copies, Y^T's
+// fragments, the split), not to the multiplies, so the faster instruction did not shorten it. kernel="auto"
+// does not pick it; it stays as the sm_90a rung of the chain kernels (kernel="fused3_wg").
 //
-// The split: x = big + small with big = x rounded to TF32. O += Ys*Xb + Yb*Xs (small terms, one accumulator
-// set) and O += Yb*Xb (another); they are added at the end. X's slab is split in shared memory once it has
+// The split: x = big + small with big = x rounded to TF32. Each slab's Ys*Xb + Yb*Xs (small terms) and Yb*Xb
+// are summed apart and added to the running sum in FP32. X's slab is split in shared memory once it has
 // landed (big in place, small into a second buffer), because wgmma reads it there. Y's fragments are split
 // in registers.
 //
