@@ -207,7 +207,7 @@ class _Launch:
 
     def __init__(self, kern, grid: int, threads: int, smem: int, ints: tuple[int, ...], scratch: int = 0):
         self.kern = kern  # keeps the module loaded
-        self.scratch = scratch  # bytes of the scratch array (T, or fused3_wg's packed operands)
+        self.scratch = scratch  # bytes of the scratch array (T)
         self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
         self.slots = np.zeros(15, dtype=np.uint64)
         for slot, value in zip((0, 1, 2, 3, 5, 7, 9, 11, 13), ints, strict=True):
@@ -230,7 +230,8 @@ def _t_scratch(cfg, m: int, k: int, p: int, n: int) -> tuple[int, int]:
     return ldt, m * ldt
 
 
-# Per persistent kernel: (cfg, m, k, p, n) -> (the kernel's ldt argument, floats of its scratch)
+# Per persistent kernel: its named configurations, and (cfg, m, k, p, n) -> (its ldt argument, floats of scratch)
+_NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}
 _SCRATCH = {"fused3_tc": _t_scratch, "fused3_wg": _t_scratch}
 
 
@@ -244,8 +245,7 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         spec = get_spec(kernel)
         cc = compute_capability(dev)
         spec.check_cc(cc, f"device {dev}", "use kernel='fused3' or 'pairwise'")
-        named = TC_CONFIGS if kernel == "fused3_tc" else WG_CONFIGS
-        cfg = spec.resolve(named[config] if isinstance(config, str) else config, cc)
+        cfg = spec.resolve(_NAMED[kernel][config] if isinstance(config, str) else config, cc)
         kern = device_kernel(spec, cfg, flags, dev)
         threads, smem = spec.block(cfg)[0], spec.smem(cfg)
         with cupy.cuda.Device(dev):
