@@ -58,6 +58,11 @@ TC_SWEEP = {
     "32x64ks2": dict(KS=2), "32x64ks4": dict(KS=4), "32x32ks4": dict(BN=32, WN=16, KS=4),
     "32x32ks8": dict(BN=32, WN=16, KS=8), "64x64ks4": dict(BM=64, WM=32, KS=4),
     "64x64k32ks4": dict(BM=64, WM=32, BK=32, KS=4),
+    # one warp per slice with the whole tile as its warp tile: fewer fragment loads and splits per mma
+    "32x32w1ks4": dict(BN=32, WM=32, WN=32, NUM_THREADS=32, KS=4),
+    "32x32w1ks8": dict(BN=32, WM=32, WN=32, NUM_THREADS=32, KS=8),
+    "32x64w1ks4": dict(WM=32, WN=64, NUM_THREADS=32, KS=4), "32x64w2ks4": dict(WN=64, NUM_THREADS=64, KS=4),
+    "32x32w2ks4": dict(BN=32, WN=32, NUM_THREADS=64, KS=4),
 }
 
 
