@@ -76,7 +76,7 @@ def host_breakdown(n: int, iters: int = 200) -> None:
         bar = cupy.zeros(2, cupy.uint32)
         ptrs = (x[0].data.ptr, x[1].data.ptr, x[2].data.ptr, e.data.ptr, t.data.ptr, bar.data.ptr)
         sp = cupy.cuda.get_current_stream().ptr
-        rows["driver launch only (_Launch, pointers given)"] = lambda: launch(*ptrs, sp)
+        rows["driver launch only (_Launch, pointers given)"] = lambda: launch(ptrs, sp)
         rows["_persistent (operands, scratch, launch)"] = lambda: _chain._persistent(
             x[0], x[1], x[2], e, _chain.PERSISTENT[cfg], cfg, dev)
     nop = cupy.RawModule(code=NOP)

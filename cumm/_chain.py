@@ -34,7 +34,6 @@ from ._matmul import _INT32_MAX, _check_operand, _check_out, _row_major, compute
 
 KERNELS = ("auto", "fused3", "fused3_tc", "fused3_wg", "pairwise")
 _F32 = np.dtype(np.float32)
-_i32 = np.int32
 
 # fused3 configurations (sm_90+), chosen from device-time sweeps on an H200 (bench/chain.py --configs):
 #   bm32: a 32-row panel per cluster of 4 blocks; 128-wide slices of T and panels of E; 8 x 8 thread tiles
@@ -114,13 +113,13 @@ def _plan(config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int
     return kern, spec.block(cfg), spec.smem(cfg), lambda m, n, p: spec.grid(cfg, m, n, p)
 
 
-# Per (configuration, alignment flags, device, dimensions, leading dimensions): the kernel, its launch
-# geometry and the integer arguments, converted once. A repeated call only builds the argument tuple.
-_launches: dict[tuple, tuple] = {}
+# Per (kernel or configuration, alignment flags, device, dimensions, leading dimensions): the _Launch.
+_launches: dict[tuple, object] = {}
 _LAUNCH_CACHE_MAX = 4096
 
 
-def _launch(config, flags, dev, ints):
+def _launch(config, flags, dev, ints) -> _Launch:
+    """fused3's launch with ``config`` (a CONFIGS name or a dict) for ints = (m, k, p, n, lda, ldb, ldc, lde)."""
     key = (config if isinstance(config, str) else tuple(sorted(config.items())), flags, dev, ints)
     hit = _launches.get(key)
     if hit is None:
@@ -128,7 +127,7 @@ def _launch(config, flags, dev, ints):
         m, k, p, n = ints[:4]
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
-        hit = _launches[key] = (kern, grid(m, n, p), block, smem, tuple(_i32(x) for x in ints))
+        hit = _launches[key] = _Launch(kern, grid(m, n, p)[0], block[0], smem, _layout(ints))
     return hit
 
 
@@ -151,14 +150,10 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
     """E = a @ b @ c into ``out`` with the fused kernel; arguments already checked, every dimension >= 1."""
     m, k = a.shape
     p, n = c.shape
-    (a, b, c, e), (lda, ldb, ldc, lde), flags, _ = _operands(a, b, c, out)
-    kern, grid, block, smem, i = _launch(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
-    args = (i[0], i[1], i[2], i[3], a, i[4], b, i[5], c, i[6], e, i[7])
-    if dev != cupy.cuda.runtime.getDevice():
-        with cupy.cuda.Device(dev):
-            kern(grid, block, args, shared_mem=smem)
-    else:
-        kern(grid, block, args, shared_mem=smem)
+    (a, b, c, e), (lda, ldb, ldc, lde), flags, pointers = _operands(a, b, c, out)
+    launch = _launch(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
+    with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
+        launch(pointers, cupy.cuda.get_current_stream().ptr)
     return out
 
 
@@ -199,40 +194,42 @@ def wg_config_for(fused: int) -> str | None:
 
 
 class _Launch:
-    """One persistent kernel for fixed dimensions, launched through the driver with its 15 arguments packed
-    once in 8-byte slots (m k p n A lda B ldb C ldc E lde T ldt bar); a call writes the six pointers. CuPy's
+    """One chain kernel for fixed dimensions, launched through the driver with its arguments packed once in
+    8-byte slots. ``layout`` lists the arguments in order: an int is an int32 argument, None a pointer that
+    each call supplies (fused3: m k p n A lda B ldb C ldc E lde; the persistent kernels add T ldt bar). CuPy's
     conversion of the same arguments took half of a 12 us launch at n = 512 (bench/NOTES.md, session 4)."""
 
-    __slots__ = ("func", "grid", "threads", "smem", "slots", "ptrs", "params", "lock", "kern", "scratch")
+    __slots__ = ("func", "grid", "threads", "smem", "slots", "pointer_slots", "ptrs", "params", "lock", "kern",
+                 "scratch")
 
-    def __init__(self, kern, grid: int, threads: int, smem: int, ints: tuple[int, ...], scratch: int = 0):
+    def __init__(self, kern, grid: int, threads: int, smem: int, layout: tuple[int | None, ...], scratch: int = 0):
         self.kern = kern  # keeps the module loaded
         self.scratch = scratch  # bytes of the scratch array (T)
         self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
-        self.slots = np.zeros(15, dtype=np.uint64)
-        for slot, value in zip((0, 1, 2, 3, 5, 7, 9, 11, 13), ints, strict=True):
-            self.slots[slot] = value  # an int32 argument in the low half of its (little-endian) slot
+        self.slots = np.zeros(len(layout), dtype=np.uint64)
+        for slot, value in enumerate(layout):
+            if value is not None:
+                self.slots[slot] = value  # an int32 argument in the low half of its (little-endian) slot
+        self.pointer_slots = tuple(slot for slot, value in enumerate(layout) if value is None)
         base = self.slots.ctypes.data
-        self.ptrs = np.array([base + 8 * i for i in range(15)], dtype=np.uint64)
+        self.ptrs = np.array([base + 8 * i for i in range(len(layout))], dtype=np.uint64)
         self.params = self.ptrs.ctypes.data
         self.lock = threading.Lock()
 
-    def __call__(self, a: int, b: int, c: int, e: int, t: int, bar: int, stream: int) -> None:
+    def __call__(self, pointers: tuple[int, ...], stream: int) -> None:
         with self.lock:  # the slots are shared; the driver copies them at the launch
             s = self.slots
-            s[4], s[6], s[8], s[10], s[12], s[14] = a, b, c, e, t, bar
+            for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
+                s[slot] = ptr
             _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0)
 
 
-def _t_scratch(cfg, m: int, k: int, p: int, n: int) -> tuple[int, int]:
-    """(ldt, floats) of T = A @ B: rows padded to 16 bytes, so that phase 2 reads T with 16-byte copies."""
-    ldt = -(-p // 4) * 4
-    return ldt, m * ldt
+def _layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
+    """m k p n, then a pointer before each leading dimension: (m, k, p, n, None, lda, None, ldb, ...)."""
+    return (*ints[:4], *(x for ld in ints[4:] for x in (None, ld)))
 
 
-# Per persistent kernel: its named configurations, and (cfg, m, k, p, n) -> (its ldt argument, floats of scratch)
-_NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}
-_SCRATCH = {"fused3_tc": _t_scratch, "fused3_wg": _t_scratch}
+_NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}  # each persistent kernel's named configurations
 
 
 def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int,
@@ -255,10 +252,10 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
             raise RuntimeError(f"{kernel} with {cfg}: no block fits on a multiprocessor of device {dev}")
         m, k, p, n = ints[:4]
         grid = min(spec.grid(cfg, m, n, p)[0], per_sm * sms)  # all blocks resident: the barrier cannot hang
-        ldt, floats = _SCRATCH[kernel](cfg, m, k, p, n)
+        ldt = -(-p // 4) * 4  # T's rows padded to 16 bytes: phase 2 reads T with 16-byte copies
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
-        hit = _launches[key] = _Launch(kern, grid, threads, smem, (*ints, ldt), 4 * floats)
+        hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), 4 * m * ldt)
     return hit
 
 
@@ -293,7 +290,7 @@ def _persistent(a, b, c, out, kernel: str, config: str | Mapping[str, int], dev:
             t = state[2]
         else:
             t = cupy.cuda.alloc(nbytes)  # freed into the pool (stream-ordered) after the launch is queued
-        launch(pa, pb, pc, pe, t.ptr, state[1].data.ptr, stream.ptr)
+        launch((pa, pb, pc, pe, t.ptr, state[1].data.ptr), stream.ptr)
     return out
 
 

@@ -30,9 +30,11 @@ gpu = pytest.mark.gpu
 SQUARE = (1, 2, 127, 128, 512, 513)
 CHAINS = [(4096, 64, 4096, 64), (1, 300, 7, 1), (33, 1, 65, 17), (257, 129, 3, 200)]
 # Forced fused3: ones, a single row or column, p across several chunks of T (256 columns for bm16, 512 for
-# bm32), n wider than a cluster's panels (several panels per rank), k not a multiple of the slab.
+# bm32), n wider than a cluster's panels (several panels per rank), k not a multiple of the slab; 4097 rows
+# or inner columns.
 ODD = [(1, 1, 1, 1), (5, 1, 3, 7), (3, 7, 1, 5), (2, 5, 3, 1), (1, 1, 600, 1), (70, 33, 600, 9),
-       (97, 1000, 513, 1100), (600, 65, 1031, 130), (31, 3, 257, 33), (513, 17, 1025, 4)]
+       (97, 1000, 513, 1100), (600, 65, 1031, 130), (31, 3, 257, 33), (513, 17, 1025, 4), (4097, 3, 67, 5),
+       (7, 4097, 5, 131)]
 
 
 KERNELS = ["auto", "fused3", "fused3_tc", "fused3_wg", "pairwise"]
@@ -137,8 +139,8 @@ def test_fused_odd_shapes(dims, kernel, rng):
                                     dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3), dict(KS=4),
                                     dict(BM=32, BN=32, WM=16, WN=16, KS=8), dict(BK=32, KS=2, STAGES=2)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()) or "default")
-@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301)],
-                         ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
+                                  (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
 def test_fused3_tc_configs(config, dims, rng):
     """Persistent fused3_tc: several tile shapes, k-sliced warps (KS), many tiles per block, more blocks than
     tiles."""
@@ -156,7 +158,7 @@ def test_fused3_tc_configs(config, dims, rng):
                                     dict(BM=64, BK=64, KS=1, STAGES=3), dict(BM=32, BK=8, KS=3, STAGES=4)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
-                                  (64, 4096, 64, 4096)], ids=lambda d: "x".join(map(str, d)))
+                                  (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
 def test_fused3_wg_configs(config, dims, rng):
     """Persistent fused3_wg: tile widths 16 to 64, 1 to 4 warpgroups per tile (3: K slabs not evenly shared),
     tiles past every edge, more blocks than tiles and K much longer than the tile."""
