@@ -66,12 +66,12 @@ TC_SWEEP = {
 }
 
 
-# fused3_wg configurations timed with --configs (sm_90 only)
+# fused3_wg configurations timed with --configs (sm_90 only): BMxBN tiles, cK = K split over a cluster of K
 WG_SWEEP = {
-    "16k16s4": dict(BM=16, BK=16, KS=4, STAGES=4), "16k32s3": dict(BM=16, BK=32, KS=4, STAGES=3),
-    "32k32s2": dict(BM=32, BK=32, KS=4, STAGES=2), "32k16s3": dict(BM=32, BK=16, KS=4, STAGES=3),
-    "32k32ks2s4": dict(BM=32, BK=32, KS=2, STAGES=4), "64k32ks2": dict(BM=64, BK=32, KS=2, STAGES=2),
-    "64k16ks4": dict(BM=64, BK=16, KS=4, STAGES=2), "64k32ks1": dict(BM=64, BK=32, KS=1, STAGES=4),
+    "128x64c4": {}, "128x64c4k16s4": dict(BK=16, STAGES=4), "128x64c4s2": dict(STAGES=2),
+    "128x64c8": dict(CL=8), "128x64c2": dict(CL=2), "128x128c8k16": dict(BN=128, BK=16, CL=8),
+    "128x128c4k16": dict(BN=128, BK=16, CL=4), "64x64c4": dict(BM=64, CL=4), "64x64c8": dict(BM=64, CL=8),
+    "128x32c2": dict(BN=32, CL=2), "64x32c2": dict(BM=64, BN=32, CL=2),
 }
 
 
@@ -80,7 +80,7 @@ def _tc_with(over, dev: int):
 
 
 def _wg_with(over, dev: int):
-    return lambda x, e: _chain._fused3_wg(*x, e, {**_chain.WG_CONFIGS["wg32"], **over}, dev)
+    return lambda x, e: _chain._fused3_wg(*x, e, {**_chain.WG_CONFIGS["wg128c4"], **over}, dev)
 
 
 def _fused_with(name: str, dev: int):

@@ -143,10 +143,13 @@ def phases(n: int, config: str, reps: int = 20, max_grid: int = 0) -> None:
     kern.max_dynamic_shared_size_bytes = smem
     per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    grid = min(spec.grid(cfg, n, n, n)[0], per_sm * sms, max_grid or 1 << 30)
+    cl = cfg.get("CL", 1)  # fused3_wg: clusters of CL blocks, as many as the GPU holds at once
+    resident = cl * _chain._max_active_clusters(kern.kernel.ptr, cl, threads, smem) if cl > 1 else per_sm * sms
+    grid = min(spec.grid(cfg, n, n, n)[0], resident, max_grid * cl or 1 << 30)
     x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
     e = cupy.empty((n, n), cupy.float32)
-    ldt, floats = _chain._SCRATCH[spec.name](cfg, n, n, n, n)
+    ldt = -(-n // 4) * 4  # as _chain._persistent_plan
+    floats = n * ldt
     t = cupy.empty(floats, cupy.float32)
     bar = cupy.zeros(2, cupy.uint32)
     i32 = np.int32

@@ -21,6 +21,7 @@ The persistent kernels launch through the driver with their arguments packed onc
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import threading
 from collections.abc import Mapping, Sequence
 
@@ -171,13 +172,14 @@ TC_CONFIG = TC_CONFIGS["tc32x64"]
 # (largest fused multiply-add count m*p*(k + n), configuration); a square chain of size n counts 2 n^3
 # KS > 1 (k-sliced warps) measured within 3 % of KS = 1 at n = 384 and 512 and slower elsewhere: not used.
 TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
-# fused3_wg (kernel="fused3_wg" only: on the H200 it measured no faster than fused3_tc, bench/NOTES.md):
-# BM x 64 tiles, each tile's K split over KS warpgroups
+# fused3_wg (wgmma, compute capability 9.0 only): BM x BN tiles, each tile's K split over a cluster of CL
+# blocks, sized so that a chain has about a block per multiprocessor (128 at n = 256, 512 and 1024)
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "wg32": dict(BM=32, BK=16, KS=4, STAGES=4, MINB=1),
-    "wg64": dict(BM=64, BK=32, KS=2, STAGES=2, MINB=1),
+    "wg64c8": dict(BM=64, BN=64, BK=32, CL=8, STAGES=3, MINB=1),
+    "wg128c4": dict(BM=128, BN=64, BK=32, CL=4, STAGES=3, MINB=1),
+    "wg128x128c2": dict(BM=128, BN=128, BK=16, CL=2, STAGES=3, MINB=1),
 }
-WG_RULE = ((2 * 768**3, "wg32"), (2 * 1536**3, "wg64"))
+WG_RULE = ((2 * 384**3, "wg64c8"), (2 * 768**3, "wg128c4"), (2 * 1536**3, "wg128x128c2"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
@@ -229,6 +231,25 @@ def _layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
     return (*ints[:4], *(x for ld in ints[4:] for x in (None, ld)))
 
 
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h)
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
+
+
+def _max_active_clusters(func: int, cl: int, threads: int, smem: int) -> int:
+    """How many clusters of ``cl`` blocks of ``func`` (compiled with that cluster size) the current device
+    holds at once: cuOccupancyMaxActiveClusters, which CuPy does not wrap. A cluster's blocks must share a GPC,
+    so this can be less than the blocks per multiprocessor times the multiprocessors, divided by cl."""
+    lib = ctypes.CDLL("libcuda.so.1")  # already loaded by CuPy
+    config = _LaunchConfig((cl, 1, 1), (threads, 1, 1), smem, None, None, 0)
+    count = ctypes.c_int()
+    rc = lib.cuOccupancyMaxActiveClusters(ctypes.byref(count), ctypes.c_void_p(func), ctypes.byref(config))
+    if rc != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed with CUresult {rc} (clusters of {cl} blocks of "
+                           f"{threads} threads, {smem} bytes of shared memory)")
+    return count.value
+
+
 _NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}  # each persistent kernel's named configurations
 
 
@@ -245,13 +266,17 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         cfg = spec.resolve(_NAMED[kernel][config] if isinstance(config, str) else config, cc)
         kern = device_kernel(spec, cfg, flags, dev)
         threads, smem = spec.block(cfg)[0], spec.smem(cfg)
+        cl = cfg.get("CL", 1)  # blocks per cluster (fused3_wg)
         with cupy.cuda.Device(dev):
-            per_sm = _driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
-            sms = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
-        if per_sm < 1:  # cannot happen for a configuration that compiled and fits; never launch into a hang
-            raise RuntimeError(f"{kernel} with {cfg}: no block fits on a multiprocessor of device {dev}")
+            if cl > 1:
+                resident = cl * _max_active_clusters(kern.kernel.ptr, cl, threads, smem)
+            else:
+                per_sm = _driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
+                resident = per_sm * cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
+        if resident < 1:  # cannot happen for a configuration that compiled and fits; never launch into a hang
+            raise RuntimeError(f"{kernel} with {cfg}: no block (or cluster) fits on device {dev}")
         m, k, p, n = ints[:4]
-        grid = min(spec.grid(cfg, m, n, p)[0], per_sm * sms)  # all blocks resident: the barrier cannot hang
+        grid = min(spec.grid(cfg, m, n, p)[0], resident)  # all blocks resident: the barrier cannot hang
         ldt = -(-p // 4) * 4  # T's rows padded to 16 bytes: phase 2 reads T with 16-byte copies
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
@@ -310,7 +335,7 @@ _chosen: dict[tuple, str | None] = {}  # (m, k, p, n, device) -> select()'s answ
 _FORCED = {
     "fused3": lambda m, fused: fused_config(m),
     "fused3_tc": lambda m, fused: tc_config_for(fused) or "tc128x128",
-    "fused3_wg": lambda m, fused: wg_config_for(fused) or "wg64",
+    "fused3_wg": lambda m, fused: wg_config_for(fused) or "wg128x128c2",
 }
 
 

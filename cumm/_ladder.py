@@ -89,8 +89,9 @@ def _tf32x3_smem(c):
     return c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4
 
 
-def _wg_smem(c):  # fused3_wg: KS warpgroups' pipeline stages, later their partial tiles (64 + 4 floats a row)
-    return 4 * c["KS"] * max(c["STAGES"] * (c["BK"] * 72 + 2 * c["BM"] * c["BK"]), c["BM"] * 68)
+def _wg_smem(c):  # fused3_wg: max(raw stages, the partial tile) + two split buffers (see fused3_wg.cu)
+    raw = c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 4))
+    return 4 * (max(raw, c["BM"] * (c["BN"] + 8)) + 4 * (c["BM"] + c["BN"]) * c["BK"])
 
 
 def _warptile_block(c):
@@ -261,6 +262,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="fused3",
             template="fused3.cu",
+            headers=("cluster.cuh",),
             summary="A @ B @ C in one kernel: a cluster of CL blocks per BM-row panel, T = A @ B kept on chip",
             kind="chain",
             defaults=dict(BM=32, BN=128, BK=32, CL=1, PCH=4, TM=8, TN=8, KS=4, MINB=1),
@@ -313,26 +315,29 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="fused3_wg",
             template="fused3_wg.cu",
-            headers=("grid_barrier.cuh",),
+            headers=("cluster.cuh", "grid_barrier.cuh"),
             min_cc=90,
             arch_specific=True,  # wgmma: sm_90a only
-            summary="fused3_tc on sm_90's warpgroup tensor cores (wgmma), each tile's K split over KS warpgroups",
+            summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster, operands split once",
             kind="chain",
-            block=lambda c: (128 * c["KS"], 1, 1),
-            # 64-column tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
-            grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), 64), 1, 1),
+            block=lambda c: (2 * c["BM"], 1, 1),  # a warpgroup (128 threads) per 64 rows
+            # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the
+            # GPU holds at once
+            grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
-            defaults=dict(BM=32, BK=16, KS=4, STAGES=4, MINB=1),  # (BK = 32 spills at 128 registers)
+            defaults=dict(BM=128, BN=64, BK=32, CL=4, STAGES=3, MINB=1),
             constraints=[
-                *positive("BM", "BK", "KS", "STAGES", "MINB"),
-                C("BM in (16, 32, 64)", "BM is the N of the wgmma instruction: 16, 32 or 64 (the template's shapes)"),
-                C("BK % 8 == 0", "a slab is a whole number of k = 8 wgmma steps"),
-                C("KS <= 8", "a block has at most 8 warpgroups (1024 threads)"),
+                *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
+                C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
+                C("BN in (32, 64, 128)", "BN is the N of the wgmma instruction: 32, 64 or 128 (the template's shapes)"),
+                C("BK % 8 == 0", "a chunk is a whole number of k = 8 wgmma steps"),
+                C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
+                C("BM % CL == 0", "each of the CL ranks sums and stores BM / CL rows of a tile"),
                 C("STAGES >= 2", "the pipeline needs at least two stages"),
-                C("4 * KS * max(STAGES * (BK * 72 + 2 * BM * BK), BM * 68) <= 232448",
-                  "shared memory (KS warpgroups' stages, then their partial tiles) is at most 227 KB per block"),
+                C("4 * (max(STAGES * (BM * (BK + 4) + BK * (BN + 4)), BM * (BN + 8)) + 4 * (BM + BN) * BK) <= 232448",
+                  "shared memory (raw stages or the partial tile, and two split buffers) is at most 227 KB per block"),
             ],
-            space=dict(BM=(16, 32, 64), BK=(16, 32, 64), KS=(1, 2, 4), STAGES=(2, 3, 4), MINB=(1, 2)),
+            space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32), CL=(1, 2, 4, 8), STAGES=(2, 3, 4), MINB=(1,)),
         ),
     ]
 }

@@ -78,7 +78,7 @@ def test_launch_geometry_of_defaults(spec):
     assert 1 <= spec.threads(cfg) <= 1024
     grid = spec.grid(cfg, 4096, 4096, 4096)
     assert len(grid) == 3 and all(x >= 1 for x in grid)
-    assert spec.grid(cfg, 1, 1, 1) == (1, 1, 1)
+    assert spec.grid(cfg, 1, 1, 1) == (cfg.get("CL", 1), 1, 1)  # one tile: one block, or one cluster of CL
     assert spec.smem(cfg) >= 0
 
 

@@ -30,15 +30,6 @@
 // 16-byte accesses to A / B; VEC_C gates both C and E (the caller sets it only when both allow them).
 #define BMP (BM + 4)
 
-#if CL > 1
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#error "fused3 with CL > 1 needs thread block clusters (sm_90 or newer): use CL=1 on this architecture"
-#endif
-#define CUMM_CLUSTER_DIMS __cluster_dims__(CL, 1, 1)
-#else
-#define CUMM_CLUSTER_DIMS
-#endif
-
 namespace fused3 {
 constexpr int ST = (BM / TM) * (BN / TN);  // threads of one k-slice (one BM x BN tile)
 constexpr int NT = KS * ST;
@@ -51,47 +42,6 @@ constexpr int E4 = TM * TN / 4;            // float4s of a thread's tile
 // (during a k-loop) or KS / 2 partial tiles of BM x BN (the slice reduction, after it)
 constexpr int STAGE = BK * BMP + BK * BN;
 constexpr int OFF_STAGE = PC * BMP;
-
-__device__ __forceinline__ void cluster_sync_arrive() {
-#if CL > 1
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void cluster_sync_wait() {
-#if CL > 1
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ int cluster_rank() {
-#if CL > 1
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return static_cast<int>(r);
-#else
-    return 0;
-#endif
-}
-
-#if CL > 1
-// The address of `p` (this block's shared memory) in the shared memory of cluster rank `rank`.
-__device__ __forceinline__ unsigned cluster_map(const float* p, int rank) {
-    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
-    return r;
-}
-
-// Volatile, so it stays between the cluster barriers (also volatile asm); no memory clobber, so a batch
-// of these loads is issued before their results are stored and they are in flight together.
-__device__ __forceinline__ float4 cluster_load4(unsigned addr) {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr));
-    return v;
-}
-#endif
 
 // acc += X[k0 .. k0 + KSL) x Y[k0 .. k0 + KSL) for this slice's k0; X is k-major [.][BMP], Y is [.][BN].
 __device__ __forceinline__ void slab_fma(float (&acc)[TM][TN], const float* __restrict__ X,
@@ -205,7 +155,7 @@ CUMM_KERNEL(const int m, const int k, const int p, const int n,
 
     const int tid = threadIdx.x, slice = tid / ST, ts = tid % ST;
     const int tr = ts / (NG / 4), tc = ts % (NG / 4);
-    const int rank = cluster_rank();
+    const int rank = cumm_cluster_rank();
     const int bm0 = blockIdx.x / CL * BM;
 
     float acc[TM][TN];
@@ -258,8 +208,8 @@ CUMM_KERNEL(const int m, const int k, const int p, const int n,
         // Gather the other ranks' slices. The first barrier publishes every rank's slices; the second
         // (arrived here, waited for at the end of the chunk) keeps each rank's Tt alive and unchanged
         // until every other rank has copied from it.
-        cluster_sync_arrive();
-        cluster_sync_wait();
+        cumm_cluster_arrive();
+        cumm_cluster_wait();
 #if CL > 1
         {
             // Flattened over (source rank, row, float4 of the row), GU remote loads in flight per thread.
@@ -276,7 +226,7 @@ CUMM_KERNEL(const int m, const int k, const int p, const int n,
                     const int src = (rank + 1 + i / (RG * R4)) % CL;  // stagger the sources across ranks
                     const int row = src * RG + i % (RG * R4) / R4;
                     off[u] = i < (CL - 1) * RG * R4 && row < rows_needed ? row * BMP + i % R4 * 4 : -1;
-                    if (off[u] >= 0) v[u] = cluster_load4(cluster_map(Tt + off[u], src));
+                    if (off[u] >= 0) v[u] = cumm_cluster_load4(cumm_cluster_map(Tt + off[u], src));
                 }
 #pragma unroll
                 for (int u = 0; u < GU; ++u)
@@ -284,7 +234,7 @@ CUMM_KERNEL(const int m, const int k, const int p, const int n,
             }
         }
 #endif
-        cluster_sync_arrive();
+        cumm_cluster_arrive();
         __syncthreads();  // the copies are visible to the whole block
 
         // Phase 2: this rank's column panels of E (+)= T[panel, chunk] @ C[chunk, panel].
@@ -321,6 +271,6 @@ CUMM_KERNEL(const int m, const int k, const int p, const int n,
                     }
             }
         }
-        cluster_sync_wait();  // every rank has copied this chunk's slices: Tt may change, or the block exit
+        cumm_cluster_wait();  // every rank has copied this chunk's slices: Tt may change, or the block exit
     }
 }

@@ -2,91 +2,102 @@
 // accuracy from the same three-product TF32 split as tf32x3 and fused3_tc. Row-major A (m x k, lda),
 // B (k x p, ldb), C (p x n, ldc), E (m x n, lde); T = A @ B goes through a scratch array (m x p, ldt).
 //
-// What changes from fused3_tc:
-// * wgmma instead of mma.sync. One instruction multiplies a 64 x BM x 8 tile (mma.sync: 16 x 8 x 8) for
-//   a whole warpgroup of 4 warps and runs asynchronously.
-// * Each tile is computed transposed, O^T = Y^T X^T for O = X @ Y (X is A or T, Y is B or C). With TF32
-//   operands wgmma reads shared memory only K-major. X's rows are K-major as stored, so X is the shared-memory
-//   operand. Y is row-major (N-major), so it is the register operand, loaded from shared memory as the
-//   fragments of Y^T.
-// * K is split over KS warpgroups, each with its own cp.async pipeline taking every KS-th slab, so a small
-//   chain's one tile per SM has KS independent chains of wgmma. The KS partial tiles are summed in shared
-//   memory, which also transposes them, so E and T are written in coalesced rows.
-// What it measured (H200, bench/NOTES.md, session 6): no faster than fused3_tc (n = 512: 29.7 against 24.9 us
-// of device time). A tile's time goes to issuing the instructions that feed the tensor cores (copies, Y^T's
-// fragments, the split), not to the multiplies, so the faster instruction did not shorten it. kernel="auto"
-// does not pick it; it stays as the sm_90a rung of the chain kernels (kernel="fused3_wg").
+// What changes from fused3_tc (bench/NOTES.md, sessions 6 and 7, says why):
+// * Big tiles, K split over a cluster. fused3_tc's small tiles (32 x 32 at n = 512, to have a tile per
+//   multiprocessor) spend their time issuing the instructions that feed mma.sync: fragment loads and the
+//   split of every fragment value, redone by each warp that reads it. Here a tile is BM x BN (128 x 64), and
+//   the CL blocks of a cluster (4) each multiply one contiguous 1/CL of K, so a small chain still has a block
+//   per multiprocessor (n = 512: 32 tiles x 4 = 128 blocks). The CL partial tiles are summed through
+//   distributed shared memory, in rank order (deterministic): rank r sums rows r * BM / CL .. and stores them.
+//   Bigger tiles also read fewer bytes from L2 (12 MB a phase at n = 512, against 32 MB with 32 x 32 tiles).
+// * Both operands of wgmma in shared memory, each element split once per block. A chunk (BK deep) of X and
+//   of Y lands row-major by cp.async in one of STAGES raw stages; the block then splits it, x = big + small,
+//   into a split buffer in wgmma's canonical K-major layout (Y transposed on the way: with TF32 operands
+//   wgmma reads only K-major), and each of the NWG warpgroups issues 3 * BK / 8 wgmma m64nBNk8 for its 64 rows.
+//   The wgmma of chunk j run while the block splits chunk j + 1 (two split buffers).
+// * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, both
+//   restarted per chunk and added to the running sum in FP32 with rounding (the tensor cores' own long
+//   accumulation loses accuracy, see tf32x3.cu).
 //
-// The split: x = big + small with big = x rounded to TF32. Each slab's Ys*Xb + Yb*Xs (small terms) and Yb*Xb
-// are summed apart and added to the running sum in FP32. X's slab is split in shared memory once it has
-// landed (big in place, small into a second buffer), because wgmma reads it there. Y's fragments are split
-// in registers.
-//
-// Shared-memory layout of an X slab (BM rows x BK columns): wgmma's canonical K-major layout without swizzle.
-// 8 rows x 4 floats (16 bytes) form a "core matrix" of 128 contiguous bytes. Chunk c of row r (columns 4c to
-// 4c + 3) lies at float (c * BM + r) * 4. So core matrices adjacent in K lie 16 * BM bytes apart (the
-// descriptor's leading byte offset), and those adjacent in rows lie 128 bytes apart (its stride byte offset).
-// cp.async writes each 16-byte chunk straight to its place.
+// Canonical K-major layout (no swizzle) of an R-row operand chunk: 8 rows x 4 floats (16 bytes) form a
+// "core matrix" of 128 contiguous bytes; chunk c of row r (columns 4c .. 4c + 3) lies at float (c * R + r) * 4.
+// Core matrices adjacent in K lie 16 * R bytes apart (the descriptor's leading byte offset), those adjacent
+// in rows 128 bytes apart (its stride byte offset).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "fused3_wg uses wgmma, which only sm_90a has: compile with -arch=sm_90a"
 #endif
 
-#define BN 64            // columns of a tile: the M dimension of one warpgroup's wgmma
-#define NT (128 * KS)    // threads: KS warpgroups
-#define LDY (BN + 8)     // shared row stride of a Y slab (floats): fragment loads hit 32 distinct banks
-#define WG_STAGE (BK * LDY + 2 * BM * BK)  // floats per stage of one warpgroup: Y slab, X big, X small
-#define LDR (BN + 4)     // row stride of the partial tiles summed at the end
+namespace wg {
+constexpr int NWG = BM / 64;                            // warpgroups: 64 rows of the tile each (wgmma's M)
+constexpr int NT = 128 * NWG;                           // threads
+constexpr int LDX = BK + 4;                             // raw X chunk [BM][LDX]: 16-byte reads of 8 rows hit 32 banks
+constexpr int LDY = BN + 4;                             // raw Y chunk [BK][LDY]
+constexpr int RAW = BM * LDX + BK * LDY;                // floats per raw stage
+constexpr int SPL = 2 * (BM + BN) * BK;                 // floats per split buffer: X big, X small, Y^T big, Y^T small
+constexpr int LDP = BN + 8;                             // partial tile [BM][LDP] (float2 stores hit 32 banks)
+constexpr int RAWS = STAGES * RAW > BM * LDP ? STAGES * RAW : BM * LDP;  // raw stages, later the partial tile
+}  // namespace wg
 
 __device__ __forceinline__ void cumm_wg_split(float x, unsigned& big, unsigned& small) {
     big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;  // round to TF32 (see tf32x3_tile.cuh)
     small = __float_as_uint(x - __uint_as_float(big));
 }
 
-// Descriptor of a K-major, unswizzled shared-memory operand: 8 x 8 TF32 (two core matrices along K) per
-// 8 rows, core matrices lbo bytes apart along K and sbo bytes apart along rows.
-__device__ __forceinline__ unsigned long long cumm_wg_desc(const float* p, unsigned lbo, unsigned sbo) {
-    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-    return (unsigned long long)((a & 0x3ffff) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
-           ((unsigned long long)(sbo >> 4) << 32);
+__device__ __forceinline__ uint4 cumm_wg_split4(float4 v, uint4& small) {
+    uint4 big;
+    cumm_wg_split(v.x, big.x, small.x);
+    cumm_wg_split(v.y, big.y, small.y);
+    cumm_wg_split(v.z, big.z, small.z);
+    cumm_wg_split(v.w, big.w, small.w);
+    return big;
 }
 
-// d (64 x BM, f32) = a (64 x 8 TF32: 4 registers per thread, the m16n8k8 A-fragment of each warp's 16 rows)
-// @ the 8 x BM TF32 operand described by desc, + d if accumulate. Asynchronous: wgmma.commit_group and
-// wait_group end it.
+// Descriptor of a K-major, unswizzled shared-memory operand of R rows (see the layout above).
+template <int R>
+__device__ __forceinline__ unsigned long long cumm_wg_desc(const float* p) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    return (unsigned long long)((a & 0x3ffff) >> 4) | ((unsigned long long)(16 * R >> 4) << 16) |
+           ((unsigned long long)(128 >> 4) << 32);
+}
+
+// d (64 x N, f32) (+)= a (64 x 8) @ b (8 x N), both TF32 operands in shared memory; asynchronous
+// (wgmma.commit_group and wait_group end it). accumulate = 0 starts a fresh sum.
 #define CUMM_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
-#define CUMM_WG_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+#define CUMM_F16(i) CUMM_F4(i), CUMM_F4(i + 4), CUMM_F4(i + 8), CUMM_F4(i + 12)
 template <int N>
-__device__ __forceinline__ void cumm_wgmma(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long desc,
+__device__ __forceinline__ void cumm_wgmma(float (&d)[N / 2], unsigned long long a, unsigned long long b,
                                            int accumulate);
 template <>
-__device__ __forceinline__ void cumm_wgmma<16>(float (&d)[8], const unsigned (&a)[4], unsigned long long desc,
+__device__ __forceinline__ void cumm_wgmma<32>(float (&d)[16], unsigned long long a, unsigned long long b,
                                                  int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, "
-        "p, 1, 1;\n}\n"
-        : CUMM_F4(0), CUMM_F4(4)
-        : CUMM_WG_IN);
-}
-template <>
-__device__ __forceinline__ void cumm_wgmma<32>(float (&d)[16], const unsigned (&a)[4], unsigned long long desc,
-                                                 int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
-        "%15}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
-        : CUMM_F4(0), CUMM_F4(4), CUMM_F4(8), CUMM_F4(12)
-        : CUMM_WG_IN);
+        "%15}, %16, %17, p, 1, 1;\n}\n"
+        : CUMM_F16(0)
+        : "l"(a), "l"(b), "r"(accumulate));
 }
 template <>
-__device__ __forceinline__ void cumm_wgmma<64>(float (&d)[32], const unsigned (&a)[4], unsigned long long desc,
+__device__ __forceinline__ void cumm_wgmma<64>(float (&d)[32], unsigned long long a, unsigned long long b,
                                                  int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
-        "%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
-        : CUMM_F4(0), CUMM_F4(4), CUMM_F4(8), CUMM_F4(12), CUMM_F4(16), CUMM_F4(20), CUMM_F4(24), CUMM_F4(28)
-        : CUMM_WG_IN);
+        "%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n"
+        : CUMM_F16(0), CUMM_F16(16)
+        : "l"(a), "l"(b), "r"(accumulate));
+}
+template <>
+__device__ __forceinline__ void cumm_wgmma<128>(float (&d)[64], unsigned long long a, unsigned long long b,
+                                                  int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
+        "%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,"
+        "%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, "
+        "p, 1, 1;\n}\n"
+        : CUMM_F16(0), CUMM_F16(16), CUMM_F16(32), CUMM_F16(48)
+        : "l"(a), "l"(b), "r"(accumulate));
 }
 
 // The compiler does not know that wgmma writes d later than its asm statement: after the wait, these empty
@@ -97,155 +108,178 @@ __device__ __forceinline__ void cumm_wg_pin(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// One BM x BN tile O[bm0.., bn0..] = X @ Y (X: M x K, Y: K x N), by the whole block. VX / VY / VO: 16-byte
-// accesses to X / Y / O are legal (common.cuh). Ends with a barrier, so the caller may reuse smem.
+// This cluster rank's share of the BM x BN tile O[bm0.., bn0..] = X @ Y (X: M x K, Y: K x N): the product
+// over its 1/CL of K, summed with the other ranks' through distributed shared memory. VX / VY / VO: 16-byte
+// accesses to X / Y / O are legal (common.cuh). Ends with a cluster barrier, so the caller may reuse smem.
 template <int VX, int VY, int VO>
 __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int K, const float* __restrict__ X,
                                              const int ldx, const float* __restrict__ Y, const int ldy,
                                              float* __restrict__ O, const int ldo, const int bm0, const int bn0,
-                                             float* const smem) {
-    const int tid = threadIdx.x, wg = tid / 128, wt = tid % 128, warp = wt / 32, lane = tid % 32;
-    const int g = lane / 4, t = lane % 4;  // fragment coordinates
-    float* const stages = smem + wg * (STAGES * WG_STAGE);
-    const int KT = (K + BK - 1) / BK;
-    const int mine = KT > wg ? (KT - wg + KS - 1) / KS : 0;  // this warpgroup's slabs: wg, wg + KS, ...
+                                             const int rank, float* const smem) {
+    using namespace wg;
+    const int tid = threadIdx.x, grp = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
+    float* const raw = smem;
+    float* const split = smem + RAWS;
+    const int KT = (K + BK - 1) / BK;  // chunks of K; this rank takes [c0, c0 + nc)
+    const int c0 = static_cast<int>(static_cast<long long>(KT) * rank / CL);
+    const int nc = static_cast<int>(static_cast<long long>(KT) * (rank + 1) / CL) - c0;
 
-    auto issue = [&](int j, int st) {  // copy this warpgroup's j-th slab into stage st; zero-filled past edges
-        const int k0 = (wg + j * KS) * BK;
-        float* Ys = stages + st * WG_STAGE;
-        float* Xs = Ys + BK * LDY;
+    auto issue = [&](int j) {  // chunk c0 + j into raw stage j % STAGES; zero-filled past M, N and K
+        const int k0 = (c0 + j) * BK;
+        float* const Xr = raw + j % STAGES * RAW;
+        float* const Yr = Xr + BM * LDX;
 #pragma unroll
-        for (int u = 0; u < (BK * BN / 4 + 127) / 128; ++u) {  // constant trip counts: fully unrolled
-            const int i = wt + u * 128, r = i / (BN / 4), c = i % (BN / 4) * 4;
-            const bool ok = k0 + r < K;
-            if ((BK * BN / 4) % 128 == 0 || i < BK * BN / 4)
-                cumm_cp_async_chunk<VY>(&Ys[r * LDY + c], Y + (i64)(ok ? k0 + r : 0) * ldy + bn0, c, N - bn0, ok);
+        for (int u = 0; u < (BM * BK / 4 + NT - 1) / NT; ++u) {
+            const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
+            const bool ok = bm0 + r < M;
+            if ((BM * BK / 4) % NT == 0 || i < BM * BK / 4)
+                cumm_cp_async_chunk<VX>(&Xr[r * LDX + c], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, c, K - k0, ok);
         }
 #pragma unroll
-        for (int u = 0; u < (BM * BK / 4 + 127) / 128; ++u) {
-            const int i = wt + u * 128, r = i / (BK / 4), c = i % (BK / 4);
-            const bool ok = bm0 + r < M;
-            if ((BM * BK / 4) % 128 == 0 || i < BM * BK / 4)
-                cumm_cp_async_chunk<VX>(&Xs[(c * BM + r) * 4], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, 4 * c,
-                                        K - k0, ok);
+        for (int u = 0; u < (BK * BN / 4 + NT - 1) / NT; ++u) {
+            const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
+            const bool ok = k0 + r < K;
+            if ((BK * BN / 4) % NT == 0 || i < BK * BN / 4)
+                cumm_cp_async_chunk<VY>(&Yr[r * LDY + c], Y + (i64)(ok ? k0 + r : 0) * ldy + bn0, c, N - bn0, ok);
+        }
+    };
+    // Split raw stage j % STAGES into split buffer j % 2: X's chunk (c, r) and Y^T's chunk (c, col) go to
+    // their canonical places, big in the first half of each operand's space and small in the second.
+    auto split_chunk = [&](int j) {
+        const float* const Xr = raw + j % STAGES * RAW;
+        const float* const Yr = Xr + BM * LDX;
+        uint4* const Xb = reinterpret_cast<uint4*>(split + (j & 1) * SPL);
+        uint4* const Yb = Xb + BM * BK / 2;
+#pragma unroll
+        for (int u = 0; u < (BM * BK / 4 + NT - 1) / NT; ++u) {
+            const int i = tid + u * NT, r = i % BM, c = i / BM;  // consecutive threads: consecutive rows
+            if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;
+            uint4 small;
+            Xb[i] = cumm_wg_split4(*reinterpret_cast<const float4*>(Xr + r * LDX + 4 * c), small);
+            Xb[BM * BK / 4 + i] = small;
+        }
+#pragma unroll
+        for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
+            const int i = tid + u * NT, col = i % BN, c = i / BN;
+            if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
+            const float* q = Yr + 4 * c * LDY + col;
+            uint4 small;
+            Yb[i] = cumm_wg_split4(make_float4(q[0], q[LDY], q[2 * LDY], q[3 * LDY]), small);
+            Yb[BN * BK / 4 + i] = small;
         }
     };
 
-    // Each slab's products are summed apart (scale-d = 0 starts a fresh sum) and added to acc in FP32 with
-    // rounding: the tensor cores' own accumulation over a long K lost accuracy (K = 4096 in one warpgroup:
-    // 9.8e-6 relative error, against 2.5e-6 with four).
-    float acc[BM / 2], pb[BM / 2], ps[BM / 2];  // running sum; this slab's big * big and its two small terms
+    float acc[BN / 2], pb[BN / 2], ps[BN / 2];  // running sum; a chunk's big * big and its two small terms
 #pragma unroll
-    for (int i = 0; i < BM / 2; ++i) acc[i] = 0.0f;
-    // Descriptors of stage 0's X big / X small at k-step 0; a later stage or k-step only adds to the address
-    // field (bits 0-13, 16-byte units), which cannot carry: shared memory addresses are below 2^18.
-    const unsigned long long desc0 = cumm_wg_desc(stages + BK * LDY, 16 * BM, 128);
-    constexpr unsigned long long SMALL = BM * BK * 4 / 16, STEP = 8 * BM * 4 / 16, STAGE_D = WG_STAGE * 4 / 16;
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    // Descriptors of split buffer 0 at k-step 0 (X: this warpgroup's 64 rows); another buffer or k-step only
+    // adds to the address field (16-byte units), which cannot carry: shared memory addresses are below 2^18.
+    const unsigned long long dx = cumm_wg_desc<BM>(split + grp * 64 * 4);
+    const unsigned long long dy = cumm_wg_desc<BN>(split + 2 * BM * BK);
+    constexpr unsigned long long XS = BM * BK / 4, YS = BN * BK / 4;  // to the small half (16-byte units)
+    constexpr unsigned long long XSTEP = 2 * BM, YSTEP = 2 * BN, BUF = SPL / 4;  // k-step of 8; next buffer
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < mine) issue(s, s);
-        cumm_cp_async_commit();
+        if (s < nc) issue(s);
+        cumm_cp_async_commit();  // empty groups keep the count uniform for wait_group below
     }
-    // Every warpgroup runs the same number of rounds (one idles where K has fewer slabs than rounds * KS), so
-    // that the block's barriers are plain __syncthreads: compute-sanitizer's racecheck reported hazards
-    // between warpgroups with per-warpgroup named barriers (bench/NOTES.md, session 6).
-    const int rounds = (KT + KS - 1) / KS;
-    for (int j = 0; j < rounds; ++j) {
+    for (int j = 0; j < nc; ++j) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-        __syncthreads();  // slab j has landed; every wgmma on the stage refilled next has completed
-        if (j + STAGES - 1 < mine) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
+        __syncthreads();  // chunk j has landed; everyone is done splitting chunk j - 1 out of its raw stage
+        if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
         cumm_cp_async_commit();
-        if (j >= mine) {  // (uniform over the warpgroup) no slab this round: only the barriers
-            __syncthreads();
-            continue;
-        }
-
-        const int st = j % STAGES;
-        float* const Ys = stages + st * WG_STAGE;
-        float* const Xb = Ys + BK * LDY;
-        float* const Xs = Xb + BM * BK;
-#pragma unroll
-        for (int u = 0; u < (BM * BK / 4 + 127) / 128; ++u) {  // split X's slab: big in place, small beside it
-            const int i = wt + u * 128;
-            if ((BM * BK / 4) % 128 != 0 && i >= BM * BK / 4) break;
-            float4 v = reinterpret_cast<float4*>(Xb)[i];
-            unsigned b0, b1, b2, b3, s0, s1, s2, s3;
-            cumm_wg_split(v.x, b0, s0);
-            cumm_wg_split(v.y, b1, s1);
-            cumm_wg_split(v.z, b2, s2);
-            cumm_wg_split(v.w, b3, s3);
-            reinterpret_cast<uint4*>(Xb)[i] = make_uint4(b0, b1, b2, b3);
-            reinterpret_cast<uint4*>(Xs)[i] = make_uint4(s0, s1, s2, s3);
-        }
+        split_chunk(j);  // into buffer j % 2, last read by chunk j - 2's wgmma (waited for below, last round)
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
         __syncthreads();
-
-        unsigned yb[BK / 8][4], ys[BK / 8][4];  // fragments of Y^T (rows: Y's columns warp*16 + g (+8))
+        if (j > 0) {  // chunk j - 1's products (they ran during the split above) into the running sum
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            cumm_wg_pin(pb);
+            cumm_wg_pin(ps);
 #pragma unroll
-        for (int s = 0; s < BK / 8; ++s) {
-            const float* q = Ys + (8 * s + t) * LDY + warp * 16 + g;
-            cumm_wg_split(q[0], yb[s][0], ys[s][0]);
-            cumm_wg_split(q[8], yb[s][1], ys[s][1]);
-            cumm_wg_split(q[4 * LDY], yb[s][2], ys[s][2]);
-            cumm_wg_split(q[4 * LDY + 8], yb[s][3], ys[s][3]);
+            for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
         }
-        const unsigned long long db = desc0 + st * STAGE_D;  // X big of this stage at k-step 0
+        const unsigned long long b = (j & 1) * BUF;
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int s = 0; s < BK / 8; ++s) {  // small terms first, into their own sum; then the big one
-            cumm_wgmma<BM>(ps, ys[s], db + s * STEP, s > 0);
-            cumm_wgmma<BM>(ps, yb[s], db + SMALL + s * STEP, 1);
-            cumm_wgmma<BM>(pb, yb[s], db + s * STEP, s > 0);
+            cumm_wgmma<BN>(ps, dx + b + XS + s * XSTEP, dy + b + s * YSTEP, s > 0);
+            cumm_wgmma<BN>(ps, dx + b + s * XSTEP, dy + b + YS + s * YSTEP, 1);
+            cumm_wgmma<BN>(pb, dx + b + s * XSTEP, dy + b + s * YSTEP, s > 0);
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    }
+    if (nc > 0) {
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         cumm_wg_pin(pb);
         cumm_wg_pin(ps);
 #pragma unroll
-        for (int i = 0; i < BM / 2; ++i) acc[i] += pb[i] + ps[i];
+        for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
     }
     cumm_cp_async_wait_all();  // (only empty groups can be pending)
-    __syncthreads();           // every warpgroup is done with its stages: they become the partial tiles
+    __syncthreads();           // every thread is done with the raw stages: they become the partial tile
 
-    // Partial tile of this warpgroup, transposed back: accumulator i of n8-block q is O^T(row, col) with
-    // row = warp*16 + g (+8 for i >= 2) (a column of O) and col = 8q + 2t (+1 for odd i) (a row of O).
-    float* const part = smem + wg * BM * LDR;
+    // Accumulator 4q + i holds row 64 grp + 16 warp + lane / 4 (+ 8 for i >= 2), column 8q + 2 (lane % 4)
+    // (+ 1 for odd i): the m16n8 fragment, repeated over the BN / 8 column blocks.
+    float* const part = raw;
+    {
+        const int r = 64 * grp + 16 * warp + lane / 4, c = 2 * (lane % 4);
 #pragma unroll
-    for (int q = 0; q < BM / 8; ++q)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-            part[(8 * q + 2 * t + (i & 1)) * LDR + warp * 16 + g + 8 * (i >> 1)] = acc[4 * q + i];
-    __syncthreads();
-#pragma unroll
-    for (int u = 0; u < (BM * BN / 4 + NT - 1) / NT; ++u) {
-        const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
-        if ((BM * BN / 4) % NT != 0 && i >= BM * BN / 4) break;
-        float4 v = *reinterpret_cast<const float4*>(smem + r * LDR + c);
-#pragma unroll
-        for (int w = 1; w < KS; ++w) {
-            const float4 x = *reinterpret_cast<const float4*>(smem + w * BM * LDR + r * LDR + c);
-            v.x += x.x;
-            v.y += x.y;
-            v.z += x.z;
-            v.w += x.w;
+        for (int q = 0; q < BN / 8; ++q) {
+            *reinterpret_cast<float2*>(part + r * LDP + 8 * q + c) = make_float2(acc[4 * q], acc[4 * q + 1]);
+            *reinterpret_cast<float2*>(part + (r + 8) * LDP + 8 * q + c) = make_float2(acc[4 * q + 2], acc[4 * q + 3]);
         }
-        if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v, 1.0f, 0.0f);
     }
+#if CL > 1
+    cumm_cluster_arrive();  // (release) this rank's partial tile is written
+    cumm_cluster_wait();    // (acquire) and every other rank's
+#else
     __syncthreads();
+#endif
+    // Rank `rank` sums rows rank * BM / CL .. of the CL partial tiles, in rank order, and stores them.
+    constexpr int ROWS = BM / CL;
+#pragma unroll
+    for (int u = 0; u < (ROWS * BN / 4 + NT - 1) / NT; ++u) {
+        const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
+        if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
+#if CL > 1
+        float4 v[CL];
+#pragma unroll
+        for (int q = 0; q < CL; ++q) v[q] = cumm_cluster_load4(cumm_cluster_map(part + r * LDP + c, q));
+#pragma unroll
+        for (int q = 1; q < CL; ++q) {
+            v[0].x += v[q].x;
+            v[0].y += v[q].y;
+            v[0].z += v[q].z;
+            v[0].w += v[q].w;
+        }
+        if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v[0], 1.0f, 0.0f);
+#else
+        const float4 v = *reinterpret_cast<const float4*>(part + r * LDP + c);
+        if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v, 1.0f, 0.0f);
+#endif
+    }
+#if CL > 1
+    cumm_cluster_arrive();  // every rank is done reading this one's partial tile: smem may be reused
+    cumm_cluster_wait();
+#else
+    __syncthreads();
+#endif
 }
 
-extern "C" __global__ void __launch_bounds__(NT, MINB)
+// Persistent: cluster q of the grid walks tiles q, q + clusters, ... of phase 1, then of phase 2.
+extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     CUMM_KERNEL(const int m, const int k, const int p, const int n, const float* __restrict__ A, const int lda,
                 const float* __restrict__ B, const int ldb, const float* __restrict__ C, const int ldc,
                 float* __restrict__ E, const int lde, float* __restrict__ T, const int ldt, unsigned* bar) {
     extern __shared__ float4 smem4[];
     float* const smem = reinterpret_cast<float*>(smem4);
+    const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
-    for (int t = blockIdx.x; t < rows * cols1; t += gridDim.x)
-        cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, smem);
+    for (int t = cluster; t < rows * cols1; t += clusters)
+        cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem);
     cumm_grid_barrier(bar);
-    for (int t = blockIdx.x; t < rows * cols2; t += gridDim.x)
-        cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, smem);
+    for (int t = cluster; t < rows * cols2; t += clusters)
+        cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank, smem);
 }

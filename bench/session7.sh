@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# session 7 device steps (one call each): `wg` (fused3_wg tests, phases at 512, chain sweep at 256-1024)
+export PYTHONPATH=. PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+for step in "$@"; do
+  case $step in
+    wgtest)
+      timeout 200 python3 -m pytest -q -x -rs tests/test_chain.py -k "wg" > $OUT/wgtest.log 2>&1; echo "wgtest rc=$?"
+      tail -15 $OUT/wgtest.log ;;
+    phases)
+      timeout 120 python3 bench/probe_chain.py --n ${N:-512} --no-host --configs ${CONFIGS:-wg128c4,wg64c8,wg128x128c2,tc32x32} \
+        > $OUT/phases.log 2>&1; echo "phases rc=$?"; tail -12 $OUT/phases.log ;;
+    sweep)
+      timeout 300 python3 bench/chain.py --sizes ${SIZES:-256,512,1024} --no-extra --configs --json $OUT/sweep.json \
+        > $OUT/sweep.log 2>&1; echo "sweep rc=$?"; sed -n '/NVIDIA/,$p' $OUT/sweep.log ;;
+    sanitize)
+      timeout 150 compute-sanitizer --tool memcheck python3 bench/chain_sanitize.py > $OUT/chain_memcheck.log 2>&1
+      echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|worst|FAIL" $OUT/chain_memcheck.log | tail -3
+      timeout 200 compute-sanitizer --tool racecheck python3 bench/chain_sanitize.py > $OUT/chain_racecheck.log 2>&1
+      echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|worst|FAIL" $OUT/chain_racecheck.log | tail -3 ;;
+  esac
+done
