@@ -68,10 +68,11 @@ TC_SWEEP = {
 
 # fused3_wg configurations timed with --configs (sm_90 only): BMxBN tiles, cK = K split over a cluster of K
 WG_SWEEP = {
-    "128x64c4": {}, "128x64c4k16s4": dict(BK=16, STAGES=4), "128x64c4s2": dict(STAGES=2),
-    "128x64c8": dict(CL=8), "128x64c2": dict(CL=2), "128x128c8k16": dict(BN=128, BK=16, CL=8),
-    "128x128c4k16": dict(BN=128, BK=16, CL=4), "64x64c4": dict(BM=64, CL=4), "64x64c8": dict(BM=64, CL=8),
-    "128x32c2": dict(BN=32, CL=2), "64x32c2": dict(BM=64, BN=32, CL=2),
+    "128x64c4k16s4": {}, "128x64c4k32s3": dict(BK=32, STAGES=3), "128x64c4k16s3": dict(STAGES=3),
+    "128x64c2k16s4": dict(CL=2), "128x64c8k16s4": dict(CL=8), "64x64c2k16s4": dict(BM=64, CL=2),
+    "64x64c2k32s3": dict(BM=64, CL=2, BK=32, STAGES=3), "64x64c4k16s4": dict(BM=64, CL=4),
+    "128x32c2k32s3": dict(BN=32, CL=2, BK=32, STAGES=3), "128x32c4k32s3": dict(BN=32, CL=4, BK=32, STAGES=3),
+    "128x128c4k16s3": dict(BN=128, STAGES=3), "64x32c2k32s4": dict(BM=64, BN=32, CL=2, BK=32),
 }
 
 
@@ -159,7 +160,7 @@ def _measure(fn, sets, ref, ref_norm, repeat):
     return err, statistics.median(times) * 1e3, statistics.median(dev) * 1e3, len(times)
 
 
-def run(chains, repeat: int, with_configs: bool) -> list[dict]:
+def run(chains, repeat: int, with_configs: bool, only: str = "") -> list[dict]:
     rng = cupy.random.default_rng(0)
     dev = cupy.cuda.runtime.getDevice()
     cc = int(cupy.cuda.Device(dev).compute_capability)
@@ -171,7 +172,8 @@ def run(chains, repeat: int, with_configs: bool) -> list[dict]:
         ref_norm = float(cupy.linalg.norm(ref))
         methods, configs = _methods()
         if with_configs:
-            methods.update(configs)
+            prefixes = tuple(x for x in only.split(",") if x)
+            methods.update({k: v for k, v in configs.items() if not prefixes or k.startswith(prefixes)})
         row = {"shape": "x".join(map(str, dims)), "dims": list(dims),
                "auto_choice": _chain.select(*dims, cc) or "pairwise"}
         for name, fn in methods.items():
@@ -225,6 +227,8 @@ def main() -> None:
     p.add_argument("--no-extra", action="store_true", help="skip the 4096x64 . 64x4096 . 4096x64 chain")
     p.add_argument("--repeat", type=int, default=100, help=f"timed runs per method (at least {MIN_RUNS})")
     p.add_argument("--configs", action="store_true", help="also time every fused3 configuration")
+    p.add_argument("--only", default="", help="with --configs: only the configurations whose names start with one "
+                   "of these comma-separated prefixes (e.g. fused3_wg:,fused3_tc:32x32)")
     a = p.parse_args()
     why = _bench.gpu_unavailable()
     if why:
@@ -234,7 +238,7 @@ def main() -> None:
     chains = [(n, n, n, n) for n in (int(s) for s in a.sizes.split(",") if s.strip())]
     if not a.no_extra:
         chains += EXTRA
-    rows = run(chains, a.repeat, a.configs)
+    rows = run(chains, a.repeat, a.configs, a.only)
     info = _bench.device_info()
     print(f"{info['device']} (cc {info['cc']}), CuPy {info['cupy']}, CUDA {info['cuda']}; median of >= {MIN_RUNS} "
           "CUDA-event timed runs, warm-up excluded; speedup = cupy / auto\n")

@@ -1,43 +1,122 @@
-"""fused3_wg's relative error over odd shapes for several configurations, against float64.
+"""Where fused3_wg's tile time goes: per-block time in each section of a tile, from %globaltimer stamps that
+this probe inserts into the rendered source (k-loop, writing the partial tile and the first cluster barrier,
+the rank's sum over distributed shared memory, the last cluster barrier), summed over the tiles of a launch;
+and the same with parts of the work removed (results then wrong; only the times matter).
 
-    PYTHONPATH=. python3 bench/probe_wg.py
+    PYTHONPATH=. python3 bench/probe_wg.py [--n 512] [--configs wg128c4] [--variants full,nomma,nosplit,noload]
 """
 
 from __future__ import annotations
 
-import itertools
-import math
+import argparse
+import statistics
 
 import cupy
+import numpy as np
+from cupy.cuda import nvrtc
 
 from cumm import _chain
+from cumm._compile import NVRTC_OPTIONS, _arch_specific_kernel, _nvrtc_compile
+from cumm._ladder import get_spec
+from cumm._render import render
+
+PROBE = r"""
+__device__ unsigned long long cumm_probe[8192][8];
+__device__ __forceinline__ unsigned long long cumm_now() {
+    unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
+}
+__device__ __forceinline__ void cumm_sect(int i, unsigned long long& t0) {
+    if (threadIdx.x == 0) { const unsigned long long t = cumm_now(); cumm_probe[blockIdx.x][i] += t - t0; t0 = t; }
+}
+"""
+SECTIONS = {3: "kloop", 4: "part+bar", 5: "reduce", 6: "bar2"}
+ANCHORS = [  # (text, inserted before it)
+    ("    const int KT = (K + BK - 1) / BK;  // chunks of K", "    unsigned long long cumm_t0 = cumm_now();\n"),
+    ("    cumm_cp_async_wait_all();  // (only empty groups can be pending)", "    cumm_sect(3, cumm_t0);\n"),
+    ("    // Rank `rank` sums rows", "    cumm_sect(4, cumm_t0);\n"),
+    ("#if CL > 1\n    cumm_cluster_arrive();  // every rank is done reading", "    cumm_sect(5, cumm_t0);\n"),
+    ("\n// Persistent:", "    cumm_sect(6, cumm_t0);\n"),
+]
+VARIANTS = {  # text replacements that remove one part of the work
+    "full": [],
+    "nomma": [("            cumm_wgmma<BN>(", "            if (0) cumm_wgmma<BN>(")],
+    "nosplit": [("        split_chunk(j);", "        if (0) split_chunk(j);")],
+    "noload": [("        if (s < nc) issue(s);", "        if (0) issue(s);"),
+               ("        if (j + STAGES - 1 < nc) issue(", "        if (0) issue(")],
+}
 
 
-def ref64(x):
-    return (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
+def build(config: str, variant: str, compile_only: bool = False):
+    spec = get_spec("fused3_wg")
+    cfg = spec.resolve(_chain.WG_CONFIGS[config], 90)
+    name, src = render(spec, cfg, (1, 1, 1))
+    for text, before in ANCHORS:
+        if text == "\n// Persistent:":  # the end of the tile function: before its closing brace
+            i = src.index(text)
+            j = src.rindex("}", 0, i)
+            src = src[:j] + before + src[j:]
+            continue
+        assert src.count(text) == 1, f"template changed: update the probe's anchor {text!r}"
+        src = src.replace(text, before + text)
+    for old, new in VARIANTS[variant]:
+        assert old in src, f"template changed: update the probe's variant {variant}"
+        src = src.replace(old, new)
+    k = src.index("namespace wg {")
+    src = src[:k] + PROBE + src[k:]
+    if compile_only:
+        return _nvrtc_compile(nvrtc, spec, cfg, "sm_90a", src, [*NVRTC_OPTIONS, "-ftz=true", "-arch=sm_90a"])
+    kern = _arch_specific_kernel(spec, cfg, name, src, 90)
+    g = kern.module.get_global_var("cumm_probe")
+    ptr = g[0] if isinstance(g, tuple) else g
+    probe = cupy.ndarray((8192, 8), cupy.uint64, cupy.cuda.MemoryPointer(
+        cupy.cuda.UnownedMemory(ptr, 8192 * 64, kern.module), 0))
+    return kern, spec, cfg, probe
 
 
-SHAPES = [(512, 512, 512, 512), (1, 1, 1, 1), (127, 131, 137, 139), (33, 600, 7, 65), (1000, 3, 1000, 5),
-          (64, 4096, 64, 4096), (300, 1, 300, 1), (2049, 65, 129, 33)]
+def run(n: int, config: str, variant: str, clusters: int, reps: int = 20) -> None:
+    kern, spec, cfg, probe = build(config, variant)
+    threads, smem = spec.block(cfg)[0], spec.smem(cfg)
+    kern.max_dynamic_shared_size_bytes = smem
+    cl = cfg["CL"]
+    resident = cl * (_chain._max_active_clusters(kern.kernel.ptr, cl, threads, smem) if cl > 1 else 1)
+    grid = min(spec.grid(cfg, n, n, n)[0], resident, clusters * cl if clusters else 1 << 30)
+    x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
+    e = cupy.empty((n, n), cupy.float32)
+    ldt = -(-n // 4) * 4
+    t = cupy.empty(n * ldt, cupy.float32)
+    bar = cupy.zeros(2, cupy.uint32)
+    i32 = np.int32
+    args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)
+    ev = [cupy.cuda.Event(), cupy.cuda.Event()]
+    rows = []
+    for r in range(reps + 3):
+        probe.fill(0)
+        ev[0].record()
+        kern((grid,), (threads,), args, shared_mem=smem)
+        ev[1].record()
+        ev[1].synchronize()
+        if r >= 3:
+            s = probe[:grid].get().astype(np.int64)
+            rows.append([cupy.cuda.get_elapsed_time(*ev) * 1e3] + [float(np.median(s[:, i])) / 1e3 for i in SECTIONS]
+                        + [s[:, 3].max() / 1e3])
+    med = [statistics.median(col) for col in zip(*rows, strict=True)]
+    names = ["event", *SECTIONS.values(), "kloop_max"]
+    print(f"n={n} {config} {variant} grid={grid} (clusters of {cl}): per block, summed over its tiles, us: "
+          + "  ".join(f"{k}={v:.2f}" for k, v in zip(names, med, strict=True)), flush=True)
 
 
-def shapes() -> None:
-    dev = cupy.cuda.runtime.getDevice()
-    configs = list(_chain.WG_CONFIGS.values()) + [
-        dict(BM=16, BK=16, KS=4, STAGES=3), dict(BM=32, BK=16, KS=4, STAGES=3), dict(BM=64, BK=32, KS=1, STAGES=3),
-        dict(BM=32, BK=8, KS=3, STAGES=4), dict(BM=16, BK=64, KS=2, STAGES=2)]
-    worst = 0.0
-    for cfg, dims in itertools.product(configs, SHAPES):
-        x = [cupy.random.standard_normal((dims[i], dims[i + 1]), dtype=cupy.float32) for i in range(3)]
-        e = cupy.full((dims[0], dims[3]), math.nan, cupy.float32)
-        _chain._fused3_wg(*x, e, cfg, dev)
-        ref = ref64(x)
-        err = float(cupy.linalg.norm(e - ref) / cupy.linalg.norm(ref))
-        worst = max(worst, err) if math.isfinite(err) else math.inf
-        flag = "" if err < 1e-5 else "  <-- FAIL"
-        print(f"shape {dims} {cfg}: rel err {err:.2e}{flag}", flush=True)
-    print(f"worst relative error {worst:.2e}")
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=512)
+    p.add_argument("--configs", default="wg128c4")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--clusters", default="0,1", help="grid caps in clusters (0: as multi_dot launches)")
+    a = p.parse_args()
+    for c in a.configs.split(","):
+        for v in a.variants.split(","):
+            for g in map(int, a.clusters.split(",")):
+                run(a.n, c, v, g)
 
 
 if __name__ == "__main__":
-    shapes()
+    main()

@@ -8,10 +8,10 @@ for step in "$@"; do
       timeout 200 python3 -m pytest -q -x -rs tests/test_chain.py -k "wg" > $OUT/wgtest.log 2>&1; echo "wgtest rc=$?"
       tail -15 $OUT/wgtest.log ;;
     phases)
-      timeout 120 python3 bench/probe_chain.py --n ${N:-512} --no-host --configs ${CONFIGS:-wg128c4,wg64c8,wg128x128c2,tc32x32} \
+      timeout 120 python3 bench/probe_chain.py --n ${N:-512} --no-host --configs ${CONFIGS:-wg128c4,wg64c2,wg128x32c2,tc32x32} \
         > $OUT/phases.log 2>&1; echo "phases rc=$?"; tail -12 $OUT/phases.log ;;
     sweep)
-      timeout 300 python3 bench/chain.py --sizes ${SIZES:-256,512,1024} --no-extra --configs --json $OUT/sweep.json \
+      timeout 300 python3 bench/chain.py --sizes ${SIZES:-256,512,1024} --no-extra --configs --only ${ONLY:-fused3_wg:,fused3_tc:32x32} --json $OUT/sweep.json \
         > $OUT/sweep.log 2>&1; echo "sweep rc=$?"; sed -n '/NVIDIA/,$p' $OUT/sweep.log ;;
     sanitize)
       timeout 150 compute-sanitizer --tool memcheck python3 bench/chain_sanitize.py > $OUT/chain_memcheck.log 2>&1

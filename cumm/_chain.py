@@ -175,11 +175,11 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # fused3_wg (wgmma, compute capability 9.0 only): BM x BN tiles, each tile's K split over a cluster of CL
 # blocks, sized so that a chain has about a block per multiprocessor (128 at n = 256, 512 and 1024)
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "wg64c8": dict(BM=64, BN=64, BK=32, CL=8, STAGES=3, MINB=1),
-    "wg128c4": dict(BM=128, BN=64, BK=32, CL=4, STAGES=3, MINB=1),
-    "wg128x128c2": dict(BM=128, BN=128, BK=16, CL=2, STAGES=3, MINB=1),
+    "wg64c2": dict(BM=64, BN=64, BK=16, CL=2, STAGES=4, MINB=1),
+    "wg128c4": dict(BM=128, BN=64, BK=16, CL=4, STAGES=4, MINB=1),
+    "wg128x32c2": dict(BM=128, BN=32, BK=32, CL=2, STAGES=3, MINB=1),
 }
-WG_RULE = ((2 * 384**3, "wg64c8"), (2 * 768**3, "wg128c4"), (2 * 1536**3, "wg128x128c2"))
+WG_RULE = ((2 * 384**3, "wg64c2"), (2 * 768**3, "wg128c4"), (2 * 1536**3, "wg128x32c2"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
@@ -335,7 +335,7 @@ _chosen: dict[tuple, str | None] = {}  # (m, k, p, n, device) -> select()'s answ
 _FORCED = {
     "fused3": lambda m, fused: fused_config(m),
     "fused3_tc": lambda m, fused: tc_config_for(fused) or "tc128x128",
-    "fused3_wg": lambda m, fused: wg_config_for(fused) or "wg128x128c2",
+    "fused3_wg": lambda m, fused: wg_config_for(fused) or "wg128x32c2",
 }
 
 

@@ -89,9 +89,9 @@ def _tf32x3_smem(c):
     return c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4
 
 
-def _wg_smem(c):  # fused3_wg: max(raw stages, the partial tile) + two split buffers (see fused3_wg.cu)
+def _wg_smem(c):  # fused3_wg: raw stages, two split buffers of Y^T, the partial tile (see fused3_wg.cu)
     raw = c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 4))
-    return 4 * (max(raw, c["BM"] * (c["BN"] + 8)) + 4 * (c["BM"] + c["BN"]) * c["BK"])
+    return 4 * (raw + 4 * c["BN"] * c["BK"] + c["BM"] * (c["BN"] + 8))
 
 
 def _warptile_block(c):
@@ -318,7 +318,7 @@ REGISTRY: dict[str, KernelSpec] = {
             headers=("cluster.cuh", "grid_barrier.cuh"),
             min_cc=90,
             arch_specific=True,  # wgmma: sm_90a only
-            summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster, operands split once",
+            summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks",
             kind="chain",
             block=lambda c: (2 * c["BM"], 1, 1),  # a warpgroup (128 threads) per 64 rows
             # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the
@@ -334,8 +334,8 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
                 C("BM % CL == 0", "each of the CL ranks sums and stores BM / CL rows of a tile"),
                 C("STAGES >= 2", "the pipeline needs at least two stages"),
-                C("4 * (max(STAGES * (BM * (BK + 4) + BK * (BN + 4)), BM * (BN + 8)) + 4 * (BM + BN) * BK) <= 232448",
-                  "shared memory (raw stages or the partial tile, and two split buffers) is at most 227 KB per block"),
+                C("4 * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8)) <= 232448",
+                  "shared memory (raw stages, two split buffers, the partial tile) is at most 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32), CL=(1, 2, 4, 8), STAGES=(2, 3, 4), MINB=(1,)),
         ),

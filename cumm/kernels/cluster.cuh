@@ -15,6 +15,14 @@ __device__ __forceinline__ void cumm_cluster_arrive() {
 #endif
 }
 
+// Arrival without release semantics (no GPU-wide memory barrier before it): for a barrier that orders only
+// this thread's completed reads of other ranks' shared memory before their later writes.
+__device__ __forceinline__ void cumm_cluster_arrive_relaxed() {
+#if CL > 1
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void cumm_cluster_wait() {
 #if CL > 1
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");

@@ -28,14 +28,14 @@
 #endif
 
 namespace wg {
-constexpr int NWG = BM / 64;                            // warpgroups: 64 rows of the tile each (wgmma's M)
-constexpr int NT = 128 * NWG;                           // threads
-constexpr int LDX = BK + 4;                             // raw X chunk [BM][LDX]: 16-byte reads of 8 rows hit 32 banks
-constexpr int LDY = BN + 4;                             // raw Y chunk [BK][LDY]
-constexpr int RAW = BM * LDX + BK * LDY;                // floats per raw stage
-constexpr int SPL = 2 * (BM + BN) * BK;                 // floats per split buffer: X big, X small, Y^T big, Y^T small
-constexpr int LDP = BN + 8;                             // partial tile [BM][LDP] (float2 stores hit 32 banks)
-constexpr int RAWS = STAGES * RAW > BM * LDP ? STAGES * RAW : BM * LDP;  // raw stages, later the partial tile
+constexpr int NWG = BM / 64;               // warpgroups: 64 rows of the tile each (wgmma's M)
+constexpr int NT = 128 * NWG;              // threads
+constexpr int LDX = BK + 4;                // raw X chunk [BM][LDX]: fragment reads and 16-byte writes hit 32 banks
+constexpr int LDY = BN + 4;                // raw Y chunk [BK][LDY]
+constexpr int RAW = BM * LDX + BK * LDY;   // floats per raw stage
+constexpr int SPL = 2 * BN * BK;           // floats per split buffer: Y^T big, then Y^T small
+constexpr int LDP = BN + 8;                // partial tile [BM][LDP] (float2 stores hit 32 banks)
+constexpr int OFF_SPLIT = STAGES * RAW, OFF_PART = OFF_SPLIT + 2 * SPL;
 }  // namespace wg
 
 __device__ __forceinline__ void cumm_wg_split(float x, unsigned& big, unsigned& small) {
@@ -60,44 +60,46 @@ __device__ __forceinline__ unsigned long long cumm_wg_desc(const float* p) {
            ((unsigned long long)(128 >> 4) << 32);
 }
 
-// d (64 x N, f32) (+)= a (64 x 8) @ b (8 x N), both TF32 operands in shared memory; asynchronous
-// (wgmma.commit_group and wait_group end it). accumulate = 0 starts a fresh sum.
+// d (64 x N, f32) (+)= a (64 x 8 TF32: 4 registers per thread, the m16n8k8 A-fragment of each warp's 16 rows)
+// @ b (8 x N TF32, K-major in shared memory); asynchronous (wgmma.commit_group and wait_group end it; a's
+// registers must not change before then). accumulate = 0 starts a fresh sum.
 #define CUMM_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define CUMM_F16(i) CUMM_F4(i), CUMM_F4(i + 4), CUMM_F4(i + 8), CUMM_F4(i + 12)
+#define CUMM_WG_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate)
 template <int N>
-__device__ __forceinline__ void cumm_wgmma(float (&d)[N / 2], unsigned long long a, unsigned long long b,
+__device__ __forceinline__ void cumm_wgmma(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b,
                                            int accumulate);
 template <>
-__device__ __forceinline__ void cumm_wgmma<32>(float (&d)[16], unsigned long long a, unsigned long long b,
+__device__ __forceinline__ void cumm_wgmma<32>(float (&d)[16], const unsigned (&a)[4], unsigned long long b,
                                                  int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
-        "%15}, %16, %17, p, 1, 1;\n}\n"
+        "%15}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
         : CUMM_F16(0)
-        : "l"(a), "l"(b), "r"(accumulate));
+        : CUMM_WG_IN);
 }
 template <>
-__device__ __forceinline__ void cumm_wgmma<64>(float (&d)[32], unsigned long long a, unsigned long long b,
+__device__ __forceinline__ void cumm_wgmma<64>(float (&d)[32], const unsigned (&a)[4], unsigned long long b,
                                                  int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
-        "%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n"
+        "%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
         : CUMM_F16(0), CUMM_F16(16)
-        : "l"(a), "l"(b), "r"(accumulate));
+        : CUMM_WG_IN);
 }
 template <>
-__device__ __forceinline__ void cumm_wgmma<128>(float (&d)[64], unsigned long long a, unsigned long long b,
+__device__ __forceinline__ void cumm_wgmma<128>(float (&d)[64], const unsigned (&a)[4], unsigned long long b,
                                                   int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
         "%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,"
-        "%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, "
-        "p, 1, 1;\n}\n"
+        "%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+        "{%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
         : CUMM_F16(0), CUMM_F16(16), CUMM_F16(32), CUMM_F16(48)
-        : "l"(a), "l"(b), "r"(accumulate));
+        : CUMM_WG_IN);
 }
 
 // The compiler does not know that wgmma writes d later than its asm statement: after the wait, these empty
@@ -110,7 +112,8 @@ __device__ __forceinline__ void cumm_wg_pin(float (&d)[R]) {
 
 // This cluster rank's share of the BM x BN tile O[bm0.., bn0..] = X @ Y (X: M x K, Y: K x N): the product
 // over its 1/CL of K, summed with the other ranks' through distributed shared memory. VX / VY / VO: 16-byte
-// accesses to X / Y / O are legal (common.cuh). Ends with a cluster barrier, so the caller may reuse smem.
+// accesses to X / Y / O are legal (common.cuh). Starts its cluster-barrier work with a wait and ends with an
+// arrival, so the kernel arrives once before its first tile and waits once after its last.
 template <int VX, int VY, int VO>
 __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int K, const float* __restrict__ X,
                                              const int ldx, const float* __restrict__ Y, const int ldy,
@@ -118,8 +121,10 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                                              const int rank, float* const smem) {
     using namespace wg;
     const int tid = threadIdx.x, grp = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;  // fragment coordinates
     float* const raw = smem;
-    float* const split = smem + RAWS;
+    float* const split = smem + OFF_SPLIT;
+    float* const part = smem + OFF_PART;
     const int KT = (K + BK - 1) / BK;  // chunks of K; this rank takes [c0, c0 + nc)
     const int c0 = static_cast<int>(static_cast<long long>(KT) * rank / CL);
     const int nc = static_cast<int>(static_cast<long long>(KT) * (rank + 1) / CL) - c0;
@@ -143,41 +148,14 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                 cumm_cp_async_chunk<VY>(&Yr[r * LDY + c], Y + (i64)(ok ? k0 + r : 0) * ldy + bn0, c, N - bn0, ok);
         }
     };
-    // Split raw stage j % STAGES into split buffer j % 2: X's chunk (c, r) and Y^T's chunk (c, col) go to
-    // their canonical places, big in the first half of each operand's space and small in the second.
-    auto split_chunk = [&](int j) {
-        const float* const Xr = raw + j % STAGES * RAW;
-        const float* const Yr = Xr + BM * LDX;
-        uint4* const Xb = reinterpret_cast<uint4*>(split + (j & 1) * SPL);
-        uint4* const Yb = Xb + BM * BK / 2;
-#pragma unroll
-        for (int u = 0; u < (BM * BK / 4 + NT - 1) / NT; ++u) {
-            const int i = tid + u * NT, r = i % BM, c = i / BM;  // consecutive threads: consecutive rows
-            if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;
-            uint4 small;
-            Xb[i] = cumm_wg_split4(*reinterpret_cast<const float4*>(Xr + r * LDX + 4 * c), small);
-            Xb[BM * BK / 4 + i] = small;
-        }
-#pragma unroll
-        for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
-            const int i = tid + u * NT, col = i % BN, c = i / BN;
-            if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
-            const float* q = Yr + 4 * c * LDY + col;
-            uint4 small;
-            Yb[i] = cumm_wg_split4(make_float4(q[0], q[LDY], q[2 * LDY], q[3 * LDY]), small);
-            Yb[BN * BK / 4 + i] = small;
-        }
-    };
 
     float acc[BN / 2], pb[BN / 2], ps[BN / 2];  // running sum; a chunk's big * big and its two small terms
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-    // Descriptors of split buffer 0 at k-step 0 (X: this warpgroup's 64 rows); another buffer or k-step only
-    // adds to the address field (16-byte units), which cannot carry: shared memory addresses are below 2^18.
-    const unsigned long long dx = cumm_wg_desc<BM>(split + grp * 64 * 4);
-    const unsigned long long dy = cumm_wg_desc<BN>(split + 2 * BM * BK);
-    constexpr unsigned long long XS = BM * BK / 4, YS = BN * BK / 4;  // to the small half (16-byte units)
-    constexpr unsigned long long XSTEP = 2 * BM, YSTEP = 2 * BN, BUF = SPL / 4;  // k-step of 8; next buffer
+    // Descriptor of split buffer 0's Y^T big at k-step 0; another buffer, the small half or a k-step only adds
+    // to the address field (16-byte units), which cannot carry: shared memory addresses are below 2^18.
+    const unsigned long long dy = cumm_wg_desc<BN>(split);
+    constexpr unsigned long long SMALL = BN * BK / 4, STEP = 2 * BN, BUF = SPL / 4;
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -186,26 +164,49 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     }
     for (int j = 0; j < nc; ++j) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-        __syncthreads();  // chunk j has landed; everyone is done splitting chunk j - 1 out of its raw stage
+        __syncthreads();  // chunk j has landed; everyone is done reading chunk j - 1's raw stage
         if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
         cumm_cp_async_commit();
-        split_chunk(j);  // into buffer j % 2, last read by chunk j - 2's wgmma (waited for below, last round)
+        {  // Y's chunk, split and transposed into split buffer j % 2 (last read by chunk j - 2's wgmma, waited
+           // for last round): Y^T chunk (c, col) at its canonical place. Runs while chunk j - 1's wgmma do.
+            const float* const Yr = raw + j % STAGES * RAW + BM * LDX;
+            uint4* const Yb = reinterpret_cast<uint4*>(split + (j & 1) * SPL);
+#pragma unroll
+            for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
+                const int i = tid + u * NT, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
+                if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
+                const float* q = Yr + 4 * c * LDY + col;
+                uint4 small;
+                Yb[i] = cumm_wg_split4(make_float4(q[0], q[LDY], q[2 * LDY], q[3 * LDY]), small);
+                Yb[BN * BK / 4 + i] = small;
+            }
+        }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
         __syncthreads();
-        if (j > 0) {  // chunk j - 1's products (they ran during the split above) into the running sum
+        if (j > 0) {  // chunk j - 1's products into the running sum; its X fragments may now change
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             cumm_wg_pin(pb);
             cumm_wg_pin(ps);
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
         }
-        const unsigned long long b = (j & 1) * BUF;
+        // X's fragments for this warpgroup's 64 rows, split in registers, one k-step ahead of its wgmma: the
+        // loads and the split of step s + 1 run while step s multiplies.
+        const float* const Xr = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t;
+        const unsigned long long b = dy + (j & 1) * BUF;
+        unsigned xb[BK / 8][4], xs[BK / 8][4];
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int s = 0; s < BK / 8; ++s) {  // small terms first, into their own sum; then the big one
-            cumm_wgmma<BN>(ps, dx + b + XS + s * XSTEP, dy + b + s * YSTEP, s > 0);
-            cumm_wgmma<BN>(ps, dx + b + s * XSTEP, dy + b + YS + s * YSTEP, 1);
-            cumm_wgmma<BN>(pb, dx + b + s * XSTEP, dy + b + s * YSTEP, s > 0);
+        for (int s = 0; s < BK / 8; ++s) {
+            const float* q = Xr + 8 * s;
+            cumm_wg_split(q[0], xb[s][0], xs[s][0]);
+            cumm_wg_split(q[8 * LDX], xb[s][1], xs[s][1]);
+            cumm_wg_split(q[4], xb[s][2], xs[s][2]);
+            cumm_wg_split(q[8 * LDX + 4], xb[s][3], xs[s][3]);
+            // small terms first, into their own sum; then the big one
+            cumm_wgmma<BN>(ps, xs[s], b + s * STEP, s > 0);
+            cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
+            cumm_wgmma<BN>(pb, xb[s], b + s * STEP, s > 0);
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     }
@@ -216,18 +217,18 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
     }
-    cumm_cp_async_wait_all();  // (only empty groups can be pending)
-    __syncthreads();           // every thread is done with the raw stages: they become the partial tile
 
-    // Accumulator 4q + i holds row 64 grp + 16 warp + lane / 4 (+ 8 for i >= 2), column 8q + 2 (lane % 4)
-    // (+ 1 for odd i): the m16n8 fragment, repeated over the BN / 8 column blocks.
-    float* const part = raw;
+    // Accumulator 4q + i holds row 64 grp + 16 warp + g (+ 8 for i >= 2), column 8q + 2t (+ 1 for odd i): the
+    // m16n8 fragment, repeated over the BN / 8 column blocks. The partial tile has its own space, so the next
+    // tile's first copies need not wait for the other ranks to finish reading it.
+    cumm_cluster_wait();  // (the previous tile's last barrier: every rank is done reading this partial tile)
     {
-        const int r = 64 * grp + 16 * warp + lane / 4, c = 2 * (lane % 4);
+        const int r = 64 * grp + 16 * warp + g;
 #pragma unroll
         for (int q = 0; q < BN / 8; ++q) {
-            *reinterpret_cast<float2*>(part + r * LDP + 8 * q + c) = make_float2(acc[4 * q], acc[4 * q + 1]);
-            *reinterpret_cast<float2*>(part + (r + 8) * LDP + 8 * q + c) = make_float2(acc[4 * q + 2], acc[4 * q + 3]);
+            *reinterpret_cast<float2*>(part + r * LDP + 8 * q + 2 * t) = make_float2(acc[4 * q], acc[4 * q + 1]);
+            *reinterpret_cast<float2*>(part + (r + 8) * LDP + 8 * q + 2 * t) =
+                make_float2(acc[4 * q + 2], acc[4 * q + 3]);
         }
     }
 #if CL > 1
@@ -236,32 +237,39 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #else
     __syncthreads();
 #endif
-    // Rank `rank` sums rows rank * BM / CL .. of the CL partial tiles, in rank order, and stores them.
-    constexpr int ROWS = BM / CL;
+    // Rank `rank` sums rows rank * BM / CL .. of the CL partial tiles, in rank order, and stores them. All of
+    // a thread's loads are issued before the first sum, so their latencies overlap.
+    constexpr int ROWS = BM / CL, U = (ROWS * BN / 4 + NT - 1) / NT;
+    float4 v[U][CL];
 #pragma unroll
-    for (int u = 0; u < (ROWS * BN / 4 + NT - 1) / NT; ++u) {
+    for (int u = 0; u < U; ++u) {
         const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
         if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
+#pragma unroll
+        for (int q = 0; q < CL; ++q)
 #if CL > 1
-        float4 v[CL];
-#pragma unroll
-        for (int q = 0; q < CL; ++q) v[q] = cumm_cluster_load4(cumm_cluster_map(part + r * LDP + c, q));
-#pragma unroll
-        for (int q = 1; q < CL; ++q) {
-            v[0].x += v[q].x;
-            v[0].y += v[q].y;
-            v[0].z += v[q].z;
-            v[0].w += v[q].w;
-        }
-        if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v[0], 1.0f, 0.0f);
+            v[u][q] = cumm_cluster_load4(cumm_cluster_map(part + r * LDP + c, q));
 #else
-        const float4 v = *reinterpret_cast<const float4*>(part + r * LDP + c);
-        if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v, 1.0f, 0.0f);
+            v[u][q] = *reinterpret_cast<const float4*>(part + r * LDP + c);
 #endif
     }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
+        if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
+#pragma unroll
+        for (int q = 1; q < CL; ++q) {
+            v[u][0].x += v[u][q].x;
+            v[u][0].y += v[u][q].y;
+            v[u][0].z += v[u][q].z;
+            v[u][0].w += v[u][q].w;
+        }
+        if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v[u][0], 1.0f, 0.0f);
+    }
 #if CL > 1
-    cumm_cluster_arrive();  // every rank is done reading this one's partial tile: smem may be reused
-    cumm_cluster_wait();
+    // This rank is done reading the others' partial tiles (its loads completed: their values were summed), so
+    // a relaxed arrival suffices; a release would add a GPU-wide memory barrier behind the stores to O.
+    cumm_cluster_arrive_relaxed();
 #else
     __syncthreads();
 #endif
@@ -277,9 +285,11 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
+    cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
     for (int t = cluster; t < rows * cols1; t += clusters)
         cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem);
     cumm_grid_barrier(bar);
     for (int t = cluster; t < rows * cols2; t += clusters)
         cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank, smem);
+    cumm_cluster_wait();  // no block exits while another rank may still read its partial tile
 }
