@@ -156,7 +156,8 @@ def test_fused3_tc_configs(config, dims, rng):
 @gpu
 @pytest.mark.parametrize("config", [*_chain.WG_CONFIGS.values(), dict(BM=128, BN=32, BK=8, CL=1, STAGES=2),
                                     dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
-                                    dict(BM=256, BN=32, BK=16, CL=8, STAGES=2), dict(BM=64, BN=64, BK=24, CL=4, STAGES=3)],
+                                    dict(BM=256, BN=32, BK=16, CL=8, STAGES=2),
+                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
                                   (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
