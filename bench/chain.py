@@ -67,13 +67,12 @@ TC_SWEEP = {
 
 
 # fused3_wg configurations timed with --configs (sm_90 only): BMxBN tiles, cK = K split over a cluster of K
-WG_SWEEP = {  # (sK = K stages: with K / (CL * BK) <= S - 1... every chunk of a rank's K is in flight at once)
-    "128x64c4k16s4": {}, "128x64c4k32s4": dict(BK=32, STAGES=4), "64x64c2k32s3": dict(BM=64, CL=2, BK=32, STAGES=3),
-    "64x64c2k32s8": dict(BM=64, CL=2, BK=32, STAGES=8), "64x64c2k16s16": dict(BM=64, CL=2, STAGES=16),
-    "64x64c2k32s6": dict(BM=64, CL=2, BK=32, STAGES=6), "128x32c2k32s3": dict(BN=32, CL=2, BK=32, STAGES=3),
-    "128x32c2k32s8": dict(BN=32, CL=2, BK=32, STAGES=8), "64x32c2k32s4": dict(BM=64, BN=32, CL=2, BK=32),
-    "64x32c2k32s8": dict(BM=64, BN=32, CL=2, BK=32, STAGES=8), "64x64c4k32s4": dict(BM=64, CL=4, BK=32),
-    "64x32c4k32s4": dict(BM=64, BN=32, CL=4, BK=32), "64x64c1k32s4": dict(BM=64, CL=1, BK=32),
+WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 1 a rank's whole K at once)
+    "128x64c4k16s4": {}, "64x64c2k32s3": dict(BM=64, CL=2, BK=32, STAGES=3),
+    "128x32c2k32s3": dict(BN=32, CL=2, BK=32, STAGES=3), "128x32c2k32s5": dict(BN=32, CL=2, BK=32, STAGES=5),
+    "128x32c2k32s8": dict(BN=32, CL=2, BK=32, STAGES=8), "64x32c4k32s6": dict(BM=64, BN=32, CL=4, BK=32, STAGES=6),
+    "128x32c4k32s4": dict(BN=32, CL=4, BK=32), "128x64c2k16s6": dict(CL=2, STAGES=6),
+    "128x64c2k16s8": dict(CL=2, STAGES=8), "128x64c2k32s6": dict(CL=2, BK=32, STAGES=6),
 }
 
 

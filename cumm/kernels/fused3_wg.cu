@@ -129,23 +129,53 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     const int c0 = static_cast<int>(static_cast<long long>(KT) * rank / CL);
     const int nc = static_cast<int>(static_cast<long long>(KT) * (rank + 1) / CL) - c0;
 
-    auto issue = [&](int j) {  // chunk c0 + j into raw stage j % STAGES; zero-filled past M, N and K
+    // Copies of chunk c0 + j into raw stage j % STAGES, zero-filled past M, N and K. Thread tid copies the
+    // 16-byte pieces tid, tid + NT, ... of X's chunk (BM x BK) and of Y's (BK x BN). With 16-byte accesses
+    // legal, the source pointers, row predicates and column byte counts are set once per tile, so a copy is a
+    // few instructions (recomputing them per chunk had made the copies ~20 instructions each); otherwise
+    // the general per-element copy of common.cuh.
+    constexpr int UX = (BM * BK / 4 + NT - 1) / NT, UY = (BK * BN / 4 + NT - 1) / NT;
+    const float* xsrc[UX];  // row bm0 + r of X at column c0 * BK + c; null: row past M (the piece is zeros)
+    const float* ysrc[UY];  // row c0 * BK + r of Y at column bn0 + c
+    int ybytes[UY];         // bytes of the piece left of column N
+#pragma unroll
+    for (int u = 0; u < UX; ++u) {
+        const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
+        xsrc[u] = bm0 + r < M ? X + (i64)(bm0 + r) * ldx + c0 * BK + c : nullptr;
+    }
+#pragma unroll
+    for (int u = 0; u < UY; ++u) {
+        const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
+        ysrc[u] = Y + (i64)(c0 * BK + r) * ldy + bn0 + c;
+        ybytes[u] = 4 * max(0, min(4, N - bn0 - c));
+    }
+    auto issue = [&](int j) {
         const int k0 = (c0 + j) * BK;
         float* const Xr = raw + j % STAGES * RAW;
         float* const Yr = Xr + BM * LDX;
 #pragma unroll
-        for (int u = 0; u < (BM * BK / 4 + NT - 1) / NT; ++u) {
+        for (int u = 0; u < UX; ++u) {
             const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
-            const bool ok = bm0 + r < M;
-            if ((BM * BK / 4) % NT == 0 || i < BM * BK / 4)
-                cumm_cp_async_chunk<VX>(&Xr[r * LDX + c], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, c, K - k0, ok);
+            if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;
+            if constexpr (VX != 0) {
+                const int bytes = xsrc[u] ? 4 * max(0, min(4, K - k0 - c)) : 0;
+                cumm_cp_async16(&Xr[r * LDX + c], bytes ? xsrc[u] + j * BK : X, bytes);
+            } else {
+                const bool ok = bm0 + r < M;
+                cumm_cp_async_chunk<0>(&Xr[r * LDX + c], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, c, K - k0, ok);
+            }
         }
 #pragma unroll
-        for (int u = 0; u < (BK * BN / 4 + NT - 1) / NT; ++u) {
+        for (int u = 0; u < UY; ++u) {
             const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
+            if ((BK * BN / 4) % NT != 0 && i >= BK * BN / 4) break;
             const bool ok = k0 + r < K;
-            if ((BK * BN / 4) % NT == 0 || i < BK * BN / 4)
-                cumm_cp_async_chunk<VY>(&Yr[r * LDY + c], Y + (i64)(ok ? k0 + r : 0) * ldy + bn0, c, N - bn0, ok);
+            if constexpr (VY != 0) {
+                const int bytes = ok ? ybytes[u] : 0;
+                cumm_cp_async16(&Yr[r * LDY + c], bytes ? ysrc[u] + (i64)j * BK * ldy : Y, bytes);
+            } else {
+                cumm_cp_async_chunk<0>(&Yr[r * LDY + c], Y + (i64)(ok ? k0 + r : 0) * ldy + bn0, c, N - bn0, ok);
+            }
         }
     };
 
