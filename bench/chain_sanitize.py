@@ -24,6 +24,16 @@ def main() -> None:
     cc = int(cupy.cuda.Device().compute_capability)
     kernels = ["pairwise", *(["fused3"] if cc >= 90 else []), *(["fused3_tc"] if cc >= 80 else []),
                *(["fused3_wg"] if cc == 90 else [])]
+    dev = cupy.cuda.runtime.getDevice()
+
+    def run(kernel, mats, out):
+        if kernel.startswith("wg"):  # each named fused3_wg configuration, whatever the rule picks
+            _chain._fused3_wg(*mats, out, kernel, dev)
+        else:
+            cumm.multi_dot(mats, kernel=kernel, out=out)
+
+    if cc == 90:
+        kernels += sorted(_chain.WG_CONFIGS)
     worst = 0.0
     for dims in CHAINS:
         for aligned in (True, False):
@@ -37,7 +47,7 @@ def main() -> None:
                 out = cupy.full((dims[0], dims[3]), cupy.nan, dtype=cupy.float32)
                 cupy.cuda.Device().synchronize()
                 _chain._streams.clear()
-                cumm.multi_dot(mats, kernel=kernel, out=out)
+                run(kernel, mats, out)
                 shape = "x".join(map(str, dims))
                 worst = record(f"{kernel:10s} {shape:18s} {'aligned' if aligned else 'scalar':8s}", out, ref, worst)
     finish(worst)

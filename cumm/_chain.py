@@ -12,8 +12,9 @@ that order must not cost more multiply-adds than A @ (B @ C):
 * ``fused3_tc`` (tensor cores, FP32 accuracy by the tf32x3 split, 8.0+): one persistent launch, T through
   L2, one grid barrier; tile shapes grow with the chain (TC_RULE); up to n = 3072 for square chains,
   past which two tf32x3 GEMMs are as fast and the fused launch saves nothing;
-* ``fused3_wg`` (compute capability 9.0 only): fused3_tc's scheme on the warpgroup tensor cores (wgmma).
-  Only by name: on the H200 it measured no faster than fused3_tc (bench/NOTES.md, session 6).
+* ``fused3_wg`` (compute capability 9.0 only, warpgroup tensor cores): the same persistent scheme with big
+  tiles whose K is split over a thread block cluster (WG_RULE): on the H200 10-15 % faster than fused3_tc
+  from n = 384 to 1024 (bench/NOTES.md, session 7).
 
 The persistent kernels launch through the driver with their arguments packed once per shape (_Launch).
 """
@@ -87,7 +88,8 @@ def chain_order(dims: Sequence[int]):
 
 
 def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
-    """kernel="auto" for three arrays: a CONFIGS (fused3), TC_CONFIGS or WG_CONFIGS name, or None for two matmuls."""
+    """kernel="auto" for three arrays: a CONFIGS (fused3), TC_CONFIGS or WG_CONFIGS name, or None for two matmuls.
+    ``cc``: the compute capability as an int (90 for 9.0)."""
     if cc < 80 or min(m, k, p, n) < 1:
         return None
     fused = m * p * (k + n)  # (A @ B) @ C, the order the fused kernels compute
@@ -95,6 +97,8 @@ def select(m: int, k: int, p: int, n: int, cc: int) -> str | None:
         return None
     if cc >= 90 and fused <= BM16_MAX_FMA:
         return "bm16"
+    if get_spec("fused3_wg").supports(cc):
+        return wg_config_for(fused) or tc_config_for(fused)
     return tc_config_for(fused)
 
 
@@ -173,13 +177,17 @@ TC_CONFIG = TC_CONFIGS["tc32x64"]
 # KS > 1 (k-sliced warps) measured within 3 % of KS = 1 at n = 384 and 512 and slower elsewhere: not used.
 TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
 # fused3_wg (wgmma, compute capability 9.0 only): BM x BN tiles, each tile's K split over a cluster of CL
-# blocks, sized so that a chain has about a block per multiprocessor (128 at n = 256, 512 and 1024)
+# blocks; STAGES - 1 chunks of BK in flight (wg128x32: a rank's whole K at n = 512). From device-time sweeps on an
+# H200 (bench/results/h200_chain_sweep3.md): n = 384 17.9 us (fused3_tc 20.1), 512 22.0 (25.0), 768 61.5 (67.9),
+# 1024 84.4 (tc64x64 99); at n = 256 fused3_tc 32x32 is as fast (12.6 against 12.8). ptxas spills 32-96 bytes
+# in wg64x64 and wg128x64 (255 registers); they are the fastest measured all the same.
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "wg64c2": dict(BM=64, BN=64, BK=16, CL=2, STAGES=4, MINB=1),
-    "wg128c4": dict(BM=128, BN=64, BK=16, CL=4, STAGES=4, MINB=1),
-    "wg128x32c2": dict(BM=128, BN=32, BK=32, CL=2, STAGES=3, MINB=1),
+    "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1),
+    "wg64x64": dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, MINB=1),
+    "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=6, MINB=1),
 }
-WG_RULE = ((2 * 384**3, "wg64c2"), (2 * 768**3, "wg128c4"), (2 * 1536**3, "wg128x32c2"))
+# (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
+WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 896**3, "wg64x64"), (2 * 1024**3, "wg128x64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
@@ -191,8 +199,14 @@ def tc_config_for(fused: int) -> str | None:
 
 
 def wg_config_for(fused: int) -> str | None:
-    """The fused3_wg configuration for a chain of ``fused`` multiply-adds, None past the rule."""
+    """The fused3_wg configuration kernel="auto" picks for a chain of ``fused`` multiply-adds (compute
+    capability 9.0), None where another kernel is as fast or faster."""
     return next((name for limit, name in WG_RULE if fused <= limit), None)
+
+
+def wg_forced(fused: int) -> str:
+    """kernel="fused3_wg": the rule's configuration, the smallest one below it, the largest one past it."""
+    return next((name for limit, name in WG_RULE if fused <= limit and name), WG_RULE[-1][1])
 
 
 class _Launch:
@@ -335,7 +349,7 @@ _chosen: dict[tuple, str | None] = {}  # (m, k, p, n, device) -> select()'s answ
 _FORCED = {
     "fused3": lambda m, fused: fused_config(m),
     "fused3_tc": lambda m, fused: tc_config_for(fused) or "tc128x128",
-    "fused3_wg": lambda m, fused: wg_config_for(fused) or "wg128x32c2",
+    "fused3_wg": lambda m, fused: wg_forced(fused),
 }
 
 

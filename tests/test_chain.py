@@ -366,22 +366,41 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "tc32x32"  # fused3_tc from n = 161 to 768
-    assert sel(768, 768, 768, 768, 90) == "tc32x32"
+    assert sel(512, 512, 512, 512, 90) == "wg128x32"  # fused3_wg from n = 321 to 1024 on sm_90 (H200 sweeps)
+    assert sel(384, 384, 384, 384, 90) == "wg128x32"
+    assert sel(768, 768, 768, 768, 90) == "wg64x64"
+    assert sel(1024, 1024, 1024, 1024, 90) == "wg128x64"
+    assert sel(256, 256, 256, 256, 90) == "tc32x32"  # fused3_tc as fast at n = 256
     assert sel(192, 192, 192, 192, 90) == "tc32x32"
     assert sel(160, 160, 160, 160, 90) == "bm16"     # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
-    assert sel(1024, 1024, 1024, 1024, 90) == "tc64x64"
+    assert sel(1536, 1536, 1536, 1536, 90) == "tc64x64"
     assert sel(2048, 2048, 2048, 2048, 90) == "tc128x128"
     assert sel(4096, 4096, 4096, 4096, 90) is None  # large: two tf32x3 GEMMs
     assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
-    assert sel(512, 512, 512, 512, 80) == "tc32x32"  # no clusters before sm_90, tensor cores from sm_80
+    assert sel(512, 512, 512, 512, 80) == "tc32x32"  # no clusters or wgmma before sm_90, tensor cores from sm_80
+    assert sel(1024, 1024, 1024, 1024, 80) == "tc64x64"
     assert sel(128, 128, 128, 128, 80) == "tc32x32"
+    assert sel(512, 512, 512, 512, 100) == "tc32x32"  # wgmma is sm_90a only
     assert sel(512, 512, 512, 512, 75) is None
     assert sel(1, 300, 7, 1, 90) == "bm16"
     assert sel(5, 0, 3, 7, 90) is None
     for name in _chain.TC_CONFIGS.values():
         cumm.kernel_spec("fused3_tc").check(cumm.kernel_spec("fused3_tc").resolve(name, 90))
+    assert _chain.wg_forced(2 * 64**3) == "wg128x32" and _chain.wg_forced(2 * 4096**3) == "wg128x64"
+    assert {name for _, name in _chain.WG_RULE if name} == set(_chain.WG_CONFIGS)
+
+
+@pytest.mark.parametrize("config", sorted(_chain.WG_CONFIGS))
+def test_wg_configs_compile(config):
+    """Each named fused3_wg configuration compiles for sm_90a; ptxas's spills stay as small as measured (the
+    255-register configurations spill 32-96 bytes, bench/NOTES.md session 7)."""
+    for aligned in (True, False):
+        r = cumm.compile("fused3_wg", _chain.WG_CONFIGS[config], arch="sm_90", aligned=aligned)
+        if not r.log:
+            pytest.skip(f"NVRTC {'.'.join(map(str, _nvrtc_version()))} returned no ptxas report")
+        assert r.arch == "sm_90a" and r.registers > 0 and r.spill_bytes <= 128, (config, aligned, r.spill_bytes)
+        assert r.dynamic_shared_bytes == cumm.kernel_spec("fused3_wg").smem(r.config)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
