@@ -13,8 +13,8 @@ that order must not cost more multiply-adds than A @ (B @ C):
   L2, one grid barrier; tile shapes grow with the chain (TC_RULE); up to n = 3072 for square chains,
   past which two tf32x3 GEMMs are as fast and the fused launch saves nothing;
 * ``fused3_wg`` (compute capability 9.0 only, warpgroup tensor cores): the same persistent scheme with big
-  tiles whose K is split over a thread block cluster (WG_RULE): on the H200 10-15 % faster than fused3_tc
-  from n = 384 to 1024 (bench/NOTES.md, session 7).
+  tiles whose K is split over a thread block cluster (WG_RULE): on the H200 5-15 % faster than fused3_tc
+  from n = 384 to 2048 (bench/NOTES.md, session 7).
 
 The persistent kernels launch through the driver with their arguments packed once per shape (_Launch).
 """
@@ -179,7 +179,8 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # fused3_wg (wgmma, compute capability 9.0 only): BM x BN tiles, each tile's K split over a cluster of CL
 # blocks; STAGES - 1 chunks of BK in flight (wg128x32: a rank's whole K at n = 512). From device-time sweeps on an
 # H200 (bench/results/h200_chain_sweep3.md): n = 384 17.9 us (fused3_tc 20.1), 512 22.0 (25.0), 768 61.5 (67.9),
-# 1024 84.4 (tc64x64 99); at n = 256 fused3_tc 32x32 is as fast (12.6 against 12.8). ptxas spills 32-96 bytes
+# 1024 84.4 (tc64x64 99); at n = 256 fused3_tc 32x32 is as fast (12.6 against 12.8); at 2048 wg128x64 579 us,
+# tc128x128 609 (bench/results/h200_chain.md). ptxas spills 32-96 bytes
 # in wg64x64 and wg128x64 (255 registers); they are the fastest measured all the same.
 WG_CONFIGS: dict[str, dict[str, int]] = {
     "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1),
@@ -187,7 +188,7 @@ WG_CONFIGS: dict[str, dict[str, int]] = {
     "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=6, MINB=1),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
-WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 896**3, "wg64x64"), (2 * 1024**3, "wg128x64"))
+WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 896**3, "wg64x64"), (2 * 2048**3, "wg128x64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool

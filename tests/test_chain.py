@@ -366,7 +366,7 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "wg128x32"  # fused3_wg from n = 321 to 1024 on sm_90 (H200 sweeps)
+    assert sel(512, 512, 512, 512, 90) == "wg128x32"  # fused3_wg from n = 321 to 2048 on sm_90 (H200 sweeps)
     assert sel(384, 384, 384, 384, 90) == "wg128x32"
     assert sel(768, 768, 768, 768, 90) == "wg64x64"
     assert sel(1024, 1024, 1024, 1024, 90) == "wg128x64"
@@ -374,8 +374,8 @@ def test_auto_rule():
     assert sel(192, 192, 192, 192, 90) == "tc32x32"
     assert sel(160, 160, 160, 160, 90) == "bm16"     # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
-    assert sel(1536, 1536, 1536, 1536, 90) == "tc64x64"
-    assert sel(2048, 2048, 2048, 2048, 90) == "tc128x128"
+    assert sel(2048, 2048, 2048, 2048, 90) == "wg128x64"
+    assert sel(3072, 3072, 3072, 3072, 90) == "tc128x128"
     assert sel(4096, 4096, 4096, 4096, 90) is None  # large: two tf32x3 GEMMs
     assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
     assert sel(512, 512, 512, 512, 80) == "tc32x32"  # no clusters or wgmma before sm_90, tensor cores from sm_80
