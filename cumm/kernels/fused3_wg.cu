@@ -2,22 +2,25 @@
 // accuracy from the same three-product TF32 split as tf32x3 and fused3_tc. Row-major A (m x k, lda),
 // B (k x p, ldb), C (p x n, ldc), E (m x n, lde); T = A @ B goes through a scratch array (m x p, ldt).
 //
-// What changes from fused3_tc (bench/NOTES.md, sessions 6 and 7, says why):
+// What changes from fused3_tc (bench/NOTES.md, sessions 6 and 7, has the measurements):
 // * Big tiles, K split over a cluster. fused3_tc's small tiles (32 x 32 at n = 512, to have a tile per
 //   multiprocessor) spend their time issuing the instructions that feed mma.sync: fragment loads and the
-//   split of every fragment value, redone by each warp that reads it. Here a tile is BM x BN (128 x 64), and
-//   the CL blocks of a cluster (4) each multiply one contiguous 1/CL of K, so a small chain still has a block
-//   per multiprocessor (n = 512: 32 tiles x 4 = 128 blocks). The CL partial tiles are summed through
-//   distributed shared memory, in rank order (deterministic): rank r sums rows r * BM / CL .. and stores them.
-//   Bigger tiles also read fewer bytes from L2 (12 MB a phase at n = 512, against 32 MB with 32 x 32 tiles).
-// * Both operands of wgmma in shared memory, each element split once per block. A chunk (BK deep) of X and
-//   of Y lands row-major by cp.async in one of STAGES raw stages; the block then splits it, x = big + small,
-//   into a split buffer in wgmma's canonical K-major layout (Y transposed on the way: with TF32 operands
-//   wgmma reads only K-major), and each of the NWG warpgroups issues 3 * BK / 8 wgmma m64nBNk8 for its 64 rows.
-//   The wgmma of chunk j run while the block splits chunk j + 1 (two split buffers).
+//   split of every fragment value, redone by each warp that reads it. Here a tile is BM x BN (128 x 32 at
+//   n = 512) and the CL blocks of a cluster each multiply one contiguous 1/CL of K, so a small chain still has
+//   a block per multiprocessor (n = 512: 64 tiles x 2 = 128 blocks). The CL partial tiles are summed through
+//   distributed shared memory in rank order (deterministic): rank r sums rows r * BM / CL .. and stores them.
+// * wgmma: one instruction multiplies 64 x BN x 8 for a warpgroup, asynchronously. X (A, or T) is the register
+//   operand: each warp loads its 16 rows' fragments from the raw chunk and splits them one k-step ahead of
+//   the wgmma that use them. Y (B, or C) is split once per block into shared memory, transposed into wgmma's
+//   canonical K-major layout (with TF32 operands wgmma reads only K-major); its two split buffers let the
+//   wgmma of chunk j run while the block splits chunk j + 1. STAGES raw stages are filled by cp.async
+//   (STAGES - 1 chunks in flight; at n = 512, wg128x32 has a rank's whole K in flight at once).
 // * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, both
 //   restarted per chunk and added to the running sum in FP32 with rounding (the tensor cores' own long
 //   accumulation loses accuracy, see tf32x3.cu).
+// Measured on the H200 (device time): n = 512 22.0 us against fused3_tc's 24.7, 1024 84 against 99. What still
+// bounds it is issue: ~300 instructions per warp per chunk (copies, X's fragments and their split, the sums)
+// at a third of the issue slots with two warps per scheduler (ncu, bench/ncu_wg.sh).
 //
 // Canonical K-major layout (no swizzle) of an R-row operand chunk: 8 rows x 4 floats (16 bytes) form a
 // "core matrix" of 128 contiguous bytes; chunk c of row r (columns 4c .. 4c + 3) lies at float (c * R + r) * 4.
