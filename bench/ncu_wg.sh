@@ -11,7 +11,7 @@ from cumm import _chain
 n = 512
 x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
 e = cupy.empty((n, n), cupy.float32)
-cfg = dict(_chain.WG_CONFIGS['wg128c4'], **$cfg)
+cfg = dict(_chain.WG_CONFIGS['wg128x32'], **$cfg)
 for _ in range(5): _chain._fused3_wg(*x, e, cfg, 0)
 cupy.cuda.Device().synchronize()
 " 2>&1 | grep -E "^\s+(smsp|sm__|gpu__|lts|l1tex)"

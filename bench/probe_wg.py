@@ -3,7 +3,7 @@ this probe inserts into the rendered source (k-loop, writing the partial tile an
 the rank's sum over distributed shared memory, the last cluster barrier), summed over the tiles of a launch;
 and the same with parts of the work removed (results then wrong; only the times matter).
 
-    PYTHONPATH=. python3 bench/probe_wg.py [--n 512] [--configs wg128c4] [--variants full,nomma,nosplit,noload]
+    PYTHONPATH=. python3 bench/probe_wg.py [--n 512] [--configs wg128x32] [--variants full,nomma,nosplit,noload]
 """
 
 from __future__ import annotations
@@ -29,18 +29,19 @@ __device__ __forceinline__ void cumm_sect(int i, unsigned long long& t0) {
     if (threadIdx.x == 0) { const unsigned long long t = cumm_now(); cumm_probe[blockIdx.x][i] += t - t0; t0 = t; }
 }
 """
-SECTIONS = {3: "kloop", 4: "part+bar", 5: "reduce", 6: "bar2"}
+SECTIONS = {3: "kloop", 4: "part+bar", 5: "reduce", 6: "arrive"}
 ANCHORS = [  # (text, inserted before it)
     ("    const int KT = (K + BK - 1) / BK;  // chunks of K", "    unsigned long long cumm_t0 = cumm_now();\n"),
-    ("    cumm_cp_async_wait_all();  // (only empty groups can be pending)", "    cumm_sect(3, cumm_t0);\n"),
+    ("    cumm_cluster_wait();  // (the previous tile's last barrier", "    cumm_sect(3, cumm_t0);\n"),
     ("    // Rank `rank` sums rows", "    cumm_sect(4, cumm_t0);\n"),
-    ("#if CL > 1\n    cumm_cluster_arrive();  // every rank is done reading", "    cumm_sect(5, cumm_t0);\n"),
+    ("#if CL > 1\n    // This rank is done reading", "    cumm_sect(5, cumm_t0);\n"),
     ("\n// Persistent:", "    cumm_sect(6, cumm_t0);\n"),
 ]
+_YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {\n                const int i = tid + u * NT, col"
 VARIANTS = {  # text replacements that remove one part of the work
     "full": [],
     "nomma": [("            cumm_wgmma<BN>(", "            if (0) cumm_wgmma<BN>(")],
-    "nosplit": [("        split_chunk(j);", "        if (0) split_chunk(j);")],
+    "nosplit": [(_YSPLIT, "if (0) " + _YSPLIT)],  # Y's split into shared memory
     "noload": [("        if (s < nc) issue(s);", "        if (0) issue(s);"),
                ("        if (j + STAGES - 1 < nc) issue(", "        if (0) issue(")],
 }
@@ -108,7 +109,7 @@ def run(n: int, config: str, variant: str, clusters: int, reps: int = 20) -> Non
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=512)
-    p.add_argument("--configs", default="wg128c4")
+    p.add_argument("--configs", default="wg128x32")
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--clusters", default="0,1", help="grid caps in clusters (0: as multi_dot launches)")
     a = p.parse_args()

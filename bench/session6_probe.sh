@@ -8,7 +8,7 @@ for step in $steps; do
   case $step in
     wg) timeout 200 python3 bench/probe_wg.py > $OUT/probe_wg.log 2>&1; echo "probe_wg rc=$?"; grep -E "layout|FAIL|worst" $OUT/probe_wg.log | head -20 ;;
     tests) timeout 300 python3 -m pytest -q -x tests/test_chain.py > $OUT/test_chain.log 2>&1; echo "rc=$?"; tail -3 $OUT/test_chain.log ;;
-    host) timeout 100 python3 bench/probe_chain.py --n 512 --configs wg128c4 > $OUT/probe_chain.log 2>&1; echo "rc=$?"; head -20 $OUT/probe_chain.log; grep -A1 "^n=512 " $OUT/probe_chain.log ;;
+    host) timeout 100 python3 bench/probe_chain.py --n 512 --configs wg128x32 > $OUT/probe_chain.log 2>&1; echo "rc=$?"; head -20 $OUT/probe_chain.log; grep -A1 "^n=512 " $OUT/probe_chain.log ;;
     ncu) for k in ${NCU_KERNELS:-fused3_wg fused3_tc}; do
         timeout 120 ncu --clock-control none -k regex:$k --launch-skip 3 --launch-count 1 --section SpeedOfLight \
           --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats --section Occupancy \

@@ -191,4 +191,4 @@ def test_fused3_wg_off_sm_90(monkeypatch, cc):
 
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: cc)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_wg'.*9\.0.*use kernel='fused3' or 'pairwise'"):
-        _chain._persistent_plan("fused3_wg", "wg128c4", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
+        _chain._persistent_plan("fused3_wg", "wg128x32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
