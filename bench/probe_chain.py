@@ -133,27 +133,29 @@ def instrumented(config: str, flags=(1, 1, 1)):
     return mod.get_global("cumm_probe"), mod.get_function(name), spec, cfg
 
 
+def launch_setup(n: int, kern, spec, cfg, max_clusters: int = 0):
+    """(grid, threads, shared memory, arguments, [A, B, C], E) of a persistent chain kernel at n, its grid as
+    multi_dot sizes it (every block resident); max_clusters > 0 caps it at that many blocks (clusters)."""
+    threads, smem = spec.block(cfg)[0], spec.smem(cfg)
+    kern.max_dynamic_shared_size_bytes = smem
+    cl = cfg.get("CL", 1)
+    grid = min(spec.grid(cfg, n, n, n)[0], _chain.resident_blocks(kern, cfg, threads, smem),
+               max_clusters * cl or 1 << 30)
+    x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
+    e = cupy.empty((n, n), cupy.float32)
+    ldt = -(-n // 4) * 4  # as _chain._persistent_plan
+    t = cupy.empty(n * ldt, cupy.float32)
+    bar = cupy.zeros(2, cupy.uint32)
+    i32 = np.int32
+    args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)
+    return grid, threads, smem, args, x, e
+
+
 def phases(n: int, config: str, reps: int = 20, max_grid: int = 0) -> None:
     """Phase times of ``config`` at n from in-kernel stamps; max_grid > 0 caps the grid (blocks then walk
     several tiles each: how a tile's time depends on how many multiprocessors load at once)."""
     probe_ptr, kern, spec, cfg = instrumented(config)
-    from cupy_backends.cuda.api import driver
-
-    threads, smem = spec.block(cfg)[0], spec.smem(cfg)
-    kern.max_dynamic_shared_size_bytes = smem
-    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    cl = cfg.get("CL", 1)  # fused3_wg: clusters of CL blocks, as many as the GPU holds at once
-    resident = cl * _chain._max_active_clusters(kern.kernel.ptr, cl, threads, smem) if cl > 1 else per_sm * sms
-    grid = min(spec.grid(cfg, n, n, n)[0], resident, max_grid * cl or 1 << 30)
-    x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
-    e = cupy.empty((n, n), cupy.float32)
-    ldt = -(-n // 4) * 4  # as _chain._persistent_plan
-    floats = n * ldt
-    t = cupy.empty(floats, cupy.float32)
-    bar = cupy.zeros(2, cupy.uint32)
-    i32 = np.int32
-    args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)
+    grid, threads, smem, args, x, e = launch_setup(n, kern, spec, cfg, max_grid)
     probe = cupy.ndarray((8192, 8), cupy.uint64, probe_ptr)
     ev = [cupy.cuda.Event(), cupy.cuda.Event()]
     res = []
@@ -179,7 +181,7 @@ def phases(n: int, config: str, reps: int = 20, max_grid: int = 0) -> None:
     ref = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
     err = float(cupy.linalg.norm(e - ref) / cupy.linalg.norm(ref))
     med = {k: statistics.median(r[k] for r in res) for k in res[0]}
-    print(f"n={n} {config} grid={grid} x {threads} smem={smem} per_sm={per_sm} err={err:.1e} (us, median of {reps}):")
+    print(f"n={n} {config} grid={grid} x {threads} smem={smem} err={err:.1e} (us, median of {reps}):")
     print("  " + "  ".join(f"{k}={v:.2f}" for k, v in med.items()))
 
 

@@ -14,6 +14,7 @@ import statistics
 import cupy
 import numpy as np
 from cupy.cuda import nvrtc
+from probe_chain import launch_setup  # bench/ is this script's directory
 
 from cumm import _chain
 from cumm._compile import NVRTC_OPTIONS, _arch_specific_kernel, _nvrtc_compile
@@ -76,18 +77,7 @@ def build(config: str, variant: str, compile_only: bool = False):
 
 def run(n: int, config: str, variant: str, clusters: int, reps: int = 20) -> None:
     kern, spec, cfg, probe = build(config, variant)
-    threads, smem = spec.block(cfg)[0], spec.smem(cfg)
-    kern.max_dynamic_shared_size_bytes = smem
-    cl = cfg["CL"]
-    resident = cl * (_chain._max_active_clusters(kern.kernel.ptr, cl, threads, smem) if cl > 1 else 1)
-    grid = min(spec.grid(cfg, n, n, n)[0], resident, clusters * cl if clusters else 1 << 30)
-    x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
-    e = cupy.empty((n, n), cupy.float32)
-    ldt = -(-n // 4) * 4
-    t = cupy.empty(n * ldt, cupy.float32)
-    bar = cupy.zeros(2, cupy.uint32)
-    i32 = np.int32
-    args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)
+    grid, threads, smem, args, _, _ = launch_setup(n, kern, spec, cfg, clusters)
     ev = [cupy.cuda.Event(), cupy.cuda.Event()]
     rows = []
     for r in range(reps + 3):
@@ -102,7 +92,7 @@ def run(n: int, config: str, variant: str, clusters: int, reps: int = 20) -> Non
                         + [s[:, 3].max() / 1e3])
     med = [statistics.median(col) for col in zip(*rows, strict=True)]
     names = ["event", *SECTIONS.values(), "kloop_max"]
-    print(f"n={n} {config} {variant} grid={grid} (clusters of {cl}): per block, summed over its tiles, us: "
+    print(f"n={n} {config} {variant} grid={grid} (clusters of {cfg['CL']}): per block, summed over its tiles, us: "
           + "  ".join(f"{k}={v:.2f}" for k, v in zip(names, med, strict=True)), flush=True)
 
 

@@ -265,6 +265,16 @@ def _max_active_clusters(func: int, cl: int, threads: int, smem: int) -> int:
     return count.value
 
 
+def resident_blocks(kern, cfg: Mapping[str, int], threads: int, smem: int) -> int:
+    """How many blocks of ``kern`` (configuration ``cfg``) the current device holds at once: whole clusters of
+    CL blocks for a clustered kernel (fused3_wg), else blocks per multiprocessor times multiprocessors."""
+    cl = cfg.get("CL", 1)
+    if cl > 1:
+        return cl * _max_active_clusters(kern.kernel.ptr, cl, threads, smem)
+    per_sm = _driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
+    return per_sm * cupy.cuda.Device().attributes["MultiProcessorCount"]
+
+
 _NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}  # each persistent kernel's named configurations
 
 
@@ -281,13 +291,8 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         cfg = spec.resolve(_NAMED[kernel][config] if isinstance(config, str) else config, cc)
         kern = device_kernel(spec, cfg, flags, dev)
         threads, smem = spec.block(cfg)[0], spec.smem(cfg)
-        cl = cfg.get("CL", 1)  # blocks per cluster (fused3_wg)
         with cupy.cuda.Device(dev):
-            if cl > 1:
-                resident = cl * _max_active_clusters(kern.kernel.ptr, cl, threads, smem)
-            else:
-                per_sm = _driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
-                resident = per_sm * cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
+            resident = resident_blocks(kern, cfg, threads, smem)
         if resident < 1:  # cannot happen for a configuration that compiled and fits; never launch into a hang
             raise RuntimeError(f"{kernel} with {cfg}: no block (or cluster) fits on device {dev}")
         m, k, p, n = ints[:4]
