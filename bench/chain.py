@@ -13,6 +13,11 @@ project's timing, cumm._bench.sample_ms), two ways:
 * device: the timed calls are queued while the GPU is held busy by a spinning leader kernel, so all of
   them are in the queue before the first runs and each pair of events times the GPU alone (the kernels
   and the gaps between them), whatever the host costs.
+* batch: one event pair around each batch of BATCH calls issued back to back (host included, as in loop),
+  per call = batch time / BATCH, median over the batches. An event recorded between two launches costs the
+  GPU ~2 us (H200: an empty kernel takes 3.4 us per call with an event pair around each call, 1.4 us in
+  a batch, bench/probe_pdl.py) and stops programmatic dependent launch from overlapping them: this is
+  what a loop that records no events sees.
 
 Columns: cupy a@b@c, multi_dot forced to fused3, fused3_tc and fused3_wg (sm_90 only), multi_dot auto;
 speedup = cupy / auto. The JSON also has pairwise and what auto chose. --configs also times every fused
@@ -37,6 +42,7 @@ SQUARE = (128, 256, 512, 1024, 2048, 4096)
 EXTRA = [(4096, 64, 4096, 64)]
 MIN_RUNS = 50
 TOL = 1e-5
+BATCH, BATCHES = 50, 7
 
 
 def _sets(rng, dims):
@@ -141,14 +147,30 @@ def device_ms(call, runs: int) -> list[float]:
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in events]
 
 
+def batch_us(call) -> float:
+    """Median over BATCHES of (time of BATCH calls issued back to back) / BATCH, in us, host included."""
+    a, b = cupy.cuda.Event(), cupy.cuda.Event()
+    per = []
+    for _ in range(BATCHES):
+        call()  # an untimed leader, as in _bench.sample_ms
+        a.record()
+        for _ in range(BATCH):
+            call()
+        b.record()
+        b.synchronize()
+        per.append(cupy.cuda.get_elapsed_time(a, b) * 1e3 / BATCH)
+    return statistics.median(per)
+
+
 def _measure(fn, sets, ref, ref_norm, repeat):
-    """(relative error, median us in a loop, median device us, runs); times are None if the result is wrong."""
+    """(relative error, median us in a loop, median device us, back-to-back us, runs); times are None if the
+    result is wrong."""
     x, e = sets[0]
     e.fill(math.nan)
     fn(x, e)
     err = float(cupy.linalg.norm(e.astype(cupy.float64) - ref)) / ref_norm
     if not err < TOL:  # NaN (an element never written) included
-        return (err if math.isfinite(err) else None), None, None, 0
+        return (err if math.isfinite(err) else None), None, None, None, 0
     state = {"i": 0}
 
     def call():
@@ -158,7 +180,7 @@ def _measure(fn, sets, ref, ref_norm, repeat):
 
     times = _bench.sample_ms(call, warmup=5, repeat=max(repeat, MIN_RUNS), min_runs=MIN_RUNS)
     dev = device_ms(call, max(repeat, MIN_RUNS))
-    return err, statistics.median(times) * 1e3, statistics.median(dev) * 1e3, len(times)
+    return err, statistics.median(times) * 1e3, statistics.median(dev) * 1e3, batch_us(call), len(times)
 
 
 def run(chains, repeat: int, with_configs: bool, only: str = "") -> list[dict]:
@@ -178,14 +200,15 @@ def run(chains, repeat: int, with_configs: bool, only: str = "") -> list[dict]:
         row = {"shape": "x".join(map(str, dims)), "dims": list(dims),
                "auto_choice": _chain.select(*dims, cc) or "pairwise"}
         for name, fn in methods.items():
-            err, us, dev_us, runs = _measure(fn, sets, ref, ref_norm, repeat)
-            row[name] = {"us": us, "device_us": dev_us, "rel_err": err, "runs": runs,
+            err, us, dev_us, b_us, runs = _measure(fn, sets, ref, ref_norm, repeat)
+            row[name] = {"us": us, "device_us": dev_us, "batch_us": b_us, "rel_err": err, "runs": runs,
                          "status": "ok" if us is not None else "FAIL"}
-        for key, suffix in (("us", ""), ("device_us", "_device")):
+        for key, suffix in (("us", ""), ("device_us", "_device"), ("batch_us", "_batch")):
             cu, au = row["cupy"][key], row["auto"][key]
             row["speedup" + suffix] = cu / au if cu and au else None
         rows.append(row)
-        print(_line(row, "us") + " device: " + _line(row, "device_us"), file=sys.stderr, flush=True)
+        print(_line(row, "us") + " device: " + _line(row, "device_us") + " batch: " + _line(row, "batch_us"),
+              file=sys.stderr, flush=True)
         del sets, ref
         cupy.get_default_memory_pool().free_all_blocks()
     return rows
@@ -198,7 +221,7 @@ def _us(cell, key="us") -> str:
 
 
 def _line(row, key) -> str:
-    sp = row["speedup" + ("" if key == "us" else "_device")]
+    sp = row["speedup" + {"us": "", "device_us": "_device", "batch_us": "_batch"}[key]]
     return (f"| {row['shape']} | {_us(row['cupy'], key)} | {_us(row['fused3'], key)} | "
             f"{_us(row['fused3_tc'], key)} | {_us(row['fused3_wg'], key) if 'fused3_wg' in row else '-'} | "
             f"{_us(row['auto'], key)} "
@@ -210,7 +233,9 @@ def table(rows) -> str:
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     out = ["In a loop (host included):", "", *head, *(_line(r, "us") for r in rows), "",
            "Device time (calls queued behind a busy GPU; host excluded):", "", *head,
-           *(_line(r, "device_us") for r in rows)]
+           *(_line(r, "device_us") for r in rows), "",
+           f"Back to back (one event pair around each batch of {BATCH} calls; host included):", "", *head,
+           *(_line(r, "batch_us") for r in rows)]
     cfg_names = [k for k in rows[0] if k.startswith(("fused3:", "fused3_tc:", "fused3_wg:"))] if rows else []
     if cfg_names:
         out += ["", "Pairwise and each fused3 configuration, loop us / device us:", "",

@@ -16,13 +16,16 @@ that order must not cost more multiply-adds than A @ (B @ C):
   tiles whose K is split over a thread block cluster (WG_RULE): on the H200 5-15 % faster than fused3_tc
   from n = 384 to 2048 (bench/NOTES.md, session 7).
 
-The persistent kernels launch through the driver with their arguments packed once per shape (_Launch).
+The persistent kernels launch through the driver with their arguments packed once per shape (_Launch); on
+compute capability 9.0+ with programmatic stream serialization, so that back-to-back chains overlap one
+launch's end with the next one's start (each waits for its predecessor before touching memory).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 from collections.abc import Mapping, Sequence
 
@@ -214,12 +217,15 @@ class _Launch:
     """One chain kernel for fixed dimensions, launched through the driver with its arguments packed once in
     8-byte slots. ``layout`` lists the arguments in order: an int is an int32 argument, None a pointer that
     each call supplies (fused3: m k p n A lda B ldb C ldc E lde; the persistent kernels add T ldt bar). CuPy's
-    conversion of the same arguments took half of a 12 us launch at n = 512 (bench/NOTES.md, session 4)."""
+    conversion of the same arguments took half of a 12 us launch at n = 512 (bench/NOTES.md, session 4).
+    ``pdl``: launch with programmatic stream serialization (cuLaunchKernelEx), for kernels that start with
+    cumm_grid_dependency_wait (grid_barrier.cuh), on devices of compute capability 9.0 and later."""
 
     __slots__ = ("func", "grid", "threads", "smem", "slots", "pointer_slots", "ptrs", "params", "lock", "kern",
-                 "scratch")
+                 "scratch", "ex", "config", "config_ref", "attr")
 
-    def __init__(self, kern, grid: int, threads: int, smem: int, layout: tuple[int | None, ...], scratch: int = 0):
+    def __init__(self, kern, grid: int, threads: int, smem: int, layout: tuple[int | None, ...], scratch: int = 0,
+                 pdl: bool = False):
         self.kern = kern  # keeps the module loaded
         self.scratch = scratch  # bytes of the scratch array (T)
         self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
@@ -232,13 +238,26 @@ class _Launch:
         self.ptrs = np.array([base + 8 * i for i in range(len(layout))], dtype=np.uint64)
         self.params = self.ptrs.ctypes.data
         self.lock = threading.Lock()
+        self.ex = _launch_kernel_ex() if pdl else None
+        if self.ex is not None:
+            self.attr = _LaunchAttribute(_PROGRAMMATIC_STREAM_SERIALIZATION)
+            self.attr.value[0] = 1  # programmaticStreamSerializationAllowed
+            self.config = _LaunchConfig((grid, 1, 1), (threads, 1, 1), smem, None, ctypes.addressof(self.attr), 1)
+            self.config_ref = ctypes.byref(self.config)
 
     def __call__(self, pointers: tuple[int, ...], stream: int) -> None:
-        with self.lock:  # the slots are shared; the driver copies them at the launch
+        with self.lock:  # the slots and the launch configuration are shared; the driver copies them at the launch
             s = self.slots
             for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
                 s[slot] = ptr
-            _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0)
+            if self.ex is None:
+                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params,
+                                     0)
+                return
+            self.config.stream = stream
+            rc = self.ex(self.config_ref, self.func, self.params, None)
+        if rc:
+            raise _driver.CUDADriverError(rc)
 
 
 def _layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
@@ -249,6 +268,29 @@ def _layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
 class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h)
     _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
                 ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
+
+
+class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute (cuda.h): an id, padding, a 64-byte value union
+    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_uint), ("value", ctypes.c_int * 16)]
+
+
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+# Programmatic dependent launch of the persistent kernels on compute capability 9.0+; CUMM_PDL=0 turns it off
+# (read when a launch is first planned for a shape).
+PDL = os.environ.get("CUMM_PDL", "1") != "0"
+_ex: list = []  # [cuLaunchKernelEx or None], looked up once
+
+
+def _launch_kernel_ex():
+    """The driver's cuLaunchKernelEx (CUDA 12.0+) through ctypes, or None where the driver has none; CuPy does
+    not wrap it."""
+    if not _ex:
+        fn = getattr(ctypes.CDLL("libcuda.so.1"), "cuLaunchKernelEx", None)  # already loaded by CuPy
+        if fn is not None:
+            fn.argtypes = [ctypes.c_void_p] * 4
+            fn.restype = ctypes.c_int
+        _ex.append(fn)
+    return _ex[0]
 
 
 def _max_active_clusters(func: int, cl: int, threads: int, smem: int) -> int:
@@ -300,7 +342,8 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         ldt = -(-p // 4) * 4  # T's rows padded to 16 bytes: phase 2 reads T with 16-byte copies
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
-        hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), 4 * m * ldt)
+        hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), 4 * m * ldt,
+                                           pdl=PDL and cc >= 90)
     return hit
 
 
@@ -309,9 +352,10 @@ def _tc_plan(config, flags, dev, ints) -> _Launch:
     return _persistent_plan("fused3_tc", config, flags, dev, ints)
 
 
-# Per (device, stream): [the stream (held, so that its handle is not reused while cached), the barrier's two
-# words, the scratch buffer]. Launches on one stream run in order, so they share the (self-resetting) words
-# and the scratch.
+# Per (device, stream): [the stream (held, so that its handle is not reused while cached), the barrier's word
+# (two uint32 that grid_barrier.cuh reads as one 8-byte word; the pool aligns to 512 bytes), the scratch
+# buffer]. Launches on one stream run in order (a PDL launch waits for its predecessor before touching either),
+# so they share the (self-resetting) word and the scratch.
 _streams: dict[tuple[int, int], list] = {}
 
 

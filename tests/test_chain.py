@@ -245,6 +245,38 @@ def test_empty_dimensions(rng):
 
 
 @gpu
+@pytest.mark.parametrize("pdl", [True, False], ids=["pdl", "no-pdl"])
+def test_back_to_back_persistent(pdl, rng, monkeypatch):
+    """Persistent chains queued back to back with no synchronization between them, as a loop issues them: with
+    programmatic dependent launch (compute capability 9.0+) each may start before its predecessor has finished,
+    and must still read that predecessor's output (the next chain's A is the last one's E), share the stream's
+    barrier word and scratch T, and hand over to kernels that know nothing of PDL (a cupy operation on E)."""
+    import cupy
+
+    monkeypatch.setattr(_chain, "PDL", pdl)
+    monkeypatch.setattr(_chain, "_launches", {})  # launches are planned with the PDL setting of their time
+    kernels = [k for k in ("fused3_wg", "fused3_tc") if _runs(k)]
+    n = 384
+    x = [rng.standard_normal((n, n), dtype=cupy.float32) / math.sqrt(n) for _ in range(3)]
+    steps, outs = [], []
+    a = x[0]
+    for i in range(12):  # E_i = E_{i-1} @ B @ C; every third one is scaled by a cupy kernel in between
+        kernel = kernels[i % len(kernels)]
+        e = multi = cumm.multi_dot([a, x[1], x[2]], kernel=kernel, out=_poisoned(n, n))
+        if i % 3 == 2:
+            e = multi * 0.5
+        steps.append(kernel)
+        outs.append(e)
+        a = e
+    cupy.cuda.get_current_stream().synchronize()
+    ref = x[0].astype(cupy.float64)
+    b, c = x[1].astype(cupy.float64), x[2].astype(cupy.float64)
+    for i, (kernel, e) in enumerate(zip(steps, outs, strict=True)):
+        ref = ref @ b @ c * (0.5 if i % 3 == 2 else 1.0)
+        assert rel_err(e, ref) < TOL * (i + 1), f"step {i} ({kernel}): relative error {rel_err(e, ref):.2e}"
+
+
+@gpu
 def test_device_errors(rng):
     import cupy
 
@@ -421,6 +453,30 @@ def _nvrtc_version():
     from cupy.cuda import nvrtc
 
     return nvrtc.getVersion()
+
+
+def test_launch_structures_match_cuda_h():
+    """The ctypes mirrors of cuda.h's CUlaunchConfig and CUlaunchAttribute that the PDL launch passes to
+    cuLaunchKernelEx: sizes and field offsets as the C compiler lays them out on 64-bit Linux."""
+    import ctypes
+
+    cfg, attr = _chain._LaunchConfig, _chain._LaunchAttribute
+    assert ctypes.sizeof(cfg) == 56 and ctypes.sizeof(attr) == 72
+    assert (cfg.smem.offset, cfg.stream.offset, cfg.attrs.offset, cfg.num_attrs.offset) == (24, 32, 40, 48)
+    assert attr.value.offset == 8 and _chain._PROGRAMMATIC_STREAM_SERIALIZATION == 6
+
+
+@pytest.mark.parametrize("kernel", sorted(set(_chain.PERSISTENT.values())))
+def test_persistent_kernels_wait_first(kernel):
+    """A PDL launch may start while its predecessor still runs: every persistent kernel's first statement must be
+    the dependency wait (before it reads its inputs, the barrier word or the scratch the predecessor uses)."""
+    from cumm._render import render
+
+    spec = cumm.kernel_spec(kernel)
+    _, src = render(spec, spec.resolve({}, 90), (1, 1, 1))
+    body = src[src.index("{", src.index('extern "C" __global__')) + 1:]
+    assert body.split(";")[0].strip() == "cumm_grid_dependency_wait()", body[:200]
+    assert "griddepcontrol.wait" in src
 
 
 def test_cluster_needs_sm90():

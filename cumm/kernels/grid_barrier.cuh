@@ -1,24 +1,39 @@
-// grid_barrier.cuh: the one grid-wide barrier of the persistent chain kernels (fused3_tc.cu, fused3_wg.cu).
-//
-// The barrier counts arrivals in bar[0] and releases waiters by bumping a generation in bar[1]; the last
-// block to arrive resets bar[0], so the two words (zeroed once) serve every later launch on the stream.
-// It needs every block resident at once: the caller sizes the grid by the occupancy API (and a waiter
-// that sees no release for ~4 s traps rather than hang).
+// grid_barrier.cuh: what the persistent chain kernels (fused3_tc.cu, fused3_wg.cu) need beyond their tiles:
+// the start of a programmatic dependent launch and the one grid-wide barrier.
 
+// First statement of a persistent kernel. On sm_90 the host launches it with programmatic stream
+// serialization (PDL), so it may start while the previous kernel in the stream is still finishing: wait
+// here until that kernel has completed and its writes are visible (nothing global is touched before: not
+// the barrier word, not the scratch T the previous launch may still read), then let the next launch in
+// the stream start its own setup. Without PDL both instructions return at once. On the H200 this hides
+// ~1 us of the gap between back-to-back chain launches (bench/NOTES.md, session 8).
+__device__ __forceinline__ void cumm_grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// bar points to one 8-byte aligned 64-bit word, zeroed once: arrivals in its low half, a generation in its
+// high half. Each block adds 1 and learns the generation from the same atomic; the last to arrive moves
+// the count back to 0 and the generation on by one with a single atomic add of 2^32 - gridDim.x, so the
+// word serves every later launch on the stream and the release costs one atomic, not a reset, a fence and
+// a second atomic. The barrier needs every block resident at once: the caller sizes the grid by the
+// occupancy API (and a waiter that sees no release for ~4 s traps rather than hang).
 __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
     __syncthreads();  // this block's stores to T are issued
     if (threadIdx.x == 0) {
-        volatile unsigned* gen = bar + 1;
-        const unsigned g = *gen;  // read before arriving: the last arrival may bump it right after
-        __threadfence();          // this block's T is visible device-wide before it counts as arrived
-        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
+        unsigned long long* const word = reinterpret_cast<unsigned long long*>(bar);
+        __threadfence();  // this block's T is visible device-wide before it counts as arrived
+        const unsigned long long old = atomicAdd(word, 1ull);
+        if (static_cast<unsigned>(old) == gridDim.x - 1) {
+            atomicAdd(word, (1ull << 32) - gridDim.x);
         } else {
             // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs,
             // which the occupancy API does not see) would wait forever: after ~4 s, trap instead, so the
             // call fails with a launch error rather than hanging.
+            const volatile unsigned* const gen = bar + 1;  // the high half (little-endian)
+            const unsigned g = static_cast<unsigned>(old >> 32);
             const long long t0 = clock64();
             while (*gen == g) {
                 __nanosleep(64);
