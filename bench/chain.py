@@ -80,6 +80,10 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "128x32c2k32s8": dict(BN=32, CL=2, BK=32, STAGES=8), "64x32c4k32s6": dict(BM=64, BN=32, CL=4, BK=32, STAGES=6),
     "128x32c4k32s4": dict(BN=32, CL=4, BK=32), "128x64c2k16s6": dict(CL=2, STAGES=6),
     "128x64c2k16s8": dict(CL=2, STAGES=8), "128x64c2k32s6": dict(CL=2, BK=32, STAGES=6),
+    # xa: X's fragments one chunk ahead (XA = 1)
+    "128x32c2k32s8xa": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1),
+    "128x32c2k32s5xa": dict(BN=32, CL=2, BK=32, STAGES=5, XA=1),
+    "64x64c2k32s3xa": dict(BM=64, CL=2, BK=32, STAGES=3, XA=1), "128x64c2k32s6xa": dict(CL=2, BK=32, STAGES=6, XA=1),
 }
 
 

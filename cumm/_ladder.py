@@ -325,7 +325,7 @@ REGISTRY: dict[str, KernelSpec] = {
             # GPU holds at once
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1),  # wg128x32, auto's choice at n = 512
+            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=0),  # wg128x32, auto's choice at n = 512
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -334,10 +334,12 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
                 C("BM % CL == 0", "each of the CL ranks sums and stores BM / CL rows of a tile"),
                 C("STAGES >= 2", "the pipeline needs at least two stages"),
+                C("XA in (0, 1)", "XA is 0 (X's fragments loaded after the last chunk's wgmma) or 1 (a chunk ahead)"),
                 C("4 * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8)) <= 232448",
                   "shared memory (raw stages, two split buffers, the partial tile) is at most 227 KB per block"),
             ],
-            space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8), MINB=(1,)),
+            space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8), MINB=(1,),
+                       XA=(0, 1)),
         ),
     ]
 }

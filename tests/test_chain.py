@@ -157,14 +157,19 @@ def test_fused3_tc_configs(config, dims, rng):
 @pytest.mark.parametrize("config", [*_chain.WG_CONFIGS.values(), dict(BM=128, BN=32, BK=8, CL=1, STAGES=2),
                                     dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
                                     dict(BM=256, BN=32, BK=16, CL=8, STAGES=2),
-                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3)],
+                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
+                                    # X one chunk ahead (XA = 1): an even and an odd number of chunks per rank,
+                                    # ranks without chunks, two stages
+                                    dict(_chain.WG_CONFIGS["wg128x32"], XA=1), dict(BM=64, BN=64, BK=24, CL=4,
+                                                                                    STAGES=3, XA=1),
+                                    dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
                                   (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
 def test_fused3_wg_configs(config, dims, rng):
     """Persistent fused3_wg: 1 to 4 warpgroups per tile, tile widths 32 to 128, K split over clusters of 1 to 8
-    blocks (more ranks than chunks of K when K is small; chunks not evenly shared with BK = 24), tiles past
-    every edge, more clusters than tiles and K much longer than the tile."""
+    blocks (more ranks than chunks of K when K is small; chunks not evenly shared with BK = 24), both k-loops
+    (XA), tiles past every edge, more clusters than tiles and K much longer than the tile."""
     import cupy
 
     _skip_unless_runs("fused3_wg")

@@ -190,66 +190,117 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     const unsigned long long dy = cumm_wg_desc<BN>(split);
     constexpr unsigned long long SMALL = BN * BK / 4, STEP = 2 * BN, BUF = SPL / 4;
 
+    // Y's chunk j, split and transposed into split buffer j % 2: Y^T chunk (c, col) at its canonical place.
+    auto split_y = [&](const int j) {
+        const float* const Yr = raw + j % STAGES * RAW + BM * LDX;
+        uint4* const Yb = reinterpret_cast<uint4*>(split + (j & 1) * SPL);
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < nc) issue(s);
-        cumm_cp_async_commit();  // empty groups keep the count uniform for wait_group below
-    }
-    for (int j = 0; j < nc; ++j) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-        __syncthreads();  // chunk j has landed; everyone is done reading chunk j - 1's raw stage
-        if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
-        cumm_cp_async_commit();
-        {  // Y's chunk, split and transposed into split buffer j % 2 (last read by chunk j - 2's wgmma, waited
-           // for last round): Y^T chunk (c, col) at its canonical place. Runs while chunk j - 1's wgmma do.
-            const float* const Yr = raw + j % STAGES * RAW + BM * LDX;
-            uint4* const Yb = reinterpret_cast<uint4*>(split + (j & 1) * SPL);
-#pragma unroll
-            for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
-                const int i = tid + u * NT, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
-                if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
-                const float* q = Yr + 4 * c * LDY + col;
-                uint4 small;
-                Yb[i] = cumm_wg_split4(make_float4(q[0], q[LDY], q[2 * LDY], q[3 * LDY]), small);
-                Yb[BN * BK / 4 + i] = small;
-            }
+        for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
+            const int i = tid + u * NT, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
+            if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
+            const float* q = Yr + 4 * c * LDY + col;
+            uint4 small;
+            Yb[i] = cumm_wg_split4(make_float4(q[0], q[LDY], q[2 * LDY], q[3 * LDY]), small);
+            Yb[BN * BK / 4 + i] = small;
         }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
-        __syncthreads();
-        if (j > 0) {  // chunk j - 1's products into the running sum; its X fragments may now change
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            cumm_wg_pin(pb);
-            cumm_wg_pin(ps);
-#pragma unroll
-            for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
-        }
-        // X's fragments for this warpgroup's 64 rows, split in registers, one k-step ahead of its wgmma: the
-        // loads and the split of step s + 1 run while step s multiplies.
-        const float* const Xr = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t;
-        const unsigned long long b = dy + (j & 1) * BUF;
-        unsigned xb[BK / 8][4], xs[BK / 8][4];
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int s = 0; s < BK / 8; ++s) {
-            const float* q = Xr + 8 * s;
-            cumm_wg_split(q[0], xb[s][0], xs[s][0]);
-            cumm_wg_split(q[8 * LDX], xb[s][1], xs[s][1]);
-            cumm_wg_split(q[4], xb[s][2], xs[s][2]);
-            cumm_wg_split(q[8 * LDX + 4], xb[s][3], xs[s][3]);
-            // small terms first, into their own sum; then the big one
-            cumm_wgmma<BN>(ps, xs[s], b + s * STEP, s > 0);
-            cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
-            cumm_wgmma<BN>(pb, xb[s], b + s * STEP, s > 0);
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    }
-    if (nc > 0) {
+    };
+    // The last chunk's products into the running sum, once its wgmma are waited for (its X fragments may then
+    // change, and pb and ps restart).
+    auto retire = [&]() {
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         cumm_wg_pin(pb);
         cumm_wg_pin(ps);
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
+    };
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < nc) issue(s);
+        cumm_cp_async_commit();  // empty groups keep the count uniform for wait_group below
     }
+    if constexpr (XA == 0) {
+        for (int j = 0; j < nc; ++j) {
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+            __syncthreads();  // chunk j has landed; everyone is done reading chunk j - 1's raw stage
+            if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
+            cumm_cp_async_commit();
+            split_y(j);  // (buffer j % 2 was last read by chunk j - 2's wgmma, waited for last round; this runs
+                         // while chunk j - 1's wgmma do)
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
+            __syncthreads();
+            if (j > 0) retire();
+            // X's fragments for this warpgroup's 64 rows, split in registers, one k-step ahead of its wgmma:
+            // the loads and the split of step s + 1 run while step s multiplies.
+            const float* const Xr = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t;
+            const unsigned long long b = dy + (j & 1) * BUF;
+            unsigned xb[BK / 8][4], xs[BK / 8][4];
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int s = 0; s < BK / 8; ++s) {
+                const float* q = Xr + 8 * s;
+                cumm_wg_split(q[0], xb[s][0], xs[s][0]);
+                cumm_wg_split(q[8 * LDX], xb[s][1], xs[s][1]);
+                cumm_wg_split(q[4], xb[s][2], xs[s][2]);
+                cumm_wg_split(q[8 * LDX + 4], xb[s][3], xs[s][3]);
+                // small terms first, into their own sum; then the big one
+                cumm_wgmma<BN>(ps, xs[s], b + s * STEP, s > 0);
+                cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
+                cumm_wgmma<BN>(pb, xb[s], b + s * STEP, s > 0);
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        }
+    } else {
+        // X one chunk ahead: chunk j + 1's copies, Y split and X fragments are done while chunk j's wgmma run,
+        // into a second set of fragment registers (the loop is unrolled by two so that the two sets swap roles
+        // without copies). Chunk j's wgmma start only after chunk j - 1's have been waited for.
+        unsigned xb0[BK / 8][4], xs0[BK / 8][4], xb1[BK / 8][4], xs1[BK / 8][4];
+        // Wait for chunk j (after the barrier every thread is done reading chunk j - 1's raw stage), issue
+        // chunk j + STAGES - 1, split Y's chunk j (its buffer was last read by chunk j - 2's wgmma, waited for),
+        // load and split this warp's X fragments of chunk j (rows 64 grp + 16 warp + g and + 8, the m16n8k8
+        // A-fragment of each k-step), make the split visible to the wgmma.
+        auto prepare = [&](const int j, unsigned (&xb)[BK / 8][4], unsigned (&xs)[BK / 8][4]) {
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+            __syncthreads();
+            if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
+            cumm_cp_async_commit();
+            split_y(j);
+            const float* const Xr = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t;
+#pragma unroll
+            for (int s = 0; s < BK / 8; ++s) {
+                const float* q = Xr + 8 * s;
+                cumm_wg_split(q[0], xb[s][0], xs[s][0]);
+                cumm_wg_split(q[8 * LDX], xb[s][1], xs[s][1]);
+                cumm_wg_split(q[4], xb[s][2], xs[s][2]);
+                cumm_wg_split(q[8 * LDX + 4], xb[s][3], xs[s][3]);
+            }
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            __syncthreads();
+        };
+        auto mma = [&](const int j, const unsigned (&xb)[BK / 8][4], const unsigned (&xs)[BK / 8][4]) {
+            const unsigned long long b = dy + (j & 1) * BUF;
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int s = 0; s < BK / 8; ++s) {
+                cumm_wgmma<BN>(ps, xs[s], b + s * STEP, s > 0);
+                cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
+                cumm_wgmma<BN>(pb, xb[s], b + s * STEP, s > 0);
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        };
+        if (nc > 0) prepare(0, xb0, xs0);
+        for (int j = 0; j < nc; j += 2) {
+            if (j > 0) retire();
+            mma(j, xb0, xs0);
+            if (j + 1 < nc) {
+                prepare(j + 1, xb1, xs1);
+                retire();
+                mma(j + 1, xb1, xs1);
+                if (j + 2 < nc) prepare(j + 2, xb0, xs0);
+            }
+        }
+    }
+    if (nc > 0) retire();
 
     // Accumulator 4q + i holds row 64 grp + 16 warp + g (+ 8 for i >= 2), column 8q + 2t (+ 1 for odd i): the
     // m16n8 fragment, repeated over the BN / 8 column blocks. The partial tile has its own space, so the next
@@ -317,6 +368,7 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     extern __shared__ float4 smem4[];
     float* const smem = reinterpret_cast<float*>(smem4);
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
+    cumm_prefetch_l2(C, p, n, ldc);  // for phase 2
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
