@@ -73,7 +73,7 @@ TC_SWEEP = {
 
 
 # fused3_wg configurations timed with --configs (sm_90 only): BMxBN tiles, cK = K split over a cluster of K
-WG_BASE = dict(BM=128, BN=64, BK=16, CL=4, STAGES=4, MINB=1)  # what WG_SWEEP's entries override
+WG_BASE = dict(BM=128, BN=64, BK=16, CL=4, STAGES=4, MINB=1, XA=0)  # what WG_SWEEP's entries override
 WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 1 a rank's whole K at once)
     "128x64c4k16s4": {}, "64x64c2k32s3": dict(BM=64, CL=2, BK=32, STAGES=3),
     "128x32c2k32s3": dict(BN=32, CL=2, BK=32, STAGES=3), "128x32c2k32s5": dict(BN=32, CL=2, BK=32, STAGES=5),

@@ -127,11 +127,8 @@ def wg(n: int, config: str, runs: int, spin) -> None:
     ldt = -(-n // 4) * 4
     t = cupy.empty(n * ldt, cupy.float32)
     bar = cupy.zeros(2, cupy.uint32)
-    prefetch = "    cumm_prefetch_l2(C, p, n, ldc);"
-    assert src.count(prefetch) == 1, "template changed: update the probe's variant"
-    variants = {"shipped": src, "no C prefetch": src.replace(prefetch, "")}
-    for mode, variant in (("plain", "shipped"), ("ex", "shipped"), ("pdl", "shipped"), ("pdl", "no C prefetch")):
-        kern = _arch_specific_kernel(spec, cfg, name, variants[variant], 90)
+    for mode in ("plain", "ex", "pdl"):
+        kern = _arch_specific_kernel(spec, cfg, name, src, 90)
         kern.max_dynamic_shared_size_bytes = smem
         grid = min(spec.grid(cfg, n, n, n)[0], _chain.resident_blocks(kern, cfg, threads, smem))
         launches = [_chain._Launch(kern, grid, threads, smem, (*_chain._layout((n,) * 8 + (ldt,)), None)) for _ in sets]
@@ -153,7 +150,7 @@ def wg(n: int, config: str, runs: int, spin) -> None:
             for i, s in enumerate(sets[:4]):  # every set was written by the rotation (or set 0 only)
                 if rotate or i == 0:
                     errs.append(float(cupy.linalg.norm(s[3] - refs[i]) / cupy.linalg.norm(refs[i])))
-            print(f"fused3_wg {config} n={n} grid={grid} {variant:13s} {mode:5s} "
+            print(f"fused3_wg {config} n={n} grid={grid} {mode:5s} "
                   f"{'rotated ' + str(nsets) + ' sets' if rotate else 'one set':14s}: per-call events "
                   f"{per:6.2f} us, batch {batch:6.2f} us/call, host {host:5.2f} us/call, worst err "
                   f"{max(errs):.1e}", flush=True)

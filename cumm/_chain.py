@@ -184,11 +184,13 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # H200 (bench/results/h200_chain_sweep3.md): n = 384 17.9 us (fused3_tc 20.1), 512 22.0 (25.0), 768 61.5 (67.9),
 # 1024 84.4 (tc64x64 99); at n = 256 fused3_tc 32x32 is as fast (12.6 against 12.8); at 2048 wg128x64 579 us,
 # tc128x128 609 (bench/results/h200_chain.md). ptxas spills 32-96 bytes
-# in wg64x64 and wg128x64 (255 registers); they are the fastest measured all the same.
+# in wg64x64 and wg128x64 (255 registers); they are the fastest measured all the same. XA = 1 (X's fragments a
+# chunk ahead) measured 0.3 us faster than XA = 0 for wg128x32 at n = 384 and 512 (session 8); it spills 192
+# bytes in the 64-wide configurations, which it made slower.
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1),
-    "wg64x64": dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, MINB=1),
-    "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=6, MINB=1),
+    "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1),
+    "wg64x64": dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, MINB=1, XA=0),
+    "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=6, MINB=1, XA=0),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
 WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 896**3, "wg64x64"), (2 * 2048**3, "wg128x64"))

@@ -158,9 +158,9 @@ def test_fused3_tc_configs(config, dims, rng):
                                     dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
                                     dict(BM=256, BN=32, BK=16, CL=8, STAGES=2),
                                     dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
-                                    # X one chunk ahead (XA = 1): an even and an odd number of chunks per rank,
-                                    # ranks without chunks, two stages
-                                    dict(_chain.WG_CONFIGS["wg128x32"], XA=1), dict(BM=64, BN=64, BK=24, CL=4,
+                                    # session 7's k-loop (XA = 0), and X one chunk ahead (XA = 1) with an odd
+                                    # number of chunks per rank, ranks without chunks, two stages
+                                    dict(_chain.WG_CONFIGS["wg128x32"], XA=0), dict(BM=64, BN=64, BK=24, CL=4,
                                                                                     STAGES=3, XA=1),
                                     dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))

@@ -19,7 +19,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS * KS, MINB)
     cumm_grid_dependency_wait();  // (first: see grid_barrier.cuh)
     extern __shared__ float4 smem4[];
     float* const smem = reinterpret_cast<float*>(smem4);
-    cumm_prefetch_l2(C, p, n, ldc);  // for phase 2
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
     for (int t = blockIdx.x; t < rows * cols1; t += gridDim.x)

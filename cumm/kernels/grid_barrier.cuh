@@ -14,18 +14,6 @@ __device__ __forceinline__ void cumm_grid_dependency_wait() {
 #endif
 }
 
-// Start C's way from DRAM into L2 (prefetch.global.L2, one 128-byte line per thread and step, the whole grid
-// at once) while phase 1 runs, so that phase 2's first chunks of C do not wait for DRAM. Only for a C of at
-// most CUMM_PREFETCH_C_MAX bytes: a larger one could push A, B or T out of L2 before they are used.
-constexpr long long CUMM_PREFETCH_C_MAX = 4ll << 20;
-__device__ __forceinline__ void cumm_prefetch_l2(const float* p, const int rows, const int cols, const int ld) {
-    if (4ll * rows * cols > CUMM_PREFETCH_C_MAX) return;
-    const int lines = (cols + 31) / 32;  // per row; each address lies inside the row
-    const int threads = gridDim.x * blockDim.x;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows * lines; i += threads)
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p + (i64)(i / lines) * ld + i % lines * 32));
-}
-
 // bar points to one 8-byte aligned 64-bit word, zeroed once: arrivals in its low half, a generation in its
 // high half. Each block adds 1 and learns the generation from the same atomic; the last to arrive moves
 // the count back to 0 and the generation on by one with a single atomic add of 2^32 - gridDim.x, so the
