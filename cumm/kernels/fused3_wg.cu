@@ -18,9 +18,13 @@
 // * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, both
 //   restarted per chunk and added to the running sum in FP32 with rounding (the tensor cores' own long
 //   accumulation loses accuracy, see tf32x3.cu).
-// Measured on the H200 (device time): n = 512 22.0 us against fused3_tc's 24.7, 1024 84 against 99. What still
-// bounds it is issue: ~300 instructions per warp per chunk (copies, X's fragments and their split, the sums)
-// at a third of the issue slots with two warps per scheduler (ncu, bench/ncu_wg.sh).
+// * XA = 1 (wg128x32): chunk j + 1's copies, Y split and X fragments are prepared while chunk j's wgmma run,
+//   in a second set of fragment registers; XA = 0 loads X's fragments after chunk j - 1's wgmma are waited for
+//   (fewer registers: the 64-wide tiles spill with XA = 1).
+// Measured on the H200 (device time, an event pair per call): n = 512 21.4 us against fused3_tc's 24.3, 1024 84
+// against 98 (bench/results/h200_chain.md). What still bounds a chunk is the copies from L2 (20 MB per phase at
+// n = 512) and the two block barriers per chunk, with ~300 instructions per warp per chunk at a third of the
+// issue slots (ncu, bench/ncu_wg.sh; bench/NOTES.md, session 8).
 //
 // Canonical K-major layout (no swizzle) of an R-row operand chunk: 8 rows x 4 floats (16 bytes) form a
 // "core matrix" of 128 contiguous bytes; chunk c of row r (columns 4c .. 4c + 3) lies at float (c * R + r) * 4.
