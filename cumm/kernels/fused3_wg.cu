@@ -208,6 +208,15 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             Yb[BN * BK / 4 + i] = small;
         }
     };
+    // This warp's X fragment of k-step s of chunk j (rows 64 grp + 16 warp + g and + 8: the m16n8k8 A-fragment),
+    // split in registers.
+    auto load_x = [&](const int j, const int s, unsigned (&xb)[4], unsigned (&xs)[4]) {
+        const float* const q = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t + 8 * s;
+        cumm_wg_split(q[0], xb[0], xs[0]);
+        cumm_wg_split(q[8 * LDX], xb[1], xs[1]);
+        cumm_wg_split(q[4], xb[2], xs[2]);
+        cumm_wg_split(q[8 * LDX + 4], xb[3], xs[3]);
+    };
     // The last chunk's products into the running sum, once its wgmma are waited for (its X fragments may then
     // change, and pb and ps restart).
     auto retire = [&]() {
@@ -236,17 +245,12 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             if (j > 0) retire();
             // X's fragments for this warpgroup's 64 rows, split in registers, one k-step ahead of its wgmma:
             // the loads and the split of step s + 1 run while step s multiplies.
-            const float* const Xr = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t;
             const unsigned long long b = dy + (j & 1) * BUF;
             unsigned xb[BK / 8][4], xs[BK / 8][4];
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
-                const float* q = Xr + 8 * s;
-                cumm_wg_split(q[0], xb[s][0], xs[s][0]);
-                cumm_wg_split(q[8 * LDX], xb[s][1], xs[s][1]);
-                cumm_wg_split(q[4], xb[s][2], xs[s][2]);
-                cumm_wg_split(q[8 * LDX + 4], xb[s][3], xs[s][3]);
+                load_x(j, s, xb[s], xs[s]);
                 // small terms first, into their own sum; then the big one
                 cumm_wgmma<BN>(ps, xs[s], b + s * STEP, s > 0);
                 cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
@@ -261,23 +265,15 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         unsigned xb0[BK / 8][4], xs0[BK / 8][4], xb1[BK / 8][4], xs1[BK / 8][4];
         // Wait for chunk j (after the barrier every thread is done reading chunk j - 1's raw stage), issue
         // chunk j + STAGES - 1, split Y's chunk j (its buffer was last read by chunk j - 2's wgmma, waited for),
-        // load and split this warp's X fragments of chunk j (rows 64 grp + 16 warp + g and + 8, the m16n8k8
-        // A-fragment of each k-step), make the split visible to the wgmma.
+        // load and split this warp's X fragments of chunk j, make the split visible to the wgmma.
         auto prepare = [&](const int j, unsigned (&xb)[BK / 8][4], unsigned (&xs)[BK / 8][4]) {
             asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
             __syncthreads();
             if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
             cumm_cp_async_commit();
             split_y(j);
-            const float* const Xr = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t;
 #pragma unroll
-            for (int s = 0; s < BK / 8; ++s) {
-                const float* q = Xr + 8 * s;
-                cumm_wg_split(q[0], xb[s][0], xs[s][0]);
-                cumm_wg_split(q[8 * LDX], xb[s][1], xs[s][1]);
-                cumm_wg_split(q[4], xb[s][2], xs[s][2]);
-                cumm_wg_split(q[8 * LDX + 4], xb[s][3], xs[s][3]);
-            }
+            for (int s = 0; s < BK / 8; ++s) load_x(j, s, xb[s], xs[s]);
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             __syncthreads();
         };
