@@ -277,8 +277,8 @@ class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute (cuda.h): an id, 
 
 
 _PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-# Programmatic dependent launch of the persistent kernels on compute capability 9.0+; CUMM_PDL=0 turns it off
-# (read when a launch is first planned for a shape).
+# Programmatic dependent launch of the persistent kernels on compute capability 9.0+; CUMM_PDL=0 (read at import)
+# turns it off. A shape's launch takes the value this has when the shape is first planned.
 PDL = os.environ.get("CUMM_PDL", "1") != "0"
 _ex: list = []  # [cuLaunchKernelEx or None], looked up once
 
