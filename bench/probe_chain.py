@@ -151,26 +151,31 @@ def launch_setup(n: int, kern, spec, cfg, max_clusters: int = 0):
     return grid, threads, smem, args, x, e
 
 
+def stamped_runs(kern, grid: int, threads: int, smem: int, args, probe, reps: int, warmup: int = 3):
+    """Launch an instrumented kernel warmup + reps times, ``probe`` (its stamps, a cupy array) zeroed before each;
+    yield (event-timed us, the grid's rows of ``probe`` as int64) for the last reps."""
+    ev = [cupy.cuda.Event(), cupy.cuda.Event()]
+    for r in range(warmup + reps):
+        probe.fill(0)
+        ev[0].record()
+        kern((grid,), (threads,), args, shared_mem=smem)
+        ev[1].record()
+        ev[1].synchronize()
+        if r >= warmup:
+            yield cupy.cuda.get_elapsed_time(*ev) * 1e3, probe[:grid].get().astype(np.int64)
+
+
 def phases(n: int, config: str, reps: int = 20, max_grid: int = 0) -> None:
     """Phase times of ``config`` at n from in-kernel stamps; max_grid > 0 caps the grid (blocks then walk
     several tiles each: how a tile's time depends on how many multiprocessors load at once)."""
     probe_ptr, kern, spec, cfg = instrumented(config)
     grid, threads, smem, args, x, e = launch_setup(n, kern, spec, cfg, max_grid)
     probe = cupy.ndarray((8192, 8), cupy.uint64, probe_ptr)
-    ev = [cupy.cuda.Event(), cupy.cuda.Event()]
     res = []
-    for r in range(reps + 3):
-        probe.fill(0)
-        ev[0].record()
-        kern((grid,), (threads,), args, shared_mem=smem)
-        ev[1].record()
-        ev[1].synchronize()
-        if r < 3:
-            continue
-        s = probe[:grid].get().astype(np.int64)
+    for event_us, s in stamped_runs(kern, grid, threads, smem, args, probe, reps):
         last = int((s[0] > 0).nonzero()[0].max())  # stamps: 0, then 2 per grid barrier, then the end
         t0 = s[:, 0].min()
-        row = dict(event=cupy.cuda.get_elapsed_time(*ev) * 1e3, start_spread=(s[:, 0].max() - t0) / 1e3)
+        row = dict(event=event_us, start_spread=(s[:, 0].max() - t0) / 1e3)
         for j in range(0, last, 2):  # work segment j -> j + 1 (median and slowest block), then a barrier
             row[f"work{j // 2}_med"] = float(np.median(s[:, j + 1] - s[:, j])) / 1e3
             row[f"work{j // 2}_max"] = (s[:, j + 1] - s[:, j]).max() / 1e3

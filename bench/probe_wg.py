@@ -14,7 +14,7 @@ import statistics
 import cupy
 import numpy as np
 from cupy.cuda import nvrtc
-from probe_chain import launch_setup  # bench/ is this script's directory
+from probe_chain import launch_setup, stamped_runs  # bench/ is this script's directory
 
 from cumm import _chain
 from cumm._compile import NVRTC_OPTIONS, _arch_specific_kernel, _nvrtc_compile
@@ -78,18 +78,8 @@ def build(config: str, variant: str, compile_only: bool = False):
 def run(n: int, config: str, variant: str, clusters: int, reps: int = 20) -> None:
     kern, spec, cfg, probe = build(config, variant)
     grid, threads, smem, args, _, _ = launch_setup(n, kern, spec, cfg, clusters)
-    ev = [cupy.cuda.Event(), cupy.cuda.Event()]
-    rows = []
-    for r in range(reps + 3):
-        probe.fill(0)
-        ev[0].record()
-        kern((grid,), (threads,), args, shared_mem=smem)
-        ev[1].record()
-        ev[1].synchronize()
-        if r >= 3:
-            s = probe[:grid].get().astype(np.int64)
-            rows.append([cupy.cuda.get_elapsed_time(*ev) * 1e3] + [float(np.median(s[:, i])) / 1e3 for i in SECTIONS]
-                        + [s[:, 3].max() / 1e3])
+    rows = [[event_us] + [float(np.median(s[:, i])) / 1e3 for i in SECTIONS] + [s[:, 3].max() / 1e3]
+            for event_us, s in stamped_runs(kern, grid, threads, smem, args, probe, reps)]
     med = [statistics.median(col) for col in zip(*rows, strict=True)]
     names = ["event", *SECTIONS.values(), "kloop_max"]
     print(f"n={n} {config} {variant} grid={grid} (clusters of {cfg['CL']}): per block, summed over its tiles, us: "

@@ -192,3 +192,11 @@ def test_fused3_wg_off_sm_90(monkeypatch, cc):
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: cc)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_wg'.*9\.0.*use kernel='fused3' or 'pairwise'"):
         _chain._persistent_plan("fused3_wg", "wg128x32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
+
+
+@pytest.mark.parametrize("xa, message", [(2, r"XA is 0 .* or 1 .*XA=2"),
+                                         (-1, r"parameter XA must be a non-negative integer, got -1")])
+def test_fused3_wg_xa_out_of_range(xa, message):
+    """XA selects one of fused3_wg's two k-loops; anything else is refused before compiling, with a message."""
+    with pytest.raises(cumm.ConfigError, match=message):
+        cumm.kernel_spec("fused3_wg").resolve({"XA": xa}, 90)

@@ -13,9 +13,7 @@
 // so phase 2 reads T with 16-byte copies; VEC_C gates C and E together (the caller checks both).
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS * KS, MINB)
-    CUMM_KERNEL(const int m, const int k, const int p, const int n, const float* __restrict__ A, const int lda,
-                const float* __restrict__ B, const int ldb, const float* __restrict__ C, const int ldc,
-                float* __restrict__ E, const int lde, float* __restrict__ T, const int ldt, unsigned* bar) {
+    CUMM_KERNEL(CUMM_CHAIN_ARGS) {
     cumm_grid_dependency_wait();  // (first: see grid_barrier.cuh)
     extern __shared__ float4 smem4[];
     float* const smem = reinterpret_cast<float*>(smem4);

@@ -361,9 +361,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 
 // Persistent: cluster q of the grid walks tiles q, q + clusters, ... of phase 1, then of phase 2.
 extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
-    CUMM_KERNEL(const int m, const int k, const int p, const int n, const float* __restrict__ A, const int lda,
-                const float* __restrict__ B, const int ldb, const float* __restrict__ C, const int ldc,
-                float* __restrict__ E, const int lde, float* __restrict__ T, const int ldt, unsigned* bar) {
+    CUMM_KERNEL(CUMM_CHAIN_ARGS) {
     cumm_grid_dependency_wait();  // (first: see grid_barrier.cuh)
     extern __shared__ float4 smem4[];
     float* const smem = reinterpret_cast<float*>(smem4);

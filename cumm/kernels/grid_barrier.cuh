@@ -1,6 +1,13 @@
 // grid_barrier.cuh: what the persistent chain kernels (fused3_tc.cu, fused3_wg.cu) need beyond their tiles:
 // the start of a programmatic dependent launch and the one grid-wide barrier.
 
+// The persistent kernels' arguments: row-major A (m x k), B (k x p), C (p x n), E (m x n), the scratch T
+// (m x p, ldt) and the stream's barrier word; cumm/_chain.py's _layout packs them in this order.
+#define CUMM_CHAIN_ARGS                                                                                      \
+    const int m, const int k, const int p, const int n, const float* __restrict__ A, const int lda,         \
+        const float* __restrict__ B, const int ldb, const float* __restrict__ C, const int ldc,             \
+        float* __restrict__ E, const int lde, float* __restrict__ T, const int ldt, unsigned* bar
+
 // First statement of a persistent kernel. On sm_90 the host launches it with programmatic stream
 // serialization (PDL), so it may start while the previous kernel in the stream is still finishing: wait
 // here until that kernel has completed and its writes are visible (nothing global is touched before: not
