@@ -84,6 +84,14 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "128x32c2k32s8xa": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1),
     "128x32c2k32s5xa": dict(BN=32, CL=2, BK=32, STAGES=5, XA=1),
     "64x64c2k32s3xa": dict(BM=64, CL=2, BK=32, STAGES=3, XA=1), "128x64c2k32s6xa": dict(CL=2, BK=32, STAGES=6, XA=1),
+    # tma: chunks by the copy engine (TMA = 1; STAGES chunks in flight, one block barrier per chunk)
+    "128x32c2k32s8xa-tma": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1),
+    "128x32c2k32s4xa-tma": dict(BN=32, CL=2, BK=32, STAGES=4, XA=1, TMA=1),
+    "128x32c2k32s8-tma": dict(BN=32, CL=2, BK=32, STAGES=8, TMA=1),
+    "64x64c2k32s3-tma": dict(BM=64, CL=2, BK=32, STAGES=3, TMA=1),
+    "64x64c2k32s4xa-tma": dict(BM=64, CL=2, BK=32, STAGES=4, XA=1, TMA=1),
+    "128x64c2k32s5": dict(CL=2, BK=32, STAGES=5), "128x64c2k32s5-tma": dict(CL=2, BK=32, STAGES=5, TMA=1),
+    "128x32c4k32s4xa-tma": dict(BN=32, CL=4, BK=32, STAGES=4, XA=1, TMA=1),
 }
 
 
@@ -242,10 +250,10 @@ def table(rows) -> str:
            *(_line(r, "batch_us") for r in rows)]
     cfg_names = [k for k in rows[0] if k.startswith(("fused3:", "fused3_tc:", "fused3_wg:"))] if rows else []
     if cfg_names:
-        out += ["", "Pairwise and each fused3 configuration, loop us / device us:", "",
+        out += ["", "Pairwise and each fused3 configuration, loop us / device us / back-to-back us:", "",
                 "| shape | pairwise | " + " | ".join(cfg_names) + " |",
                 "| --- | ---: | " + " | ".join("---:" for _ in cfg_names) + " |"]
-        out += [f"| {r['shape']} | " + " | ".join(f"{_us(r[c])} / {_us(r[c], 'device_us')}"
+        out += [f"| {r['shape']} | " + " | ".join(f"{_us(r[c])} / {_us(r[c], 'device_us')} / {_us(r[c], 'batch_us')}"
                                                    for c in ["pairwise", *cfg_names]) + " |" for r in rows]
     return "\n".join(out)
 

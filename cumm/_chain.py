@@ -28,6 +28,7 @@ import ctypes
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import cupy
 import numpy as np
@@ -221,13 +222,16 @@ class _Launch:
     each call supplies (fused3: m k p n A lda B ldb C ldc E lde; the persistent kernels add T ldt bar). CuPy's
     conversion of the same arguments took half of a 12 us launch at n = 512 (bench/NOTES.md, session 4).
     ``pdl``: launch with programmatic stream serialization (cuLaunchKernelEx), for kernels that start with
-    cumm_grid_dependency_wait (grid_barrier.cuh), on devices of compute capability 9.0 and later."""
+    cumm_grid_dependency_wait (grid_barrier.cuh), on devices of compute capability 9.0 and later.
+    ``maps``: tensor-map arguments after the layout's (fused3_wg with TMA = 1), each built from one of the
+    call's pointers (None: an unused map, zeros). Their encoding depends on the pointers, so each set of
+    pointers gets its own packed arguments, cached (a loop over the same arrays encodes them once)."""
 
     __slots__ = ("func", "grid", "threads", "smem", "slots", "pointer_slots", "ptrs", "params", "lock", "kern",
-                 "scratch", "ex", "config", "config_ref", "attr")
+                 "scratch", "ex", "config", "config_ref", "attr", "maps", "packed")
 
     def __init__(self, kern, grid: int, threads: int, smem: int, layout: tuple[int | None, ...], scratch: int = 0,
-                 pdl: bool = False):
+                 pdl: bool = False, maps: tuple[_MapSpec | None, ...] = ()):
         self.kern = kern  # keeps the module loaded
         self.scratch = scratch  # bytes of the scratch array (T)
         self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
@@ -240,6 +244,7 @@ class _Launch:
         self.ptrs = np.array([base + 8 * i for i in range(len(layout))], dtype=np.uint64)
         self.params = self.ptrs.ctypes.data
         self.lock = threading.Lock()
+        self.maps, self.packed = maps, {}
         self.ex = _launch_kernel_ex() if pdl else None
         if self.ex is not None:
             self.attr = _LaunchAttribute(_PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -249,22 +254,98 @@ class _Launch:
 
     def __call__(self, pointers: tuple[int, ...], stream: int) -> None:
         with self.lock:  # the slots and the launch configuration are shared; the driver copies them at the launch
-            s = self.slots
-            for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
-                s[slot] = ptr
+            if self.maps:
+                packed = self.packed.get(pointers)
+                params = (packed or self._pack(pointers))[-1]
+            else:
+                s = self.slots
+                for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
+                    s[slot] = ptr
+                params = self.params
             if self.ex is None:
-                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params,
-                                     0)
+                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, params, 0)
                 return
             self.config.stream = stream
-            rc = self.ex(self.config_ref, self.func, self.params, None)
+            rc = self.ex(self.config_ref, self.func, params, None)
         if rc:
             raise _driver.CUDADriverError(rc)
+
+    def _pack(self, pointers: tuple[int, ...]) -> tuple:
+        """The arguments for these pointers, tensor maps encoded: (slots, maps, parameter addresses, their
+        address), cached."""
+        slots = self.slots.copy()
+        for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
+            slots[slot] = ptr
+        maps = [_tensor_map(pointers[spec.operand], spec) if spec else _tensor_map(0, None) for spec in self.maps]
+        addrs = np.array([slots.ctypes.data + 8 * i for i in range(len(slots))] + [x.ctypes.data for x in maps],
+                         dtype=np.uint64)
+        if len(self.packed) >= _PACKED_MAX:
+            self.packed.clear()
+        packed = self.packed[pointers] = (slots, maps, addrs, addrs.ctypes.data)
+        return packed
 
 
 def _layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
     """m k p n, then a pointer before each leading dimension: (m, k, p, n, None, lda, None, ldb, ...)."""
     return (*ints[:4], *(x for ld in ints[4:] for x in (None, ld)))
+
+
+class _MapSpec(NamedTuple):
+    """A 2-D tensor map of a row-major float32 operand (rows x cols, leading dimension ld) read in boxes of
+    box_rows x box_cols, for the copy engine (cp.async.bulk.tensor)."""
+
+    operand: int  # which of the launch's pointers
+    cols: int
+    rows: int
+    ld: int
+    box_cols: int
+    box_rows: int
+    swizzle: int  # CUtensorMapSwizzle: 0 none, 1/2/3 = 32/64/128-byte spans (box_cols * 4 bytes)
+
+
+_PACKED_MAX = 256  # argument sets (pointer tuples) kept per tensor-map launch
+_encoder: list = []  # [cuTensorMapEncodeTiled], looked up once
+
+
+def _tensor_map(ptr: int, spec: _MapSpec | None) -> np.ndarray:
+    """A CUtensorMap (16 words, 64-byte aligned, the kernel's CummTmap) for ``spec`` at ``ptr``, encoded by the
+    driver's cuTensorMapEncodeTiled through ctypes (CuPy does not wrap it); zeros for None (a map the kernel
+    does not read). Elements past the matrix's edges arrive as zeros; L2 promotion of 256 bytes."""
+    buf = np.zeros(16 + 8, dtype=np.uint64)
+    word = (-buf.ctypes.data % 64) // 8
+    out = buf[word:word + 16]
+    if spec is None:
+        return out
+    if not _encoder:
+        fn = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled  # already loaded by CuPy
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int]
+        fn.restype = ctypes.c_int
+        _encoder.append(fn)
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    rc = _encoder[0](out.ctypes.data, 7, 2, ptr, (u64 * 2)(spec.cols, spec.rows), (u64 * 1)(4 * spec.ld),
+                     (u32 * 2)(spec.box_cols, spec.box_rows), (u32 * 2)(1, 1), 0, spec.swizzle, 3, 0)
+    if rc:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {rc} for {spec} at {ptr:#x}")
+    return out
+
+
+def wg_maps(cfg: Mapping[str, int], flags: tuple[int, int, int], ints: tuple[int, ...]) -> tuple:
+    """fused3_wg's tensor-map arguments (CUMM_WG_ARGS in fused3_wg.cu: A, B, T, C) for configuration ``cfg``,
+    alignment flags and ints = (m, k, p, n, lda, ldb, ldc, lde, ldt): () without TMA; a phase whose operands
+    are not 16-byte aligned copies with cp.async and gets unused (None) maps. The launch's pointers are
+    (A, B, C, E, T, bar)."""
+    if not cfg.get("TMA"):
+        return ()
+    m, k, p, n, lda, ldb, ldc, _, ldt = ints
+    bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    swizzle = {8: 1, 16: 2, 32: 3}[bk]  # X's rows are one swizzle span (the spec allows only these BK)
+    one, two = flags[0] and flags[1], flags[2]
+    return (_MapSpec(0, k, m, lda, bk, bm, swizzle) if one else None,
+            _MapSpec(1, p, k, ldb, bn, bk, 0) if one else None,
+            _MapSpec(4, p, m, ldt, bk, bm, swizzle) if two else None,
+            _MapSpec(2, n, p, ldc, bn, bk, 0) if two else None)
 
 
 class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h)
@@ -345,7 +426,7 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
         hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), 4 * m * ldt,
-                                           pdl=PDL and cc >= 90)
+                                           pdl=PDL and cc >= 90, maps=wg_maps(cfg, flags, (*ints, ldt)))
     return hit
 
 

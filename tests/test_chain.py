@@ -11,6 +11,7 @@ products, but on random normal data each contributes about sqrt(depth) * 2^-24 (
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
@@ -180,6 +181,52 @@ def test_fused3_wg_configs(config, dims, rng):
     assert rel_err(out, ref) < TOL
 
 
+# fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 32, 16, 8), both k-loops, 1 to 4
+# warpgroups, 2 to 8 stages
+TMA_CONFIGS = [dict(_chain.WG_CONFIGS["wg128x32"], TMA=1), dict(_chain.WG_CONFIGS["wg64x64"], TMA=1),
+               dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, XA=0, TMA=1),
+               dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, XA=0, TMA=1),
+               dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1, TMA=1),
+               dict(BM=256, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1)]
+
+
+@gpu
+@pytest.mark.parametrize("config", TMA_CONFIGS, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+@pytest.mark.parametrize("dims", [(37, 44, 300, 72), (513, 128, 4, 8), (1, 4, 4, 4), (4097, 8, 100, 4),
+                                  (1024, 256, 1024, 256), (37, 45, 300, 72), (37, 45, 777, 600)],
+                         ids=lambda d: "x".join(map(str, d)))
+def test_fused3_wg_tma(config, dims, rng):
+    """Chunks by the copy engine: aligned operands with tails in every dimension (the boxes' zero fill), chains
+    with one chunk and ranks with none, blocks that walk several tiles (the stages' mbarrier phases go on across
+    tiles and phases), A unaligned (phase 1 by cp.async, phase 2 by boxes) and everything unaligned."""
+    import cupy
+
+    _skip_unless_runs("fused3_wg")
+    a, b, c = _chain_arrays(rng, dims)
+    out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
+    _chain._fused3_wg(a, b, c, out, config, cupy.cuda.runtime.getDevice())
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
+    assert rel_err(out, ref) < TOL
+
+
+@gpu
+def test_fused3_wg_tma_maps_follow_pointers(rng):
+    """The tensor maps are cached per set of pointers: calls that alternate between arrays (and an output view
+    at an offset) each read their own operands."""
+    import cupy
+
+    _skip_unless_runs("fused3_wg")
+    cfg, dev = TMA_CONFIGS[0], cupy.cuda.runtime.getDevice()
+    sets = [_chain_arrays(rng, (96, 64, 128, 40)) for _ in range(3)]
+    outs = [cupy.full((96, 40), math.nan, dtype=cupy.float32) for _ in sets]
+    for _ in range(2):
+        for x, out in zip(sets, outs, strict=True):
+            out.fill(math.nan)
+            _chain._fused3_wg(*x, out, cfg, dev)
+    for x, out in zip(sets, outs, strict=True):
+        assert rel_err(out, _ref(x)) < TOL
+
+
 @gpu
 @pytest.mark.parametrize("config", sorted(_chain.CONFIGS))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (64, 64, 64, 64)],
@@ -260,14 +307,17 @@ def test_back_to_back_persistent(pdl, rng, monkeypatch):
 
     monkeypatch.setattr(_chain, "PDL", pdl)
     monkeypatch.setattr(_chain, "_launches", {})  # launches are planned with the PDL setting of their time
-    kernels = [k for k in ("fused3_wg", "fused3_tc") if _runs(k)]
-    n = 384
+    n, dev = 384, cupy.cuda.runtime.getDevice()
     x = [rng.standard_normal((n, n), dtype=cupy.float32) / math.sqrt(n) for _ in range(3)]
+    calls = {k: functools.partial(cumm.multi_dot, kernel=k) for k in ("fused3_wg", "fused3_tc") if _runs(k)}
+    if _runs("fused3_wg"):  # and the copy engine's chunks, whose reads of A go through another proxy
+        calls["fused3_wg TMA=1"] = lambda y, out: _chain._fused3_wg(*y, out, TMA_CONFIGS[0], dev)
+    kernels = list(calls)
     steps, outs = [], []
     a = x[0]
     for i in range(12):  # E_i = E_{i-1} @ B @ C; every third one is scaled by a cupy kernel in between
         kernel = kernels[i % len(kernels)]
-        e = multi = cumm.multi_dot([a, x[1], x[2]], kernel=kernel, out=_poisoned(n, n))
+        e = multi = calls[kernel]([a, x[1], x[2]], out=_poisoned(n, n))
         if i % 3 == 2:
             e = multi * 0.5
         steps.append(kernel)
@@ -426,6 +476,19 @@ def test_auto_rule():
         cumm.kernel_spec("fused3_tc").check(cumm.kernel_spec("fused3_tc").resolve(name, 90))
     assert _chain.wg_forced(2 * 64**3) == "wg128x32" and _chain.wg_forced(2 * 4096**3) == "wg128x64"
     assert {name for _, name in _chain.WG_RULE if name} == set(_chain.WG_CONFIGS)
+
+
+def test_wg_maps():
+    """fused3_wg's tensor-map arguments mirror CUMM_WG_ARGS (A, B, T, C): boxes of X's chunk (BK x BM, rows
+    swizzled) and Y's (BN x BK); a phase with an unaligned operand gets unused maps; none without TMA."""
+    spec, cfg = _chain._MapSpec, dict(_chain.WG_CONFIGS["wg128x32"], TMA=1)
+    ints = (37, 44, 300, 72, 48, 300, 76, 72, 300)  # m k p n lda ldb ldc lde ldt
+    assert _chain.wg_maps(cfg, (1, 1, 1), ints) == (spec(0, 44, 37, 48, 32, 128, 3), spec(1, 300, 44, 300, 32, 32, 0),
+                                                    spec(4, 300, 37, 300, 32, 128, 3), spec(2, 72, 300, 76, 32, 32, 0))
+    assert _chain.wg_maps(cfg, (0, 1, 1), ints)[:2] == (None, None)
+    assert _chain.wg_maps(cfg, (1, 1, 0), ints)[2:] == (None, None)
+    assert _chain.wg_maps(dict(cfg, BK=16), (1, 1, 1), ints)[0].swizzle == 2
+    assert _chain.wg_maps(dict(cfg, TMA=0), (1, 1, 1), ints) == ()
 
 
 @pytest.mark.parametrize("config", sorted(_chain.WG_CONFIGS))

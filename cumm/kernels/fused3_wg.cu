@@ -37,13 +37,33 @@
 namespace wg {
 constexpr int NWG = BM / 64;               // warpgroups: 64 rows of the tile each (wgmma's M)
 constexpr int NT = 128 * NWG;              // threads
-constexpr int LDX = BK + 4;                // raw X chunk [BM][LDX]: fragment reads and 16-byte writes hit 32 banks
-constexpr int LDY = BN + 4;                // raw Y chunk [BK][LDY]
-constexpr int RAW = BM * LDX + BK * LDY;   // floats per raw stage
+// TMA = 0: raw X chunk [BM][LDX] and Y chunk [BK][LDY], rows padded so that fragment reads and 16-byte writes
+// hit 32 banks. TMA = 1: the copy engine writes dense boxes (it cannot pad), so X's rows (BK floats: one 32-,
+// 64- or 128-byte swizzle span) are swizzled instead (cumm_wg_xi), and each stage starts on a 1024-byte
+// boundary, where the swizzle pattern starts.
+constexpr int LDX = TMA ? BK : BK + 4;
+constexpr int LDY = TMA ? BN : BN + 4;
+constexpr int RAW = TMA ? (BM * BK + BK * BN + 255) / 256 * 256 : BM * LDX + BK * LDY;  // floats per raw stage
 constexpr int SPL = 2 * BN * BK;           // floats per split buffer: Y^T big, then Y^T small
+// Split buffers: with TMA = 1 a chunk has one block barrier, not two, so a warpgroup may split chunk j while
+// another's wgmma still read chunk j - 2's buffer: three buffers keep them apart (see cumm_wg_tile).
+constexpr int NSPLIT = TMA ? 3 : 2;
 constexpr int LDP = BN + 8;                // partial tile [BM][LDP] (float2 stores hit 32 banks)
-constexpr int OFF_SPLIT = STAGES * RAW, OFF_PART = OFF_SPLIT + 2 * SPL;
+constexpr int OFF_SPLIT = STAGES * RAW, OFF_PART = OFF_SPLIT + NSPLIT * SPL;
+constexpr int OFF_BAR = OFF_PART + BM * LDP;  // TMA = 1: one mbarrier (8 bytes) per raw stage
 }  // namespace wg
+
+// Float offset of element (r, c) of X's raw chunk. TMA = 1: the copy engine's swizzle, which XORs the 16-byte
+// piece index within a row (BK * 4 bytes = the swizzle span) with the row's bits above it (byte offset bits
+// 7.., as many as the span has pieces).
+__device__ __forceinline__ int cumm_wg_xi(const int r, const int c) {
+    if constexpr (TMA != 0) {
+        const int o = r * BK + c;
+        return o ^ (((o >> 5) & (BK / 4 - 1)) << 2);
+    } else {
+        return r * wg::LDX + c;
+    }
+}
 
 __device__ __forceinline__ void cumm_wg_split(float x, unsigned& big, unsigned& small) {
     big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;  // round to TF32 (see tf32x3_tile.cuh)
@@ -117,59 +137,116 @@ __device__ __forceinline__ void cumm_wg_pin(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The copy engine (TMA = 1, sm_90): a 2-D tensor map per operand, encoded by the host (cumm/_chain.py) and
+// passed by value as a __grid_constant__ kernel parameter.
+struct __align__(64) CummTmap {
+    unsigned long long word[16];
+};
+
+__device__ __forceinline__ unsigned cumm_smem(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// The box of `map` whose first element is (x, y) (x: the contiguous dimension) into shared memory at dst, as
+// one asynchronous copy whose bytes count against mbarrier `bar`. Elements past the tensor's edges arrive as
+// zeros (and count too).
+__device__ __forceinline__ void cumm_tma_load(float* dst, const CummTmap* map, int x, int y,
+                                              unsigned long long* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+        ::"r"(cumm_smem(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(cumm_smem(bar))
+        : "memory");
+}
+
+// mbarrier `bar` (one arrival per phase) completes its phase once `bytes` have landed.
+__device__ __forceinline__ void cumm_mbar_expect(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(cumm_smem(bar)), "r"(bytes)
+                 : "memory");
+}
+
+// Wait until the phase of `bar` with this parity has completed (acquire: its bytes are visible).
+__device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(cumm_smem(bar)), "r"(parity) : "memory");
+    } while (!done);
+}
+
 // This cluster rank's share of the BM x BN tile O[bm0.., bn0..] = X @ Y (X: M x K, Y: K x N): the product
 // over its 1/CL of K, summed with the other ranks' through distributed shared memory. VX / VY / VO: 16-byte
 // accesses to X / Y / O are legal (common.cuh). Starts its cluster-barrier work with a wait and ends with an
 // arrival, so the kernel arrives once before its first tile and waits once after its last.
+// TMA = 1 with X and Y aligned: tx / ty are their tensor maps; thread 0 copies whole chunks with the copy
+// engine into STAGES stages, each with an mbarrier; `seq` counts the chunks this block has taken so far (the
+// stage and the mbarrier's phase of a chunk follow from it) and moves on by this tile's.
 template <int VX, int VY, int VO>
 __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int K, const float* __restrict__ X,
                                              const int ldx, const float* __restrict__ Y, const int ldy,
                                              float* __restrict__ O, const int ldo, const int bm0, const int bn0,
-                                             const int rank, float* const smem) {
+                                             const int rank, float* const smem, const CummTmap* tx,
+                                             const CummTmap* ty, unsigned& seq) {
     using namespace wg;
+    constexpr bool TM = TMA != 0 && VX != 0 && VY != 0;  // chunks by the copy engine
     const int tid = threadIdx.x, grp = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // fragment coordinates
     float* const raw = smem;
     float* const split = smem + OFF_SPLIT;
     float* const part = smem + OFF_PART;
+    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(smem + OFF_BAR);
     const int KT = (K + BK - 1) / BK;  // chunks of K; this rank takes [c0, c0 + nc)
     const int c0 = static_cast<int>(static_cast<long long>(KT) * rank / CL);
     const int nc = static_cast<int>(static_cast<long long>(KT) * (rank + 1) / CL) - c0;
+    // Raw stage of chunk c0 + j: j % STAGES; with the copy engine the block's count of chunks goes on across
+    // tiles, so that each stage's mbarrier sees one phase per chunk.
+    auto stage = [&](const int j) -> float* {
+        return raw + (TM ? (seq + j) % STAGES : j % STAGES) * RAW;
+    };
 
-    // Copies of chunk c0 + j into raw stage j % STAGES, zero-filled past M, N and K. Thread tid copies the
+    // Copies of chunk c0 + j into its raw stage, zero-filled past M, N and K. Thread tid copies the
     // 16-byte pieces tid, tid + NT, ... of X's chunk (BM x BK) and of Y's (BK x BN). With 16-byte accesses
     // legal, the source pointers, row predicates and column byte counts are set once per tile, so a copy is a
     // few instructions (recomputing them per chunk had made the copies ~20 instructions each); otherwise
-    // the general per-element copy of common.cuh.
+    // the general per-element copy of common.cuh. With the copy engine: two boxes from thread 0.
     constexpr int UX = (BM * BK / 4 + NT - 1) / NT, UY = (BK * BN / 4 + NT - 1) / NT;
     const float* xsrc[UX];  // row bm0 + r of X at column c0 * BK + c; null: row past M (the piece is zeros)
     const float* ysrc[UY];  // row c0 * BK + r of Y at column bn0 + c
     int ybytes[UY];         // bytes of the piece left of column N
+    if constexpr (!TM) {
 #pragma unroll
-    for (int u = 0; u < UX; ++u) {
-        const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
-        xsrc[u] = bm0 + r < M ? X + (i64)(bm0 + r) * ldx + c0 * BK + c : nullptr;
-    }
+        for (int u = 0; u < UX; ++u) {
+            const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
+            xsrc[u] = bm0 + r < M ? X + (i64)(bm0 + r) * ldx + c0 * BK + c : nullptr;
+        }
 #pragma unroll
-    for (int u = 0; u < UY; ++u) {
-        const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
-        ysrc[u] = Y + (i64)(c0 * BK + r) * ldy + bn0 + c;
-        ybytes[u] = 4 * max(0, min(4, N - bn0 - c));
+        for (int u = 0; u < UY; ++u) {
+            const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
+            ysrc[u] = Y + (i64)(c0 * BK + r) * ldy + bn0 + c;
+            ybytes[u] = 4 * max(0, min(4, N - bn0 - c));
+        }
     }
     auto issue = [&](int j) {
         const int k0 = (c0 + j) * BK;
-        float* const Xr = raw + j % STAGES * RAW;
+        float* const Xr = stage(j);
         float* const Yr = Xr + BM * LDX;
+        if constexpr (TM) {
+            unsigned long long* const bar = bars + (seq + j) % STAGES;
+            cumm_mbar_expect(bar, 4 * (BM * BK + BK * BN));
+            cumm_tma_load(Xr, tx, k0, bm0, bar);
+            cumm_tma_load(Yr, ty, bn0, k0, bar);
+            return;
+        }
 #pragma unroll
         for (int u = 0; u < UX; ++u) {
             const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
             if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;
             if constexpr (VX != 0) {
                 const int bytes = xsrc[u] ? 4 * max(0, min(4, K - k0 - c)) : 0;
-                cumm_cp_async16(&Xr[r * LDX + c], bytes ? xsrc[u] + j * BK : X, bytes);
+                cumm_cp_async16(&Xr[cumm_wg_xi(r, c)], bytes ? xsrc[u] + j * BK : X, bytes);
             } else {
                 const bool ok = bm0 + r < M;
-                cumm_cp_async_chunk<0>(&Xr[r * LDX + c], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, c, K - k0, ok);
+                cumm_cp_async_chunk<0>(&Xr[cumm_wg_xi(r, c)], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, c, K - k0,
+                                       ok);
             }
         }
 #pragma unroll
@@ -185,6 +262,26 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             }
         }
     };
+    // Wait for chunk j to land. cp.async: this thread's copies, then a block barrier for everyone's (after which
+    // every thread is also done reading chunk j - 1's raw stage, so chunk j + STAGES - 1 is issued into it).
+    // Copy engine: the stage's mbarrier.
+    auto arrive = [&](const int j) {
+        if constexpr (TM) {
+            cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);
+        } else {
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+            __syncthreads();
+            if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
+            cumm_cp_async_commit();
+        }
+    };
+    // Copy engine: once a block barrier has passed after every read of chunk j's raw stage, thread 0 refills it
+    // with chunk j + STAGES (STAGES chunks in flight; cp.async keeps STAGES - 1).
+    auto refill = [&](const int j) {
+        if constexpr (TM) {
+            if (tid == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);
+        }
+    };
 
     float acc[BN / 2], pb[BN / 2], ps[BN / 2];  // running sum; a chunk's big * big and its two small terms
 #pragma unroll
@@ -193,11 +290,12 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // to the address field (16-byte units), which cannot carry: shared memory addresses are below 2^18.
     const unsigned long long dy = cumm_wg_desc<BN>(split);
     constexpr unsigned long long SMALL = BN * BK / 4, STEP = 2 * BN, BUF = SPL / 4;
+    auto buffer = [](const int j) { return NSPLIT == 2 ? (j & 1) : j % NSPLIT; };
 
-    // Y's chunk j, split and transposed into split buffer j % 2: Y^T chunk (c, col) at its canonical place.
+    // Y's chunk j, split and transposed into its split buffer: Y^T chunk (c, col) at its canonical place.
     auto split_y = [&](const int j) {
-        const float* const Yr = raw + j % STAGES * RAW + BM * LDX;
-        uint4* const Yb = reinterpret_cast<uint4*>(split + (j & 1) * SPL);
+        const float* const Yr = stage(j) + BM * LDX;
+        uint4* const Yb = reinterpret_cast<uint4*>(split + buffer(j) * SPL);
 #pragma unroll
         for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
             const int i = tid + u * NT, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
@@ -211,11 +309,12 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // This warp's X fragment of k-step s of chunk j (rows 64 grp + 16 warp + g and + 8: the m16n8k8 A-fragment),
     // split in registers.
     auto load_x = [&](const int j, const int s, unsigned (&xb)[4], unsigned (&xs)[4]) {
-        const float* const q = raw + j % STAGES * RAW + (64 * grp + 16 * warp + g) * LDX + t + 8 * s;
-        cumm_wg_split(q[0], xb[0], xs[0]);
-        cumm_wg_split(q[8 * LDX], xb[1], xs[1]);
-        cumm_wg_split(q[4], xb[2], xs[2]);
-        cumm_wg_split(q[8 * LDX + 4], xb[3], xs[3]);
+        const float* const q = stage(j);
+        const int r = 64 * grp + 16 * warp + g, c = t + 8 * s;
+        cumm_wg_split(q[cumm_wg_xi(r, c)], xb[0], xs[0]);
+        cumm_wg_split(q[cumm_wg_xi(r + 8, c)], xb[1], xs[1]);
+        cumm_wg_split(q[cumm_wg_xi(r, c + 4)], xb[2], xs[2]);
+        cumm_wg_split(q[cumm_wg_xi(r + 8, c + 4)], xb[3], xs[3]);
     };
     // The last chunk's products into the running sum, once its wgmma are waited for (its X fragments may then
     // change, and pb and ps restart).
@@ -227,25 +326,31 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
     };
 
+    if constexpr (TM) {
+        if (tid == 0)
+            for (int s = 0; s < STAGES && s < nc; ++s) issue(s);
+    } else {
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < nc) issue(s);
-        cumm_cp_async_commit();  // empty groups keep the count uniform for wait_group below
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < nc) issue(s);
+            cumm_cp_async_commit();  // empty groups keep the count uniform for wait_group below
+        }
     }
+    // Why the split buffers do not race: a chunk's split buffer was last read by the wgmma of chunk j - 2 (two
+    // buffers) or j - 3 (three), and every warpgroup waits for those before the barrier that precedes the
+    // split: with cp.async the one in arrive(j) (XA = 0 waits for chunk j - 2 in round j - 1; XA = 1 in prepare
+    // (j - 1)), with the copy engine, which has no barrier in arrive, round j - 1's (XA = 0) or prepare(j - 1)'s.
     if constexpr (XA == 0) {
         for (int j = 0; j < nc; ++j) {
-            asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-            __syncthreads();  // chunk j has landed; everyone is done reading chunk j - 1's raw stage
-            if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
-            cumm_cp_async_commit();
-            split_y(j);  // (buffer j % 2 was last read by chunk j - 2's wgmma, waited for last round; this runs
-                         // while chunk j - 1's wgmma do)
+            arrive(j);
+            split_y(j);  // (this runs while chunk j - 1's wgmma do)
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
             __syncthreads();
+            refill(j - 1);  // every thread loaded chunk j - 1's X fragments before this barrier
             if (j > 0) retire();
             // X's fragments for this warpgroup's 64 rows, split in registers, one k-step ahead of its wgmma:
             // the loads and the split of step s + 1 run while step s multiplies.
-            const unsigned long long b = dy + (j & 1) * BUF;
+            const unsigned long long b = dy + buffer(j) * BUF;
             unsigned xb[BK / 8][4], xs[BK / 8][4];
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
@@ -263,22 +368,19 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         // into a second set of fragment registers (the loop is unrolled by two so that the two sets swap roles
         // without copies). Chunk j's wgmma start only after chunk j - 1's have been waited for.
         unsigned xb0[BK / 8][4], xs0[BK / 8][4], xb1[BK / 8][4], xs1[BK / 8][4];
-        // Wait for chunk j (after the barrier every thread is done reading chunk j - 1's raw stage), issue
-        // chunk j + STAGES - 1, split Y's chunk j (its buffer was last read by chunk j - 2's wgmma, waited for),
-        // load and split this warp's X fragments of chunk j, make the split visible to the wgmma.
+        // Wait for chunk j, split Y's chunk j, load and split this warp's X fragments of chunk j, make the split
+        // visible to the wgmma; after the barrier, chunk j's raw stage is free.
         auto prepare = [&](const int j, unsigned (&xb)[BK / 8][4], unsigned (&xs)[BK / 8][4]) {
-            asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-            __syncthreads();
-            if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
-            cumm_cp_async_commit();
+            arrive(j);
             split_y(j);
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) load_x(j, s, xb[s], xs[s]);
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             __syncthreads();
+            refill(j);
         };
         auto mma = [&](const int j, const unsigned (&xb)[BK / 8][4], const unsigned (&xs)[BK / 8][4]) {
-            const unsigned long long b = dy + (j & 1) * BUF;
+            const unsigned long long b = dy + buffer(j) * BUF;
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
@@ -301,6 +403,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         }
     }
     if (nc > 0) retire();
+    if constexpr (TM) seq += nc;
 
     // Accumulator 4q + i holds row 64 grp + 16 warp + g (+ 8 for i >= 2), column 8q + 2t (+ 1 for odd i): the
     // m16n8 fragment, repeated over the BN / 8 column blocks. The partial tile has its own space, so the next
@@ -359,20 +462,53 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #endif
 }
 
+// TMA = 1: the tensor maps of A (box BK x BM), B (BN x BK), T (BK x BM) and C (BN x BK), by value; a phase
+// whose operands cannot be copied by boxes (not 16-byte aligned) uses cp.async and ignores them.
+#if TMA
+#define CUMM_WG_ARGS                                                                                         \
+    CUMM_CHAIN_ARGS, const __grid_constant__ CummTmap tm_a, const __grid_constant__ CummTmap tm_b,          \
+        const __grid_constant__ CummTmap tm_t, const __grid_constant__ CummTmap tm_c
+#else
+#define CUMM_WG_ARGS CUMM_CHAIN_ARGS
+#endif
+
 // Persistent: cluster q of the grid walks tiles q, q + clusters, ... of phase 1, then of phase 2.
 extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
-    CUMM_KERNEL(CUMM_CHAIN_ARGS) {
+    CUMM_KERNEL(CUMM_WG_ARGS) {
     cumm_grid_dependency_wait();  // (first: see grid_barrier.cuh)
     extern __shared__ float4 smem4[];
+#if TMA
+    // The swizzle pattern starts at 1024-byte boundaries of shared memory (the spec reserves the slack).
+    float* const smem = reinterpret_cast<float*>(smem4) + ((1024 - cumm_smem(smem4) % 1024) % 1024) / 4;
+    const CummTmap *ma = &tm_a, *mb = &tm_b, *mt = &tm_t, *mc = &tm_c;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cumm_smem(smem + wg::OFF_BAR + 2 * s)));
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+#else
     float* const smem = reinterpret_cast<float*>(smem4);
+    const CummTmap *ma = nullptr, *mb = nullptr, *mt = nullptr, *mc = nullptr;
+#endif
+    unsigned seq = 0;  // chunks this block has taken by the copy engine
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
     for (int t = cluster; t < rows * cols1; t += clusters)
-        cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem);
+        cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem,
+                                      ma, mb, seq);
+#if TMA
+    // T's stores (generic proxy) before the copy engine's reads of T (async proxy) in other blocks
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
     cumm_grid_barrier(bar);
+#if TMA
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
     for (int t = cluster; t < rows * cols2; t += clusters)
-        cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank, smem);
+        cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank, smem,
+                                      mt, mc, seq);
     cumm_cluster_wait();  // no block exits while another rank may still read its partial tile
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# session 9 device steps, any of: tma (the copy-engine tests and an A/B sweep), and every step of session8.sh
+# (quick pdl host) and session7.sh (wgtest phases sweep suite chain sanitize), which it runs for other names.
+export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+here=$(dirname "$0")
+TMA_ONLY=${TMA_ONLY:-fused3_wg:128x32c2k32s8xa,fused3_wg:128x32c2k32s8xa-tma,fused3_wg:128x32c2k32s4xa-tma,fused3_wg:128x32c2k32s8-tma,fused3_wg:64x64c2k32s3,fused3_wg:64x64c2k32s3-tma,fused3_wg:64x64c2k32s4xa-tma,fused3_wg:128x64c2k32s5,fused3_wg:128x64c2k32s6,fused3_wg:128x64c2k32s5-tma,fused3_wg:128x32c4k32s4xa-tma}
+for step in "$@"; do
+  case $step in
+    tmatest)
+      timeout 280 python3 -m pytest -q -x -rs tests/test_chain.py -k "tma or back_to_back or wg_configs" \
+        > $OUT/tmatest.log 2>&1; echo "tmatest rc=$?"; tail -6 $OUT/tmatest.log ;;
+    tmasweep)
+      timeout ${SWEEP_S:-300} python3 bench/chain.py --sizes ${SIZES:-384,512,768,1024} --no-extra --repeat ${REPEAT:-60} \
+        --configs --only $TMA_ONLY --json $OUT/tma_sweep.json > $OUT/tma_sweep.log 2>&1
+      echo "tmasweep rc=$?"; sed -n '/NVIDIA/,$p' $OUT/tma_sweep.log | grep -v "^$" | tail -8 ;;
+    *)
+      OUT=$OUT bash "$here/session8.sh" "$step" ;;
+  esac
+done
