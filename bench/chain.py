@@ -92,6 +92,10 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "64x64c2k32s4xa-tma": dict(BM=64, CL=2, BK=32, STAGES=4, XA=1, TMA=1),
     "128x64c2k32s5": dict(CL=2, BK=32, STAGES=5), "128x64c2k32s5-tma": dict(CL=2, BK=32, STAGES=5, TMA=1),
     "128x32c4k32s4xa-tma": dict(BN=32, CL=4, BK=32, STAGES=4, XA=1, TMA=1),
+    "64x64c2k32s6-tma": dict(BM=64, CL=2, BK=32, STAGES=6, TMA=1),
+    "128x64c2k32s4-tma": dict(CL=2, BK=32, STAGES=4, TMA=1),
+    "128x64c2k16s8-tma": dict(CL=2, BK=16, STAGES=8, TMA=1),
+    "128x64c2k16s8xa-tma": dict(CL=2, BK=16, STAGES=8, XA=1, TMA=1),
 }
 
 

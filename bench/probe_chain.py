@@ -104,11 +104,14 @@ EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocess
     "t32x32k32": dict(_B, BN=32, WN=16, BK=32),
     "t64x64w8": dict(_chain.TC_CONFIGS["tc64x64"], WM=16, WN=32, NUM_THREADS=256),
     "t32x64k32": dict(_B, BK=32),
+    # fused3_wg with chunks by the copy engine
+    "wg128x32tma": dict(_chain.WG_CONFIGS["wg128x32"], TMA=1),
+    "wg128x64s5tma": dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, MINB=1, XA=0, TMA=1),
 }
 
 
 def instrumented(config: str, flags=(1, 1, 1)):
-    kernel = _chain.PERSISTENT.get(config, "fused3_tc")
+    kernel = _chain.PERSISTENT.get(config) or ("fused3_wg" if config.startswith("wg") else "fused3_tc")
     spec = get_spec(kernel)
     cfg = spec.resolve({**_chain.TC_CONFIGS, **_chain.WG_CONFIGS, **EXTRA}[config], 90)
     name, src = render(spec, cfg, flags)
@@ -170,6 +173,12 @@ def phases(n: int, config: str, reps: int = 20, max_grid: int = 0) -> None:
     several tiles each: how a tile's time depends on how many multiprocessors load at once)."""
     probe_ptr, kern, spec, cfg = instrumented(config)
     grid, threads, smem, args, x, e = launch_setup(n, kern, spec, cfg, max_grid)
+    if cfg.get("TMA"):  # tensor maps: launched as multi_dot launches it
+        ints = (n,) * 8 + (int(args[13]),)
+        plain = _chain._Launch(kern, grid, threads, smem, (*_chain._layout(ints), None),
+                               maps=_chain.wg_maps(cfg, (1, 1, 1), ints))
+        pointers = tuple(args[i].data.ptr for i in (4, 6, 8, 10, 12, 14))
+        kern = lambda grid, block, args, shared_mem: plain(pointers, cupy.cuda.get_current_stream().ptr)  # noqa: E731
     probe = cupy.ndarray((8192, 8), cupy.uint64, probe_ptr)
     res = []
     for event_us, s in stamped_runs(kern, grid, threads, smem, args, probe, reps):

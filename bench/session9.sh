@@ -14,6 +14,10 @@ for step in "$@"; do
       timeout ${SWEEP_S:-300} python3 bench/chain.py --sizes ${SIZES:-384,512,768,1024} --no-extra --repeat ${REPEAT:-60} \
         --configs --only $TMA_ONLY --json $OUT/tma_sweep.json > $OUT/tma_sweep.log 2>&1
       echo "tmasweep rc=$?"; sed -n '/NVIDIA/,$p' $OUT/tma_sweep.log | grep -v "^$" | tail -8 ;;
+    host9)  # host cost of the tensor maps; phase times with and without the copy engine
+      timeout 120 python3 bench/probe_tma_host.py > $OUT/tma_host.log 2>&1; echo "tma_host rc=$?"; cat $OUT/tma_host.log
+      timeout 150 python3 bench/probe_chain.py --n 512,1024 --no-host --configs wg128x32,wg128x32tma,wg128x64,wg128x64s5tma \
+        > $OUT/tma_phases.log 2>&1; echo "phases rc=$?"; grep -A1 "^n=" $OUT/tma_phases.log ;;
     *)
       OUT=$OUT bash "$here/session8.sh" "$step" ;;
   esac

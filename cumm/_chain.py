@@ -276,7 +276,7 @@ class _Launch:
         slots = self.slots.copy()
         for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
             slots[slot] = ptr
-        maps = [_tensor_map(pointers[spec.operand], spec) if spec else _tensor_map(0, None) for spec in self.maps]
+        maps = [_tensor_map(pointers[spec.operand] if spec else 0, spec) for spec in self.maps]
         addrs = np.array([slots.ctypes.data + 8 * i for i in range(len(slots))] + [x.ctypes.data for x in maps],
                          dtype=np.uint64)
         if len(self.packed) >= _PACKED_MAX:
@@ -304,30 +304,61 @@ class _MapSpec(NamedTuple):
 
 
 _PACKED_MAX = 256  # argument sets (pointer tuples) kept per tensor-map launch
-_encoder: list = []  # [cuTensorMapEncodeTiled], looked up once
+_MAPS_MAX = 1024  # encoded maps kept, by (spec, pointer), and templates, by spec
+_maps: dict[tuple[_MapSpec, int], np.ndarray] = {}
+_templates: dict[_MapSpec, np.ndarray] = {}
+_tmap_fns: dict[str, object] = {}  # cuTensorMapEncodeTiled, cuTensorMapReplaceAddress, looked up once
+
+
+def _tmap_fn(name: str, argtypes: list):
+    """A tensor-map function of the driver through ctypes (CuPy wraps none)."""
+    fn = _tmap_fns.get(name)
+    if fn is None:
+        fn = getattr(ctypes.CDLL("libcuda.so.1"), name)  # already loaded by CuPy
+        fn.argtypes = argtypes
+        fn.restype = ctypes.c_int
+        _tmap_fns[name] = fn
+    return fn
+
+
+def _new_map() -> np.ndarray:
+    buf = np.zeros(16 + 8, dtype=np.uint64)  # a CUtensorMap: 16 words, 64-byte aligned
+    word = (-buf.ctypes.data % 64) // 8
+    return buf[word:word + 16]
+
+
+_UNUSED_MAP = _new_map()  # zeros: the argument of a map the kernel does not read
 
 
 def _tensor_map(ptr: int, spec: _MapSpec | None) -> np.ndarray:
-    """A CUtensorMap (16 words, 64-byte aligned, the kernel's CummTmap) for ``spec`` at ``ptr``, encoded by the
-    driver's cuTensorMapEncodeTiled through ctypes (CuPy does not wrap it); zeros for None (a map the kernel
-    does not read). Elements past the matrix's edges arrive as zeros; L2 promotion of 256 bytes."""
-    buf = np.zeros(16 + 8, dtype=np.uint64)
-    word = (-buf.ctypes.data % 64) // 8
-    out = buf[word:word + 16]
+    """The CUtensorMap (the kernel's CummTmap) of ``spec`` at ``ptr``; elements past the matrix's edges arrive
+    as zeros, L2 promotion of 256 bytes. The first map of a spec is encoded (cuTensorMapEncodeTiled); later
+    ones copy it and replace the address (cuTensorMapReplaceAddress), which costs the host less."""
     if spec is None:
-        return out
-    if not _encoder:
-        fn = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled  # already loaded by CuPy
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
-                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                       ctypes.c_int]
-        fn.restype = ctypes.c_int
-        _encoder.append(fn)
-    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
-    rc = _encoder[0](out.ctypes.data, 7, 2, ptr, (u64 * 2)(spec.cols, spec.rows), (u64 * 1)(4 * spec.ld),
-                     (u32 * 2)(spec.box_cols, spec.box_rows), (u32 * 2)(1, 1), 0, spec.swizzle, 3, 0)
+        return _UNUSED_MAP
+    hit = _maps.get((spec, ptr))
+    if hit is not None:
+        return hit
+    if len(_maps) >= _MAPS_MAX:
+        _maps.clear()
+    if len(_templates) >= _MAPS_MAX:
+        _templates.clear()
+    out = _new_map()
+    template = _templates.get(spec)
+    if template is not None:
+        out[:] = template
+        rc = _tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(out.ctypes.data, ptr)
+    else:
+        u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+        p, i = ctypes.c_void_p, ctypes.c_int
+        encode = _tmap_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
+        rc = encode(out.ctypes.data, 7, 2, ptr, (u64 * 2)(spec.cols, spec.rows), (u64 * 1)(4 * spec.ld),
+                    (u32 * 2)(spec.box_cols, spec.box_rows), (u32 * 2)(1, 1), 0, spec.swizzle, 3, 0)
+        if not rc:
+            _templates[spec] = out
     if rc:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {rc} for {spec} at {ptr:#x}")
+        raise RuntimeError(f"the driver could not make a tensor map (CUresult {rc}) for {spec} at {ptr:#x}")
+    _maps[(spec, ptr)] = out
     return out
 
 
