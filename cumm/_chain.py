@@ -304,9 +304,9 @@ class _MapSpec(NamedTuple):
 
 
 _PACKED_MAX = 256  # argument sets (pointer tuples) kept per tensor-map launch
-_MAPS_MAX = 1024  # encoded maps kept, by (spec, pointer), and templates, by spec
+_MAPS_MAX = 1024  # maps kept, by (spec, pointer), and templates, by spec
 _maps: dict[tuple[_MapSpec, int], np.ndarray] = {}
-_templates: dict[_MapSpec, np.ndarray] = {}
+_templates: dict[_MapSpec, tuple] = {}  # spec -> (a map, its pointer, the address field (word, shift) or None)
 _tmap_fns: dict[str, object] = {}  # cuTensorMapEncodeTiled, cuTensorMapReplaceAddress, looked up once
 
 
@@ -330,10 +330,39 @@ def _new_map() -> np.ndarray:
 _UNUSED_MAP = _new_map()  # zeros: the argument of a map the kernel does not read
 
 
+def _encode(ptr: int, spec: _MapSpec) -> np.ndarray:
+    """cuTensorMapEncodeTiled: elements past the matrix's edges arrive as zeros; L2 promotion of 256 bytes."""
+    out = _new_map()
+    u64, u32, p, i = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int
+    encode = _tmap_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
+    rc = encode(out.ctypes.data, 7, 2, ptr, (u64 * 2)(spec.cols, spec.rows), (u64 * 1)(4 * spec.ld),
+                (u32 * 2)(spec.box_cols, spec.box_rows), (u32 * 2)(1, 1), 0, spec.swizzle, 3, 0)
+    if rc:
+        raise RuntimeError(f"the driver could not make a tensor map (CUresult {rc}) for {spec} at {ptr:#x}")
+    return out
+
+
+def _address_field(ptr: int, spec: _MapSpec, first: np.ndarray) -> tuple[int, int] | None:
+    """Where a map of ``spec`` keeps its address, learnt from the driver: (word, shift) such that the word is
+    the first map's plus (address >> shift) - (ptr >> shift), if that reproduces the driver's maps at two other
+    addresses (differing from ptr in low and high bits) and nothing else changes; else None."""
+    probes = [(a, _encode(a, spec)) for a in (ptr + 4096 + 16, ptr + (1 << 24) + 48)]
+    changed = {int(w) for _, m in probes for w in np.nonzero(m != first)[0]}
+    if len(changed) != 1:
+        return None
+    word = changed.pop()
+    for shift in (0, 4):
+        if all(int(m[word]) == (int(first[word]) + (a >> shift) - (ptr >> shift)) % (1 << 64) for a, m in probes):
+            return word, shift
+    return None
+
+
 def _tensor_map(ptr: int, spec: _MapSpec | None) -> np.ndarray:
-    """The CUtensorMap (the kernel's CummTmap) of ``spec`` at ``ptr``; elements past the matrix's edges arrive
-    as zeros, L2 promotion of 256 bytes. The first map of a spec is encoded (cuTensorMapEncodeTiled); later
-    ones copy it and replace the address (cuTensorMapReplaceAddress), which costs the host less."""
+    """The CUtensorMap (the kernel's CummTmap) of ``spec`` at ``ptr``, cached. A map is opaque, but its address
+    is one field: the first map of a spec is encoded by the driver (cuTensorMapEncodeTiled), which also shows
+    where that field is (_address_field); later maps of the spec copy it and write their address there, a few
+    hundred ns against ~4 us for cuTensorMapReplaceAddress through ctypes and ~8 us for an encoding (H200,
+    bench/probe_tma_host.py). Where the field cannot be found, cuTensorMapReplaceAddress does it."""
     if spec is None:
         return _UNUSED_MAP
     hit = _maps.get((spec, ptr))
@@ -341,23 +370,23 @@ def _tensor_map(ptr: int, spec: _MapSpec | None) -> np.ndarray:
         return hit
     if len(_maps) >= _MAPS_MAX:
         _maps.clear()
-    if len(_templates) >= _MAPS_MAX:
-        _templates.clear()
-    out = _new_map()
     template = _templates.get(spec)
-    if template is not None:
-        out[:] = template
-        rc = _tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(out.ctypes.data, ptr)
+    if template is None:
+        if len(_templates) >= _MAPS_MAX:
+            _templates.clear()
+        out = _encode(ptr, spec)
+        _templates[spec] = (out, ptr, _address_field(ptr, spec, out))
     else:
-        u64, u32 = ctypes.c_uint64, ctypes.c_uint32
-        p, i = ctypes.c_void_p, ctypes.c_int
-        encode = _tmap_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
-        rc = encode(out.ctypes.data, 7, 2, ptr, (u64 * 2)(spec.cols, spec.rows), (u64 * 1)(4 * spec.ld),
-                    (u32 * 2)(spec.box_cols, spec.box_rows), (u32 * 2)(1, 1), 0, spec.swizzle, 3, 0)
-        if not rc:
-            _templates[spec] = out
-    if rc:
-        raise RuntimeError(f"the driver could not make a tensor map (CUresult {rc}) for {spec} at {ptr:#x}")
+        first, first_ptr, field = template
+        out = _new_map()
+        out[:] = first
+        if field is not None:
+            word, shift = field
+            out[word] = (int(first[word]) + (ptr >> shift) - (first_ptr >> shift)) % (1 << 64)
+        else:
+            rc = _tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(out.ctypes.data, ptr)
+            if rc:
+                raise RuntimeError(f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for {spec}")
     _maps[(spec, ptr)] = out
     return out
 
