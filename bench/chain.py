@@ -96,6 +96,12 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "128x64c2k32s4-tma": dict(CL=2, BK=32, STAGES=4, TMA=1),
     "128x64c2k16s8-tma": dict(CL=2, BK=16, STAGES=8, TMA=1),
     "128x64c2k16s8xa-tma": dict(CL=2, BK=16, STAGES=8, XA=1, TMA=1),
+    "128x32c2k16s8xa-tma": dict(BN=32, CL=2, BK=16, STAGES=8, XA=1, TMA=1),
+    # one warpgroup per block, two blocks per multiprocessor where the shared memory allows
+    "64x32c1k32s8xa-tma": dict(BM=64, BN=32, CL=1, BK=32, STAGES=8, XA=1, TMA=1),
+    "64x32c2k32s6xa-tma": dict(BM=64, BN=32, CL=2, BK=32, STAGES=6, XA=1, TMA=1),
+    "64x32c2k32s4xa-tma": dict(BM=64, BN=32, CL=2, BK=32, STAGES=4, XA=1, TMA=1),
+    "64x32c4k32s4xa-tma": dict(BM=64, BN=32, CL=4, BK=32, STAGES=4, XA=1, TMA=1),
 }
 
 

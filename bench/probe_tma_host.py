@@ -2,10 +2,10 @@
 
     PYTHONPATH=. python3 bench/probe_tma_host.py
 
-Prints microseconds per operation (median of 7 rounds): a map encoded (cuTensorMapEncodeTiled), a map made by
-copying a template and replacing its address (cuTensorMapReplaceAddress), a launch's arguments packed for a new
-set of pointers (maps already made), and the host time of a whole call enqueued (no synchronization inside a
-round), for one array set reused (every map cached) and for a new set each call (maps made from templates)."""
+Prints microseconds per operation (median of 7 rounds): a map encoded (cuTensorMapEncodeTiled), an address
+replaced by the driver (cuTensorMapReplaceAddress), a map made by _chain._Maps from its first one, and the host
+time of a whole call enqueued (no synchronization inside a round): one array set reused (every map known), 64
+sets rotated, and arrays never seen (every map made)."""
 
 from __future__ import annotations
 
@@ -39,26 +39,25 @@ def main() -> None:
     base = dict(_chain.WG_CONFIGS["wg128x32"], TMA=0)
     spec = _chain.wg_maps(dict(base, TMA=1), (1, 1, 1), (n,) * 9)[0]
     ptr = sets[0][0].data.ptr
-    _chain._tensor_map(ptr, spec)  # the template
-
-    def encode(i):
-        _chain._encode(ptr + 256 * i, spec)
-
-    m = _chain._new_map()
+    m = _chain._aligned_map()
+    maps, arena = _chain._Maps(spec), _chain._arena
     replace_fn = _chain._tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)
     m_addr = m.ctypes.data
+
+    def encode(i):
+        _chain._encode(ptr + 256 * i, spec, m)
 
     def replace(i):
         replace_fn(m_addr, ptr + 256 * i)
 
-    def patched(i):
-        _chain._maps.clear()
-        _chain._tensor_map(ptr + 256 * i, spec)
+    def made(i):
+        with arena.lock:
+            maps.make(ptr + 256 * i)
 
-    print(f"address field {_chain._templates[spec][2]}; per map: encoded {per_op(encode, 200):.2f} us, "
-          f"cuTensorMapReplaceAddress alone {per_op(replace, 200):.2f} us, made from the template "
-          f"{per_op(patched, 200):.2f} us")
-    _chain._tensor_map(ptr, spec)
+    made(0)
+    print(f"address field {maps.field}; per map: encoded {per_op(encode, 200):.2f} us, "
+          f"cuTensorMapReplaceAddress alone {per_op(replace, 200):.2f} us, made from the first "
+          f"{per_op(made, 200):.2f} us")
     for tma in (0, 1):
         host_times(dict(base, TMA=tma), sets, e, dev)
 
@@ -72,9 +71,8 @@ def host_times(cfg, sets, e, dev: int) -> None:
     launch = next(v for k, v in _chain._launches.items() if k[0] == "fused3_wg" and dict(k[1]) == cfg)
 
     def fresh(i):  # a call on arrays never seen: the packed arguments and the maps made anew
-        if cfg["TMA"]:
-            launch.packed.clear()
-            _chain._maps.clear()
+        for _, _, known in launch.maps:
+            known.known.clear()
         _chain._fused3_wg(*sets[i % len(sets)], e, cfg, dev)
 
     new = per_op(fresh, 50)

@@ -223,12 +223,12 @@ class _Launch:
     conversion of the same arguments took half of a 12 us launch at n = 512 (bench/NOTES.md, session 4).
     ``pdl``: launch with programmatic stream serialization (cuLaunchKernelEx), for kernels that start with
     cumm_grid_dependency_wait (grid_barrier.cuh), on devices of compute capability 9.0 and later.
-    ``maps``: tensor-map arguments after the layout's (fused3_wg with TMA = 1), each built from one of the
-    call's pointers (None: an unused map, zeros). Their encoding depends on the pointers, so each set of
-    pointers gets its own packed arguments, cached (a loop over the same arrays encodes them once)."""
+    ``maps``: tensor-map arguments after the layout's (fused3_wg with TMA = 1), each made for one of the call's
+    pointers (None: an unused map, zeros) by a _Maps, which keeps them per pointer; the call writes their
+    addresses into its argument pointers."""
 
     __slots__ = ("func", "grid", "threads", "smem", "slots", "pointer_slots", "ptrs", "params", "lock", "kern",
-                 "scratch", "ex", "config", "config_ref", "attr", "maps", "packed")
+                 "scratch", "ex", "config", "config_ref", "attr", "maps")
 
     def __init__(self, kern, grid: int, threads: int, smem: int, layout: tuple[int | None, ...], scratch: int = 0,
                  pdl: bool = False, maps: tuple[_MapSpec | None, ...] = ()):
@@ -241,10 +241,14 @@ class _Launch:
                 self.slots[slot] = value  # an int32 argument in the low half of its (little-endian) slot
         self.pointer_slots = tuple(slot for slot, value in enumerate(layout) if value is None)
         base = self.slots.ctypes.data
-        self.ptrs = np.array([base + 8 * i for i in range(len(layout))], dtype=np.uint64)
+        self.ptrs = np.array([base + 8 * i for i in range(len(layout))] + [_arena.unused] * len(maps),
+                             dtype=np.uint64)
         self.params = self.ptrs.ctypes.data
-        self.lock = threading.Lock()
-        self.maps, self.packed = maps, {}
+        # map launches share the arena's lock: a map's row cannot be handed to another map between the lookup
+        # of its address and the launch, which copies it
+        self.lock = _arena.lock if maps else threading.Lock()
+        # (argument index, operand index, its _Maps) of each map the kernel reads
+        self.maps = tuple((len(layout) + i, spec.operand, _Maps(spec)) for i, spec in enumerate(maps) if spec)
         self.ex = _launch_kernel_ex() if pdl else None
         if self.ex is not None:
             self.attr = _LaunchAttribute(_PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -254,35 +258,20 @@ class _Launch:
 
     def __call__(self, pointers: tuple[int, ...], stream: int) -> None:
         with self.lock:  # the slots and the launch configuration are shared; the driver copies them at the launch
-            if self.maps:
-                packed = self.packed.get(pointers)
-                params = (packed or self._pack(pointers))[-1]
-            else:
-                s = self.slots
-                for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
-                    s[slot] = ptr
-                params = self.params
+            s = self.slots
+            for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
+                s[slot] = ptr
+            for arg, operand, maps in self.maps:
+                ptr = pointers[operand]
+                self.ptrs[arg] = maps.known.get(ptr) or maps.make(ptr)
             if self.ex is None:
-                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, params, 0)
+                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params,
+                                     0)
                 return
             self.config.stream = stream
-            rc = self.ex(self.config_ref, self.func, params, None)
+            rc = self.ex(self.config_ref, self.func, self.params, None)
         if rc:
             raise _driver.CUDADriverError(rc)
-
-    def _pack(self, pointers: tuple[int, ...]) -> tuple:
-        """The arguments for these pointers, tensor maps encoded: (slots, maps, parameter addresses, their
-        address), cached."""
-        slots = self.slots.copy()
-        for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
-            slots[slot] = ptr
-        maps = [_tensor_map(pointers[spec.operand] if spec else 0, spec) for spec in self.maps]
-        addrs = np.array([slots.ctypes.data + 8 * i for i in range(len(slots))] + [x.ctypes.data for x in maps],
-                         dtype=np.uint64)
-        if len(self.packed) >= _PACKED_MAX:
-            self.packed.clear()
-        packed = self.packed[pointers] = (slots, maps, addrs, addrs.ctypes.data)
-        return packed
 
 
 def _layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
@@ -303,10 +292,6 @@ class _MapSpec(NamedTuple):
     swizzle: int  # CUtensorMapSwizzle: 0 none, 1/2/3 = 32/64/128-byte spans (box_cols * 4 bytes)
 
 
-_PACKED_MAX = 256  # argument sets (pointer tuples) kept per tensor-map launch
-_MAPS_MAX = 1024  # maps kept, by (spec, pointer), and templates, by spec
-_maps: dict[tuple[_MapSpec, int], np.ndarray] = {}
-_templates: dict[_MapSpec, tuple] = {}  # spec -> (a map, its pointer, the address field (word, shift) or None)
 _tmap_fns: dict[str, object] = {}  # cuTensorMapEncodeTiled, cuTensorMapReplaceAddress, looked up once
 
 
@@ -321,32 +306,96 @@ def _tmap_fn(name: str, argtypes: list):
     return fn
 
 
-def _new_map() -> np.ndarray:
-    buf = np.zeros(16 + 8, dtype=np.uint64)  # a CUtensorMap: 16 words, 64-byte aligned
-    word = (-buf.ctypes.data % 64) // 8
-    return buf[word:word + 16]
-
-
-_UNUSED_MAP = _new_map()  # zeros: the argument of a map the kernel does not read
-
-
-def _encode(ptr: int, spec: _MapSpec) -> np.ndarray:
-    """cuTensorMapEncodeTiled: elements past the matrix's edges arrive as zeros; L2 promotion of 256 bytes."""
-    out = _new_map()
+def _encode(ptr: int, spec: _MapSpec, out: np.ndarray) -> None:
+    """cuTensorMapEncodeTiled into ``out`` (16 words, 64-byte aligned): elements past the matrix's edges arrive
+    as zeros; L2 promotion of 256 bytes."""
     u64, u32, p, i = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int
     encode = _tmap_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
     rc = encode(out.ctypes.data, 7, 2, ptr, (u64 * 2)(spec.cols, spec.rows), (u64 * 1)(4 * spec.ld),
                 (u32 * 2)(spec.box_cols, spec.box_rows), (u32 * 2)(1, 1), 0, spec.swizzle, 3, 0)
     if rc:
         raise RuntimeError(f"the driver could not make a tensor map (CUresult {rc}) for {spec} at {ptr:#x}")
-    return out
+
+
+class _Arena:
+    """Tensor maps (CUtensorMap: 16 words, 64-byte aligned) in one array, handed out round robin: the driver
+    copies a launch's arguments when it is queued, so a map's row can be reused once its owner (a _Maps) has
+    forgotten it. Row 0 stays zero: the argument of a map the kernel does not read."""
+
+    ROWS = 4096
+
+    def __init__(self):
+        self.buf = np.zeros((self.ROWS + 1) * 16 + 8, dtype=np.uint64)
+        word = (-self.buf.ctypes.data % 64) // 8
+        self.rows = self.buf[word:word + (self.ROWS + 1) * 16].reshape(self.ROWS + 1, 16)
+        self.base = self.rows.ctypes.data
+        self.unused = self.base
+        self.owners: list = [None] * (self.ROWS + 1)  # (_Maps, pointer) per row
+        self.next = 1
+        self.lock = threading.Lock()  # held by every launch with maps
+
+
+def _aligned_map() -> np.ndarray:
+    """16 zero words, 64-byte aligned (where the driver writes a map)."""
+    buf = np.zeros(16 + 8, dtype=np.uint64)
+    word = (-buf.ctypes.data % 64) // 8
+    return buf[word:word + 16]
+
+    def take(self, owner, ptr: int) -> int:
+        """A row for ``owner``'s map of ``ptr`` (the row's previous owner forgets its map); the caller holds
+        ``lock``."""
+        row = self.next
+        self.next = row % self.ROWS + 1
+        old = self.owners[row]
+        if old is not None:
+            old[0].known.pop(old[1], None)
+        self.owners[row] = (owner, ptr)
+        return row
+
+
+_arena = _Arena()
+
+
+class _Maps:
+    """The tensor maps of one _MapSpec, by pointer: ``known`` maps a pointer to its map's address. A map is
+    opaque, but its address is one field: the first map is encoded by the driver (cuTensorMapEncodeTiled), which
+    also shows where that field is (_address_field); later maps copy it and write their address there (on the
+    H200 ~5 us for an encoding, ~1 us for cuTensorMapReplaceAddress through ctypes, bench/probe_tma_host.py).
+    Where the field cannot be found, cuTensorMapReplaceAddress moves the copy."""
+
+    def __init__(self, spec: _MapSpec):
+        self.spec, self.known = spec, {}
+        self.first: np.ndarray | None = None  # the first map, its pointer, the address field (word, shift)
+        self.first_ptr, self.field = 0, None
+
+    def make(self, ptr: int) -> int:
+        row = _arena.take(self, ptr)
+        out = _arena.rows[row]
+        if self.first is None:
+            _encode(ptr, self.spec, out)
+            self.first, self.first_ptr = out.copy(), ptr
+            self.field = _address_field(ptr, self.spec, self.first)
+        else:
+            out[:] = self.first
+            if self.field is not None:
+                word, shift = self.field
+                out[word] = (int(self.first[word]) + (ptr >> shift) - (self.first_ptr >> shift)) % (1 << 64)
+            else:
+                rc = _tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(_arena.base + 128 * row, ptr)
+                if rc:
+                    raise RuntimeError(f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for "
+                                       f"{self.spec}")
+        address = self.known[ptr] = _arena.base + 128 * row
+        return address
 
 
 def _address_field(ptr: int, spec: _MapSpec, first: np.ndarray) -> tuple[int, int] | None:
     """Where a map of ``spec`` keeps its address, learnt from the driver: (word, shift) such that the word is
     the first map's plus (address >> shift) - (ptr >> shift), if that reproduces the driver's maps at two other
     addresses (differing from ptr in low and high bits) and nothing else changes; else None."""
-    probes = [(a, _encode(a, spec)) for a in (ptr + 4096 + 16, ptr + (1 << 24) + 48)]
+    probes = [(a, _aligned_map()) for a in (ptr + 4096 + 16, ptr + (1 << 24) + 48)]
+    for a, m in probes:
+        _encode(a, spec, m)
     changed = {int(w) for _, m in probes for w in np.nonzero(m != first)[0]}
     if len(changed) != 1:
         return None
@@ -355,40 +404,6 @@ def _address_field(ptr: int, spec: _MapSpec, first: np.ndarray) -> tuple[int, in
         if all(int(m[word]) == (int(first[word]) + (a >> shift) - (ptr >> shift)) % (1 << 64) for a, m in probes):
             return word, shift
     return None
-
-
-def _tensor_map(ptr: int, spec: _MapSpec | None) -> np.ndarray:
-    """The CUtensorMap (the kernel's CummTmap) of ``spec`` at ``ptr``, cached. A map is opaque, but its address
-    is one field: the first map of a spec is encoded by the driver (cuTensorMapEncodeTiled), which also shows
-    where that field is (_address_field); later maps of the spec copy it and write their address there, a few
-    hundred ns against ~4 us for cuTensorMapReplaceAddress through ctypes and ~8 us for an encoding (H200,
-    bench/probe_tma_host.py). Where the field cannot be found, cuTensorMapReplaceAddress does it."""
-    if spec is None:
-        return _UNUSED_MAP
-    hit = _maps.get((spec, ptr))
-    if hit is not None:
-        return hit
-    if len(_maps) >= _MAPS_MAX:
-        _maps.clear()
-    template = _templates.get(spec)
-    if template is None:
-        if len(_templates) >= _MAPS_MAX:
-            _templates.clear()
-        out = _encode(ptr, spec)
-        _templates[spec] = (out, ptr, _address_field(ptr, spec, out))
-    else:
-        first, first_ptr, field = template
-        out = _new_map()
-        out[:] = first
-        if field is not None:
-            word, shift = field
-            out[word] = (int(first[word]) + (ptr >> shift) - (first_ptr >> shift)) % (1 << 64)
-        else:
-            rc = _tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(out.ctypes.data, ptr)
-            if rc:
-                raise RuntimeError(f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for {spec}")
-    _maps[(spec, ptr)] = out
-    return out
 
 
 def wg_maps(cfg: Mapping[str, int], flags: tuple[int, int, int], ints: tuple[int, ...]) -> tuple:

@@ -212,20 +212,30 @@ def test_fused3_wg_tma(config, dims, rng):
 @gpu
 @pytest.mark.parametrize("bk", [8, 16, 32])
 def test_tensor_maps_from_template_match_the_driver(bk):
-    """A map made from its spec's template (the address written into the field learnt from the driver) is the
-    map the driver encodes for that address, at addresses that differ from the template's in low and high
-    bits."""
+    """A map made from its spec's first one (the address written into the field learnt from the driver) is the
+    map the driver encodes for that address, at addresses that differ from the first's in low and high bits;
+    a map whose arena row was handed on is made again."""
     import cupy
 
     _skip_unless_runs("fused3_wg")
     x = cupy.empty((1000, 1000), cupy.float32)
     spec = _chain._MapSpec(0, 1000, 1000, 1000, bk, 128, {8: 1, 16: 2, 32: 3}[bk])
-    _chain._templates.pop(spec, None)
-    first = _chain._tensor_map(x.data.ptr, spec)
-    assert np.array_equal(first, _chain._encode(x.data.ptr, spec))
-    for offset in (16, 4096, 12345 * 16, (1 << 20) + 32, (1 << 33) + 16 * 777):
-        ptr = x.data.ptr + offset
-        assert np.array_equal(_chain._tensor_map(ptr, spec), _chain._encode(ptr, spec)), hex(offset)
+    maps, arena = _chain._Maps(spec), _chain._arena
+
+    def made(ptr):
+        with arena.lock:
+            address = maps.known.get(ptr) or maps.make(ptr)
+        return arena.rows[(address - arena.base) // 128]
+
+    for offset in (0, 16, 4096, 12345 * 16, (1 << 20) + 32, (1 << 33) + 16 * 777, 0):
+        ref = _chain._aligned_map()
+        _chain._encode(x.data.ptr + offset, spec, ref)
+        assert np.array_equal(made(x.data.ptr + offset), ref), hex(offset)
+    other = _chain._Maps(spec)
+    with arena.lock:
+        for i in range(arena.ROWS):  # every row handed on
+            arena.take(other, i)
+    assert x.data.ptr not in maps.known
 
 
 @gpu
