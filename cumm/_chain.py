@@ -317,6 +317,13 @@ def _encode(ptr: int, spec: _MapSpec, out: np.ndarray) -> None:
         raise RuntimeError(f"the driver could not make a tensor map (CUresult {rc}) for {spec} at {ptr:#x}")
 
 
+def _aligned_map() -> np.ndarray:
+    """16 zero words, 64-byte aligned (where the driver writes a map)."""
+    buf = np.zeros(16 + 8, dtype=np.uint64)
+    word = (-buf.ctypes.data % 64) // 8
+    return buf[word:word + 16]
+
+
 class _Arena:
     """Tensor maps (CUtensorMap: 16 words, 64-byte aligned) in one array, handed out round robin: the driver
     copies a launch's arguments when it is queued, so a map's row can be reused once its owner (a _Maps) has
@@ -333,13 +340,6 @@ class _Arena:
         self.owners: list = [None] * (self.ROWS + 1)  # (_Maps, pointer) per row
         self.next = 1
         self.lock = threading.Lock()  # held by every launch with maps
-
-
-def _aligned_map() -> np.ndarray:
-    """16 zero words, 64-byte aligned (where the driver writes a map)."""
-    buf = np.zeros(16 + 8, dtype=np.uint64)
-    word = (-buf.ctypes.data % 64) // 8
-    return buf[word:word + 16]
 
     def take(self, owner, ptr: int) -> int:
         """A row for ``owner``'s map of ``ptr`` (the row's previous owner forgets its map); the caller holds

@@ -520,6 +520,58 @@ def test_wg_maps():
     assert _chain.wg_maps(dict(cfg, TMA=0), (1, 1, 1), ints) == ()
 
 
+def _fake_encoding(linear: bool):
+    """A stand-in for the driver's tensor-map encoding (no GPU here): the address in word 0, or spread over
+    words 0 and 1 (so no single field holds it), the spec in words 2 and 3."""
+
+    def encode(ptr, spec, out):
+        out[:] = 0
+        out[0], out[1] = (ptr, 7) if linear else (ptr & 0xFFFF, ptr >> 16)
+        out[2], out[3] = spec.cols, spec.box_rows
+
+    return encode
+
+
+@pytest.mark.parametrize("linear", [True, False])
+def test_tensor_maps_host_logic(linear, monkeypatch):
+    """_Maps and the arena without a GPU: the first map is encoded, later ones are the first with the address
+    written into the field learnt from the encoder (or, where no single field holds it, moved by the driver's
+    replace call); maps are kept by pointer until their arena row is handed on."""
+    encode = _fake_encoding(linear)
+    replaced = []
+
+    def replace(address, ptr):
+        row = _chain._arena.rows[(address - _chain._arena.base) // 128]
+        replaced.append(ptr)
+        encode(ptr, spec, row)
+        return 0
+
+    monkeypatch.setattr(_chain, "_encode", encode)
+    monkeypatch.setattr(_chain, "_tmap_fn", lambda name, argtypes: replace)
+    monkeypatch.setattr(_chain, "_arena", _chain._Arena())
+    arena = _chain._arena
+    spec = _chain._MapSpec(0, 300, 37, 300, 32, 128, 3)
+    maps = _chain._Maps(spec)
+    ptrs = [0x7F0000000000 + 256 * i for i in range(5)] + [0x7F0000000000 + (1 << 33) + 16]
+    with arena.lock:
+        addresses = [maps.make(p) for p in ptrs]
+    assert maps.field == ((0, 0) if linear else None)
+    assert replaced == ([] if linear else ptrs[1:])
+    for p, address in zip(ptrs, addresses, strict=True):
+        ref = _chain._aligned_map()
+        encode(p, spec, ref)
+        assert maps.known[p] == address and address % 64 == 0
+        assert np.array_equal(arena.rows[(address - arena.base) // 128], ref)
+    assert not arena.rows[0].any()  # the unused map stays zeros
+    with arena.lock:
+        other = _chain._Maps(spec)
+        for i in range(arena.ROWS - len(ptrs)):  # hand every other row out once: the first map's row is next
+            arena.take(other, i)
+        assert ptrs[0] in maps.known
+        arena.take(other, -1)
+    assert ptrs[0] not in maps.known and ptrs[1] in maps.known
+
+
 @pytest.mark.parametrize("config", sorted(_chain.WG_CONFIGS))
 def test_wg_configs_compile(config):
     """Each named fused3_wg configuration compiles for sm_90a; ptxas's spills stay as small as measured (the
