@@ -23,7 +23,7 @@ def main() -> None:
         _chain._fused3_wg(*sets[i % len(sets)], outs[i % len(sets)], cfg, dev)
     cupy.cuda.Device().synchronize()
     worst = 0.0
-    for x, e in zip(sets, outs, strict=True):
+    for x, e in list(zip(sets, outs, strict=True))[:calls]:
         ref = x[0].astype(cupy.float64) @ x[1].astype(cupy.float64) @ x[2].astype(cupy.float64)
         worst = max(worst, float(cupy.linalg.norm(e - ref) / cupy.linalg.norm(ref)))
     print(f"{sys.argv[1]} n={n}: {calls} calls ok, worst error {worst:.1e}")

@@ -501,8 +501,20 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
         hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), 4 * m * ldt,
-                                           pdl=PDL and cc >= 90, maps=wg_maps(cfg, flags, (*ints, ldt)))
+                                           pdl=PDL and cc >= 90 and pdl_safe(cfg.get("CL", 1), grid, resident),
+                                           maps=wg_maps(cfg, flags, (*ints, ldt)))
     return hit
+
+
+def pdl_safe(cl: int, grid: int, resident: int) -> bool:
+    """Whether a persistent launch of ``grid`` blocks in clusters of ``cl`` (``resident`` fit on an idle GPU)
+    may start early behind its predecessor (PDL). Its first blocks then take whatever the predecessor leaves
+    free, and once that has finished, all of its blocks must fit around them for the grid barrier to complete.
+    Single blocks always do. Clusters must share a GPC, and on the H200 a grid of every resident cluster of 4
+    (64 x 32 tiles, two blocks per multiprocessor) hung back to back with PDL and ran without it
+    (bench/stress_b2b.py, bench/NOTES.md session 9): clusters of up to 2 start early only when the grid leaves
+    room (fewer blocks than fit), larger clusters never."""
+    return cl == 1 or (cl == 2 and grid < resident)
 
 
 def _tc_plan(config, flags, dev, ints) -> _Launch:

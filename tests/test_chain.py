@@ -360,6 +360,28 @@ def test_back_to_back_persistent(pdl, rng, monkeypatch):
         assert rel_err(e, ref) < TOL * (i + 1), f"step {i} ({kernel}): relative error {rel_err(e, ref):.2e}"
 
 
+def test_pdl_safe():
+    """PDL only where an early start cannot leave a grid-barrier kernel's clusters without room."""
+    assert _chain.pdl_safe(1, 264, 264) and _chain.pdl_safe(2, 128, 132)
+    assert not _chain.pdl_safe(2, 132, 132) and not _chain.pdl_safe(4, 120, 248)
+
+
+@gpu
+def test_back_to_back_every_cluster_resident(rng):
+    """A grid of every resident cluster of 4 (two blocks per multiprocessor) queued back to back: with PDL it
+    had hung at the grid barrier on the H200 (the device traps after ~4 s); each result is checked."""
+    import cupy
+
+    _skip_unless_runs("fused3_wg")
+    cfg, dev, n = dict(BM=64, BN=32, BK=32, CL=4, STAGES=4, XA=1, TMA=1), cupy.cuda.runtime.getDevice(), 512
+    sets = [_chain_arrays(rng, (n, n, n, n)) for _ in range(3)]
+    outs = [_poisoned(n, n) for _ in sets]
+    for i in range(60):
+        _chain._fused3_wg(*sets[i % 3], outs[i % 3], cfg, dev)
+    for x, out in zip(sets, outs, strict=True):
+        assert rel_err(out, _ref(x)) < TOL
+
+
 @gpu
 def test_device_errors(rng):
     import cupy
