@@ -8,7 +8,7 @@ for step in "$@"; do
       timeout 200 python3 -m pytest -q -x -rs tests/test_chain.py -k "wg" > $OUT/wgtest.log 2>&1; echo "wgtest rc=$?"
       tail -15 $OUT/wgtest.log ;;
     phases)
-      timeout 120 python3 bench/probe_chain.py --n ${N:-512} --no-host --configs ${CONFIGS:-wg128x32,wg64x64,wg128x64,tc32x32} \
+      timeout 120 python3 bench/probe_chain.py --n ${N:-512} --no-host --configs ${CONFIGS:-wg128x32,wg128x64,tc32x32} \
         > $OUT/phases.log 2>&1; echo "phases rc=$?"; tail -12 $OUT/phases.log ;;
     sweep)
       timeout 300 python3 bench/chain.py --sizes ${SIZES:-256,512,1024} --no-extra --configs --only ${ONLY:-fused3_wg:,fused3_tc:32x32} --json $OUT/sweep.json \

@@ -181,20 +181,20 @@ TC_CONFIG = TC_CONFIGS["tc32x64"]
 # KS > 1 (k-sliced warps) measured within 3 % of KS = 1 at n = 384 and 512 and slower elsewhere: not used.
 TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
 # fused3_wg (wgmma, compute capability 9.0 only): BM x BN tiles, each tile's K split over a cluster of CL
-# blocks; STAGES - 1 chunks of BK in flight (wg128x32: a rank's whole K at n = 512). From device-time sweeps on an
-# H200 (bench/results/h200_chain_sweep3.md): n = 384 17.9 us (fused3_tc 20.1), 512 22.0 (25.0), 768 61.5 (67.9),
-# 1024 84.4 (tc64x64 99); at n = 256 fused3_tc 32x32 is as fast (12.6 against 12.8); at 2048 wg128x64 579 us,
-# tc128x128 609 (bench/results/h200_chain.md). ptxas spills 32-96 bytes
-# in wg64x64 and wg128x64 (255 registers); they are the fastest measured all the same. XA = 1 (X's fragments a
-# chunk ahead) measured 0.3 us faster than XA = 0 for wg128x32 at n = 384 and 512 (session 8); it spills 192
-# bytes in the 64-wide configurations, which it made slower.
+# blocks. TMA = 1: chunks by the copy engine, STAGES in flight (wg128x32: a rank's whole K at n = 512), for
+# 16-byte aligned operands (others run the same configuration with TMA = 0: cp.async, STAGES - 1 in flight).
+# Device time on an H200 (bench/results/h200_tma_sweep*.md, session 9): wg128x32 n = 384 16.5 us (TMA = 0:
+# 17.0), 512 18.9 (21.1), 640 35.4 (40.9); wg128x64 (STAGES = 4) 768 52.3 (64x64 with cp.async: 61.0), 1024
+# 65.3 (83.6), 1536 210 (285), 2048 425 (583; cupy's two calls 555); at n = 256 fused3_tc 32x32 is faster (12.1
+# against 14.0). XA = 1 (X's fragments a chunk ahead) helps wg128x32 a little with cp.async (session 8) and is
+# even with TMA. (Session 8's wg64x64, 64 x 64 tiles by cp.async for n = 641 to 896, was 8.7 us slower than
+# wg128x64 at n = 768 and left the rule.)
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1),
-    "wg64x64": dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, MINB=1, XA=0),
-    "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=6, MINB=1, XA=0),
+    "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),
+    "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
-WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 896**3, "wg64x64"), (2 * 2048**3, "wg128x64"))
+WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 2048**3, "wg128x64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
@@ -489,6 +489,8 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         cc = compute_capability(dev)
         spec.check_cc(cc, f"device {dev}", "use kernel='fused3' or 'pairwise'")
         cfg = spec.resolve(_NAMED[kernel][config] if isinstance(config, str) else config, cc)
+        if cfg.get("TMA") and not all(flags):  # the copy engine reads 16-byte aligned operands only
+            cfg = spec.resolve({**cfg, "TMA": 0}, cc)
         kern = device_kernel(spec, cfg, flags, dev)
         threads, smem = spec.block(cfg)[0], spec.smem(cfg)
         with cupy.cuda.Device(dev):

@@ -161,7 +161,8 @@ def test_fused3_tc_configs(config, dims, rng):
                                     dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
                                     # session 7's k-loop (XA = 0), and X one chunk ahead (XA = 1) with an odd
                                     # number of chunks per rank, ranks without chunks, two stages
-                                    dict(_chain.WG_CONFIGS["wg128x32"], XA=0), dict(BM=64, BN=64, BK=24, CL=4,
+                                    dict(_chain.WG_CONFIGS["wg128x32"], XA=0, TMA=0),
+                                    dict(_chain.WG_CONFIGS["wg128x32"], TMA=0), dict(BM=64, BN=64, BK=24, CL=4,
                                                                                     STAGES=3, XA=1),
                                     dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
@@ -183,7 +184,8 @@ def test_fused3_wg_configs(config, dims, rng):
 
 # fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 32, 16, 8), both k-loops, 1 to 4
 # warpgroups, 2 to 8 stages
-TMA_CONFIGS = [dict(_chain.WG_CONFIGS["wg128x32"], TMA=1), dict(_chain.WG_CONFIGS["wg64x64"], TMA=1),
+TMA_CONFIGS = [_chain.WG_CONFIGS["wg128x32"], _chain.WG_CONFIGS["wg128x64"],
+               dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, XA=0, TMA=1),
                dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, XA=0, TMA=1),
                dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, XA=0, TMA=1),
                dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1, TMA=1),
@@ -506,7 +508,8 @@ def test_auto_rule():
     sel = _chain.select
     assert sel(512, 512, 512, 512, 90) == "wg128x32"  # fused3_wg from n = 321 to 2048 on sm_90 (H200 sweeps)
     assert sel(384, 384, 384, 384, 90) == "wg128x32"
-    assert sel(768, 768, 768, 768, 90) == "wg64x64"
+    assert sel(640, 640, 640, 640, 90) == "wg128x32"
+    assert sel(768, 768, 768, 768, 90) == "wg128x64"
     assert sel(1024, 1024, 1024, 1024, 90) == "wg128x64"
     assert sel(256, 256, 256, 256, 90) == "tc32x32"  # fused3_tc as fast at n = 256
     assert sel(192, 192, 192, 192, 90) == "tc32x32"
@@ -596,10 +599,12 @@ def test_tensor_maps_host_logic(linear, monkeypatch):
 
 @pytest.mark.parametrize("config", sorted(_chain.WG_CONFIGS))
 def test_wg_configs_compile(config):
-    """Each named fused3_wg configuration compiles for sm_90a; ptxas's spills stay as small as measured (the
-    255-register configurations spill 32-96 bytes, bench/NOTES.md session 7)."""
+    """Each named fused3_wg configuration compiles for sm_90a (unaligned operands run it with TMA = 0, as
+    multi_dot does); ptxas's spills stay as small as measured (the 255-register configurations spill 32-96
+    bytes, bench/NOTES.md session 7)."""
     for aligned in (True, False):
-        r = cumm.compile("fused3_wg", _chain.WG_CONFIGS[config], arch="sm_90", aligned=aligned)
+        cfg = _chain.WG_CONFIGS[config] if aligned else dict(_chain.WG_CONFIGS[config], TMA=0)  # as multi_dot runs
+        r = cumm.compile("fused3_wg", cfg, arch="sm_90", aligned=aligned)
         if not r.log:
             pytest.skip(f"NVRTC {'.'.join(map(str, _nvrtc_version()))} returned no ptxas report")
         assert r.arch == "sm_90a" and r.registers > 0 and r.spill_bytes <= 128, (config, aligned, r.spill_bytes)
