@@ -185,8 +185,8 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # 16-byte aligned operands (others run the same configuration with TMA = 0: cp.async, STAGES - 1 in flight).
 # Device time on an H200 (bench/results/h200_tma_sweep*.md, session 9): wg128x32 n = 384 16.5 us (TMA = 0:
 # 17.0), 512 18.9 (21.1), 640 35.4 (40.9); wg128x64 (STAGES = 4) 768 52.3 (64x64 with cp.async: 61.0), 1024
-# 65.3 (83.6), 1536 210 (285), 2048 425 (583; cupy's two calls 555); at n = 256 fused3_tc 32x32 is faster (12.1
-# against 14.0). XA = 1 (X's fragments a chunk ahead) helps wg128x32 a little with cp.async (session 8) and is
+# 65.3 (83.6), 1536 210 (285), 2048 425 (583; cupy's two calls 555), 4096 3511 (pairwise tf32x3 4326, cupy
+# 5347; bench/results/h200_chain.md); at n = 256 fused3_tc 32x32 is faster (12.1 against 14.0). XA = 1 (X's fragments a chunk ahead) helps wg128x32 a little with cp.async (session 8) and is
 # even with TMA. (Session 8's wg64x64, 64 x 64 tiles by cp.async for n = 641 to 896, was 8.7 us slower than
 # wg128x64 at n = 768 and left the rule.)
 WG_CONFIGS: dict[str, dict[str, int]] = {
@@ -194,7 +194,7 @@ WG_CONFIGS: dict[str, dict[str, int]] = {
     "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
-WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 2048**3, "wg128x64"))
+WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 4096**3, "wg128x64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool

@@ -506,7 +506,7 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "wg128x32"  # fused3_wg from n = 321 to 2048 on sm_90 (H200 sweeps)
+    assert sel(512, 512, 512, 512, 90) == "wg128x32"  # fused3_wg from n = 321 to 4096 on sm_90 (H200 sweeps)
     assert sel(384, 384, 384, 384, 90) == "wg128x32"
     assert sel(640, 640, 640, 640, 90) == "wg128x32"
     assert sel(768, 768, 768, 768, 90) == "wg128x64"
@@ -516,8 +516,10 @@ def test_auto_rule():
     assert sel(160, 160, 160, 160, 90) == "bm16"     # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
     assert sel(2048, 2048, 2048, 2048, 90) == "wg128x64"
-    assert sel(3072, 3072, 3072, 3072, 90) == "tc128x128"
-    assert sel(4096, 4096, 4096, 4096, 90) is None  # large: two tf32x3 GEMMs
+    assert sel(3072, 3072, 3072, 3072, 90) == "wg128x64"
+    assert sel(4096, 4096, 4096, 4096, 90) == "wg128x64"  # (with the copy engine: 3511 us, pairwise 4326)
+    assert sel(4097, 4097, 4097, 4097, 90) is None  # past what was measured: two tf32x3 GEMMs
+    assert sel(3072, 3072, 3072, 3072, 80) == "tc128x128"
     assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
     assert sel(512, 512, 512, 512, 80) == "tc32x32"  # no clusters or wgmma before sm_90, tensor cores from sm_80
     assert sel(1024, 1024, 1024, 1024, 80) == "tc64x64"
