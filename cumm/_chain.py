@@ -186,9 +186,10 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # Device time on an H200 (bench/results/h200_tma_sweep*.md, session 9): wg128x32 n = 384 16.5 us (TMA = 0:
 # 17.0), 512 18.9 (21.1), 640 35.4 (40.9); wg128x64 (STAGES = 4) 768 52.3 (64x64 with cp.async: 61.0), 1024
 # 65.3 (83.6), 1536 210 (285), 2048 425 (583; cupy's two calls 555), 4096 3511 (pairwise tf32x3 4326, cupy
-# 5347; bench/results/h200_chain.md); at n = 256 fused3_tc 32x32 is faster (12.1 against 14.0). XA = 1 (X's fragments a chunk ahead) helps wg128x32 a little with cp.async (session 8) and is
-# even with TMA. (Session 8's wg64x64, 64 x 64 tiles by cp.async for n = 641 to 896, was 8.7 us slower than
-# wg128x64 at n = 768 and left the rule.)
+# 5347; bench/results/h200_chain.md); at n = 256 fused3_tc 32x32 is faster (12.1 against 14.0). XA = 1 (X's
+# fragments a chunk ahead) helps wg128x32 a little with cp.async (session 8) and is even with TMA. (Session 8's
+# wg64x64, 64 x 64 tiles by cp.async for n = 641 to 896, was 8.7 us slower than wg128x64 at n = 768 and left
+# the rule.)
 WG_CONFIGS: dict[str, dict[str, int]] = {
     "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),
     "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
