@@ -318,15 +318,12 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     };
     // The last chunk's products into the running sum, once its wgmma are waited for (its X fragments may then
     // change, and pb and ps restart).
-    auto fold = [&](float (&b)[BN / 2], float (&s)[BN / 2]) {
-        cumm_wg_pin(b);
-        cumm_wg_pin(s);
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[i] += b[i] + s[i];
-    };
     auto retire = [&]() {
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        fold(pb, ps);
+        cumm_wg_pin(pb);
+        cumm_wg_pin(ps);
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
     };
 
     if constexpr (TM) {
@@ -382,15 +379,16 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             __syncthreads();
             refill(j);
         };
+        // Chunk j's wgmma into the partial sums (restarted unless `more`: then they go on from the last chunk's).
         auto mma = [&](const int j, const unsigned (&xb)[BK / 8][4], const unsigned (&xs)[BK / 8][4],
-                       float (&big)[BN / 2], float (&small)[BN / 2]) {
+                       float (&big)[BN / 2], float (&small)[BN / 2], const bool more) {
             const unsigned long long b = dy + buffer(j) * BUF;
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
-                cumm_wgmma<BN>(small, xs[s], b + s * STEP, s > 0);
+                cumm_wgmma<BN>(small, xs[s], b + s * STEP, more || s > 0);
                 cumm_wgmma<BN>(small, xb[s], b + SMALL + s * STEP, 1);
-                cumm_wgmma<BN>(big, xb[s], b + s * STEP, s > 0);
+                cumm_wgmma<BN>(big, xb[s], b + s * STEP, more || s > 0);
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         };
@@ -398,41 +396,30 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         if constexpr (PA == 1) {
             for (int j = 0; j < nc; j += 2) {
                 if (j > 0) retire();
-                mma(j, xb0, xs0, pb, ps);
+                mma(j, xb0, xs0, pb, ps, false);
                 if (j + 1 < nc) {
                     prepare(j + 1, xb1, xs1);
                     retire();
-                    mma(j + 1, xb1, xs1, pb, ps);
+                    mma(j + 1, xb1, xs1, pb, ps, false);
                     if (j + 2 < nc) prepare(j + 2, xb0, xs0);
                 }
             }
             if (nc > 0) retire();
         } else {
-            // PA = 2: a second set of partial sums, so chunk j + 1's wgmma are queued behind chunk j's before
-            // chunk j is waited for and summed (wait_group 1: all but the newest group). With 32-wide tiles
-            // a chunk's wgmma are short and each waits for the one before on its accumulator; the tensor cores
-            // otherwise idle while a chunk is waited for, summed and the next one issued. Chunk j's X registers
-            // and partial sums are reused by chunk j + 2, after chunk j has been waited for.
-            float pb1[BN / 2], ps1[BN / 2];
-            auto retire_previous = [&](float (&b)[BN / 2], float (&s)[BN / 2]) {
-                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                fold(b, s);
-            };
+            // PA = 2: two chunks per fold. Chunk j + 1's wgmma go on summing into chunk j's partial sums, issued
+            // before chunk j is waited for: with 32-wide tiles a chunk's wgmma are short, and the tensor cores
+            // otherwise idle while each chunk is waited for, folded and the next one issued. Chunk j's X
+            // registers are reloaded (chunk j + 2) once chunk j alone has been waited for (wait_group 1). The
+            // tensor cores' own sums then run over 2 * BK of K instead of BK (see tf32x3.cu on their accuracy).
             for (int j = 0; j < nc; j += 2) {
-                mma(j, xb0, xs0, pb, ps);
-                if (j > 0) retire_previous(pb1, ps1);
+                mma(j, xb0, xs0, pb, ps, false);
                 if (j + 1 < nc) {
                     prepare(j + 1, xb1, xs1);
-                    mma(j + 1, xb1, xs1, pb1, ps1);
-                    retire_previous(pb, ps);
+                    mma(j + 1, xb1, xs1, pb, ps, true);
+                    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                     if (j + 2 < nc) prepare(j + 2, xb0, xs0);
                 }
-            }
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (nc % 2 == 1) {
-                fold(pb, ps);
-            } else if (nc > 0) {
-                fold(pb1, ps1);
+                retire();
             }
         }
     }
