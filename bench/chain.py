@@ -108,6 +108,7 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "128x32c2k32s8xa-pa2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, PA=2),
     "64x32c2k32s6xa-tma-pa2": dict(BM=64, BN=32, CL=2, BK=32, STAGES=6, XA=1, TMA=1, PA=2),
     "128x64c2k16s8xa-tma-pa2": dict(CL=2, BK=16, STAGES=8, XA=1, TMA=1, PA=2),
+    "128x64c2k32s4xa-tma-pa2": dict(CL=2, BK=32, STAGES=4, XA=1, TMA=1, PA=2),
 }
 
 
