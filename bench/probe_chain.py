@@ -154,6 +154,19 @@ def launch_setup(n: int, kern, spec, cfg, max_clusters: int = 0):
     return grid, threads, smem, args, x, e
 
 
+def with_maps(kern, cfg, grid: int, threads: int, smem: int, args):
+    """``kern`` as stamped_runs calls it; with TMA = 1 launched as multi_dot launches it (tensor maps of the
+    arguments that launch_setup made)."""
+    if not cfg.get("TMA"):
+        return kern
+    n = int(args[0])
+    ints = (n,) * 8 + (int(args[13]),)
+    plain = _chain._Launch(kern, grid, threads, smem, (*_chain._layout(ints), None),
+                           maps=_chain.wg_maps(cfg, (1, 1, 1), ints))
+    pointers = tuple(args[i].data.ptr for i in (4, 6, 8, 10, 12, 14))
+    return lambda grid, block, args, shared_mem: plain(pointers, cupy.cuda.get_current_stream().ptr)
+
+
 def stamped_runs(kern, grid: int, threads: int, smem: int, args, probe, reps: int, warmup: int = 3):
     """Launch an instrumented kernel warmup + reps times, ``probe`` (its stamps, a cupy array) zeroed before each;
     yield (event-timed us, the grid's rows of ``probe`` as int64) for the last reps."""
@@ -173,12 +186,7 @@ def phases(n: int, config: str, reps: int = 20, max_grid: int = 0) -> None:
     several tiles each: how a tile's time depends on how many multiprocessors load at once)."""
     probe_ptr, kern, spec, cfg = instrumented(config)
     grid, threads, smem, args, x, e = launch_setup(n, kern, spec, cfg, max_grid)
-    if cfg.get("TMA"):  # tensor maps: launched as multi_dot launches it
-        ints = (n,) * 8 + (int(args[13]),)
-        plain = _chain._Launch(kern, grid, threads, smem, (*_chain._layout(ints), None),
-                               maps=_chain.wg_maps(cfg, (1, 1, 1), ints))
-        pointers = tuple(args[i].data.ptr for i in (4, 6, 8, 10, 12, 14))
-        kern = lambda grid, block, args, shared_mem: plain(pointers, cupy.cuda.get_current_stream().ptr)  # noqa: E731
+    kern = with_maps(kern, cfg, grid, threads, smem, args)
     probe = cupy.ndarray((8192, 8), cupy.uint64, probe_ptr)
     res = []
     for event_us, s in stamped_runs(kern, grid, threads, smem, args, probe, reps):

@@ -14,7 +14,7 @@ import statistics
 import cupy
 import numpy as np
 from cupy.cuda import nvrtc
-from probe_chain import launch_setup, stamped_runs  # bench/ is this script's directory
+from probe_chain import EXTRA, launch_setup, stamped_runs, with_maps  # bench/ is this script's directory
 
 from cumm import _chain
 from cumm._compile import NVRTC_OPTIONS, _arch_specific_kernel, _nvrtc_compile
@@ -38,19 +38,23 @@ ANCHORS = [  # (text, inserted before it)
     ("#if CL > 1\n    // This rank is done reading", "    cumm_sect(5, cumm_t0);\n"),
     ("\n// Persistent:", "    cumm_sect(6, cumm_t0);\n"),
 ]
-_YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {\n                const int i = tid + u * NT, col"
+_YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {\n            const int i = tid + u * NT, col"
 VARIANTS = {  # text replacements that remove one part of the work
     "full": [],
     "nomma": [("            cumm_wgmma<BN>(", "            if (0) cumm_wgmma<BN>(")],
     "nosplit": [(_YSPLIT, "if (0) " + _YSPLIT)],  # Y's split into shared memory
     "noload": [("        if (s < nc) issue(s);", "        if (0) issue(s);"),
-               ("        if (j + STAGES - 1 < nc) issue(", "        if (0) issue(")],
+               ("        if (j + STAGES - 1 < nc) issue(", "        if (0) issue(")],  # (cp.async only)
+    # copy engine: a chunk's copies and its wait removed (stages hold stale data)
+    "notma": [("            for (int s = 0; s < STAGES && s < nc; ++s) issue(s);", "            ;"),
+              ("            if (tid == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);", "            ;"),
+              ("            cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);", "            ;")],
 }
 
 
 def build(config: str, variant: str, compile_only: bool = False):
     spec = get_spec("fused3_wg")
-    cfg = spec.resolve(_chain.WG_CONFIGS[config], 90)
+    cfg = spec.resolve({**_chain.WG_CONFIGS, **EXTRA}[config], 90)
     name, src = render(spec, cfg, (1, 1, 1))
     for text, before in ANCHORS:
         if text == "\n// Persistent:":  # the end of the tile function: before its closing brace
@@ -78,8 +82,9 @@ def build(config: str, variant: str, compile_only: bool = False):
 def run(n: int, config: str, variant: str, clusters: int, reps: int = 20) -> None:
     kern, spec, cfg, probe = build(config, variant)
     grid, threads, smem, args, _, _ = launch_setup(n, kern, spec, cfg, clusters)
+    launch = with_maps(kern, cfg, grid, threads, smem, args)
     rows = [[event_us] + [float(np.median(s[:, i])) / 1e3 for i in SECTIONS] + [s[:, 3].max() / 1e3]
-            for event_us, s in stamped_runs(kern, grid, threads, smem, args, probe, reps)]
+            for event_us, s in stamped_runs(launch, grid, threads, smem, args, probe, reps)]
     med = [statistics.median(col) for col in zip(*rows, strict=True)]
     names = ["event", *SECTIONS.values(), "kloop_max"]
     print(f"n={n} {config} {variant} grid={grid} (clusters of {cfg['CL']}): per block, summed over its tiles, us: "
