@@ -109,6 +109,11 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "64x32c2k32s6xa-tma-pa2": dict(BM=64, BN=32, CL=2, BK=32, STAGES=6, XA=1, TMA=1, PA=2),
     "128x64c2k16s8xa-tma-pa2": dict(CL=2, BK=16, STAGES=8, XA=1, TMA=1, PA=2),
     "128x64c2k32s4xa-tma-pa2": dict(CL=2, BK=32, STAGES=4, XA=1, TMA=1, PA=2),
+    # st2: the two small terms in their own accumulators (ST = 2): three chains of wgmma per chunk
+    "128x32c2k32s8xa-tma-st2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, ST=2),
+    "128x32c2k32s8-tma-st2": dict(BN=32, CL=2, BK=32, STAGES=8, TMA=1, ST=2),
+    "128x32c2k32s8xa-tma-pa2-st2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, PA=2, ST=2),
+    "128x64c2k32s4-tma-st2": dict(CL=2, BK=32, STAGES=4, TMA=1, ST=2),
 }
 
 

@@ -165,7 +165,8 @@ def test_fused3_tc_configs(config, dims, rng):
                                     dict(_chain.WG_CONFIGS["wg128x32"], TMA=0), dict(BM=64, BN=64, BK=24, CL=4,
                                                                                     STAGES=3, XA=1),
                                     dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1),
-                                    dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, XA=1, PA=2)],
+                                    dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, XA=1, PA=2),
+                                    dict(BM=64, BN=64, BK=24, CL=2, STAGES=3, XA=0, ST=2)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
                                   (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
@@ -193,7 +194,11 @@ TMA_CONFIGS = [_chain.WG_CONFIGS["wg128x32"], _chain.WG_CONFIGS["wg128x64"],
                dict(BM=256, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1),
                # two sets of partial sums (PA = 2): odd and even chunk counts, ranks with none
                dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, PA=2),
-               dict(BM=64, BN=64, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2)]
+               dict(BM=64, BN=64, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2),
+               # the small terms in two accumulators (ST = 2), with either k-loop and either fold
+               dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, ST=2),
+               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, ST=2),
+               dict(BM=128, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2, ST=2)]
 
 
 @gpu

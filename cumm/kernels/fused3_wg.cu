@@ -283,7 +283,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         }
     };
 
-    float acc[BN / 2], pb[BN / 2], ps[BN / 2];  // running sum; a chunk's big * big and its two small terms
+    // running sum; a chunk's big * big and its two small terms (ST = 2: the second small term in pt, so that
+    // a chunk's wgmma form three chains of BK / 8 on their accumulators, not one of BK / 4 and one of BK / 8)
+    float acc[BN / 2], pb[BN / 2], ps[BN / 2], pt[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
     // Descriptor of split buffer 0's Y^T big at k-step 0; another buffer, the small half or a k-step only adds
@@ -322,8 +324,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         cumm_wg_pin(pb);
         cumm_wg_pin(ps);
+        if constexpr (ST == 2) cumm_wg_pin(pt);
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + ps[i];
+        for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + (ST == 2 ? ps[i] + pt[i] : ps[i]);
     };
 
     if constexpr (TM) {
@@ -358,7 +361,11 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                 load_x(j, s, xb[s], xs[s]);
                 // small terms first, into their own sum; then the big one
                 cumm_wgmma<BN>(ps, xs[s], b + s * STEP, s > 0);
-                cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
+                if constexpr (ST == 2) {
+                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, s > 0);
+                } else {
+                    cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
+                }
                 cumm_wgmma<BN>(pb, xb[s], b + s * STEP, s > 0);
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -387,7 +394,11 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
                 cumm_wgmma<BN>(small, xs[s], b + s * STEP, more || s > 0);
-                cumm_wgmma<BN>(small, xb[s], b + SMALL + s * STEP, 1);
+                if constexpr (ST == 2) {
+                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, more || s > 0);
+                } else {
+                    cumm_wgmma<BN>(small, xb[s], b + SMALL + s * STEP, 1);
+                }
                 cumm_wgmma<BN>(big, xb[s], b + s * STEP, more || s > 0);
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
