@@ -21,10 +21,17 @@
 // * XA = 1 (wg128x32): chunk j + 1's copies, Y split and X fragments are prepared while chunk j's wgmma run,
 //   in a second set of fragment registers; XA = 0 loads X's fragments after chunk j - 1's wgmma are waited for
 //   (fewer registers: the 64-wide tiles spill with XA = 1).
-// Measured on the H200 (device time, an event pair per call): n = 512 21.4 us against fused3_tc's 24.3, 1024 84
-// against 98 (bench/results/h200_chain.md). What still bounds a chunk is the copies from L2 (20 MB per phase at
-// n = 512) and the two block barriers per chunk, with ~300 instructions per warp per chunk at a third of the
-// issue slots (ncu, bench/ncu_wg.sh; bench/NOTES.md, session 8).
+// * TMA = 1 (the named configurations, 16-byte aligned operands): thread 0 copies each chunk as two boxes with
+//   the copy engine (cp.async.bulk.tensor, tensor maps made by the host), completing on the stage's mbarrier;
+//   STAGES chunks in flight, no copy instructions in the other threads and one block barrier per chunk, not two.
+//   The engine cannot pad rows, so X's chunk rows are swizzled instead (cumm_wg_xi).
+// * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
+//   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
+// Measured on the H200 (device time, an event pair per call): n = 512 19.2 us against fused3_tc's 24.6, 1024 65
+// against 99 (bench/results/h200_chain.md). A tile's k-loop at n = 512 (bench/probe_wg.py): 5.0 us, of which the
+// wgmma account for 2.2 (about 80 % of the TF32 rate for a block's 3.1 M multiply-adds), waiting for the copy
+// engine 1.1 and Y's split 0.4; one cluster alone takes 4.8 us per tile, so the L2 is not the limit: the wgmma and
+// the rest of a chunk's work add up rather than overlap.
 //
 // Canonical K-major layout (no swizzle) of an R-row operand chunk: 8 rows x 4 floats (16 bytes) form a
 // "core matrix" of 128 contiguous bytes; chunk c of row r (columns 4c .. 4c + 3) lies at float (c * R + r) * 4.
