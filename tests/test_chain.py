@@ -154,6 +154,18 @@ def test_fused3_tc_configs(config, dims, rng):
     assert rel_err(out, ref) < TOL
 
 
+def _check_wg(config, dims, rng):
+    """fused3_wg with ``config`` on a fresh chain of ``dims`` (NaN-poisoned output) against float64."""
+    import cupy
+
+    _skip_unless_runs("fused3_wg")
+    a, b, c = _chain_arrays(rng, dims)
+    out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
+    _chain._fused3_wg(a, b, c, out, config, cupy.cuda.runtime.getDevice())
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
+    assert rel_err(out, ref) < TOL
+
+
 @gpu
 @pytest.mark.parametrize("config", [*_chain.WG_CONFIGS.values(), dict(BM=128, BN=32, BK=8, CL=1, STAGES=2),
                                     dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
@@ -174,14 +186,7 @@ def test_fused3_wg_configs(config, dims, rng):
     """Persistent fused3_wg: 1 to 4 warpgroups per tile, tile widths 32 to 128, K split over clusters of 1 to 8
     blocks (more ranks than chunks of K when K is small; chunks not evenly shared with BK = 24), both k-loops
     (XA), tiles past every edge, more clusters than tiles and K much longer than the tile."""
-    import cupy
-
-    _skip_unless_runs("fused3_wg")
-    a, b, c = _chain_arrays(rng, dims)
-    out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
-    _chain._fused3_wg(a, b, c, out, config, cupy.cuda.runtime.getDevice())
-    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
-    assert rel_err(out, ref) < TOL
+    _check_wg(config, dims, rng)
 
 
 # fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 32, 16, 8), both k-loops, 1 to 4
@@ -192,7 +197,7 @@ TMA_CONFIGS = [_chain.WG_CONFIGS["wg128x32"], _chain.WG_CONFIGS["wg128x64"],
                dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, XA=0, TMA=1),
                dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1, TMA=1),
                dict(BM=256, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1),
-               # two sets of partial sums (PA = 2): odd and even chunk counts, ranks with none
+               # two chunks per fold (PA = 2): odd and even chunk counts, ranks with none
                dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, PA=2),
                dict(BM=64, BN=64, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2),
                # the small terms in two accumulators (ST = 2), with either k-loop and either fold
@@ -210,14 +215,7 @@ def test_fused3_wg_tma(config, dims, rng):
     """Chunks by the copy engine: aligned operands with tails in every dimension (the boxes' zero fill), chains
     with one chunk and ranks with none, blocks that walk several tiles (the stages' mbarrier phases go on across
     tiles and phases), A unaligned (phase 1 by cp.async, phase 2 by boxes) and everything unaligned."""
-    import cupy
-
-    _skip_unless_runs("fused3_wg")
-    a, b, c = _chain_arrays(rng, dims)
-    out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
-    _chain._fused3_wg(a, b, c, out, config, cupy.cuda.runtime.getDevice())
-    ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
-    assert rel_err(out, ref) < TOL
+    _check_wg(config, dims, rng)
 
 
 @gpu
