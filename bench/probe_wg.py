@@ -39,6 +39,8 @@ ANCHORS = [  # (text, inserted before it)
     ("\n// Persistent:", "    cumm_sect(6, cumm_t0);\n"),
 ]
 _YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {\n            const int i = tid + u * NT, col"
+_XLOADS = "            for (int s = 0; s < BK / 8; ++s) load_x(j, s, xb[s], xs[s]);"
+_FENCE = '            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");'
 VARIANTS = {  # text replacements that remove one part of the work
     "full": [],
     "nomma": [("            cumm_wgmma<BN>(", "            if (0) cumm_wgmma<BN>(")],
@@ -49,6 +51,8 @@ VARIANTS = {  # text replacements that remove one part of the work
     "notma": [("            for (int s = 0; s < STAGES && s < nc; ++s) issue(s);", "            ;"),
               ("            if (tid == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);", "            ;"),
               ("            cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);", "            ;")],
+    # XA = 1: no proxy fence between Y's split (generic stores) and the wgmma that read it (results may be wrong)
+    "nofence": [(_XLOADS + "\n" + _FENCE, _XLOADS)],
 }
 
 
