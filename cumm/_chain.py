@@ -358,53 +358,31 @@ _arena = _Arena()
 
 
 class _Maps:
-    """The tensor maps of one _MapSpec, by pointer: ``known`` maps a pointer to its map's address. A map is
-    opaque, but its address is one field: the first map is encoded by the driver (cuTensorMapEncodeTiled), which
-    also shows where that field is (_address_field); later maps copy it and write their address there (on the
-    H200 ~5 us for an encoding, ~1 us for cuTensorMapReplaceAddress through ctypes, bench/probe_tma_host.py).
-    Where the field cannot be found, cuTensorMapReplaceAddress moves the copy."""
+    """The tensor maps of one _MapSpec, by pointer: ``known`` maps a pointer to its map's address in the arena.
+    The first map is encoded by the driver (cuTensorMapEncodeTiled); later ones copy it and have the driver move
+    it to their address (cuTensorMapReplaceAddress). On the H200's host an encoding took 7.6-13.8 us through
+    ctypes, a replacement 0.9 us, a map made here 2.8 us with the Python around it
+    (bench/results/h200_tma_probe.log); a pointer seen before costs a dict lookup."""
 
     def __init__(self, spec: _MapSpec):
         self.spec, self.known = spec, {}
-        self.first: np.ndarray | None = None  # the first map, its pointer, the address field (word, shift)
-        self.first_ptr, self.field = 0, None
+        self.first: np.ndarray | None = None
 
     def make(self, ptr: int) -> int:
         row = _arena.take(self, ptr)
         out = _arena.rows[row]
+        address = _arena.base + 128 * row
         if self.first is None:
             _encode(ptr, self.spec, out)
-            self.first, self.first_ptr = out.copy(), ptr
-            self.field = _address_field(ptr, self.spec, self.first)
+            self.first = out.copy()
         else:
             out[:] = self.first
-            if self.field is not None:
-                word, shift = self.field
-                out[word] = (int(self.first[word]) + (ptr >> shift) - (self.first_ptr >> shift)) % (1 << 64)
-            else:
-                rc = _tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(_arena.base + 128 * row, ptr)
-                if rc:
-                    raise RuntimeError(f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for "
-                                       f"{self.spec}")
-        address = self.known[ptr] = _arena.base + 128 * row
+            rc = _tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(address, ptr)
+            if rc:
+                raise RuntimeError(f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for "
+                                   f"{self.spec}")
+        self.known[ptr] = address
         return address
-
-
-def _address_field(ptr: int, spec: _MapSpec, first: np.ndarray) -> tuple[int, int] | None:
-    """Where a map of ``spec`` keeps its address, learnt from the driver: (word, shift) such that the word is
-    the first map's plus (address >> shift) - (ptr >> shift), if that reproduces the driver's maps at two other
-    addresses (differing from ptr in low and high bits) and nothing else changes; else None."""
-    probes = [(a, _aligned_map()) for a in (ptr + 4096 + 16, ptr + (1 << 24) + 48)]
-    for a, m in probes:
-        _encode(a, spec, m)
-    changed = {int(w) for _, m in probes for w in np.nonzero(m != first)[0]}
-    if len(changed) != 1:
-        return None
-    word = changed.pop()
-    for shift in (0, 4):
-        if all(int(m[word]) == (int(first[word]) + (a >> shift) - (ptr >> shift)) % (1 << 64) for a, m in probes):
-            return word, shift
-    return None
 
 
 def wg_maps(cfg: Mapping[str, int], flags: tuple[int, int, int], ints: tuple[int, ...]) -> tuple:

@@ -221,9 +221,9 @@ def test_fused3_wg_tma(config, dims, rng):
 @gpu
 @pytest.mark.parametrize("bk", [8, 16, 32])
 def test_tensor_maps_from_template_match_the_driver(bk):
-    """A map made from its spec's first one (the address written into the field learnt from the driver) is the
-    map the driver encodes for that address, at addresses that differ from the first's in low and high bits;
-    a map whose arena row was handed on is made again."""
+    """A map made from its spec's first one (moved by the driver) is the map the driver encodes for that address,
+    at addresses that differ from the first's in low and high bits; a map whose arena row was handed on is made
+    again."""
     import cupy
 
     _skip_unless_runs("fused3_wg")
@@ -554,30 +554,20 @@ def test_wg_maps():
     assert _chain.wg_maps(dict(cfg, TMA=0), (1, 1, 1), ints) == ()
 
 
-def _fake_encoding(linear: bool):
-    """A stand-in for the driver's tensor-map encoding (no GPU here): the address in word 0, or spread over
-    words 0 and 1 (so no single field holds it), the spec in words 2 and 3."""
+def test_tensor_maps_host_logic(monkeypatch):
+    """_Maps and the arena without a GPU (a stand-in for the driver's two calls): the first map is encoded, later
+    ones are the first moved by the driver's replace call; maps are kept by pointer until their arena row is
+    handed on."""
 
-    def encode(ptr, spec, out):
+    def encode(ptr, spec, out):  # the address in word 0, the spec in words 2 and 3
         out[:] = 0
-        out[0], out[1] = (ptr, 7) if linear else (ptr & 0xFFFF, ptr >> 16)
-        out[2], out[3] = spec.cols, spec.box_rows
+        out[0], out[2], out[3] = ptr, spec.cols, spec.box_rows
 
-    return encode
-
-
-@pytest.mark.parametrize("linear", [True, False])
-def test_tensor_maps_host_logic(linear, monkeypatch):
-    """_Maps and the arena without a GPU: the first map is encoded, later ones are the first with the address
-    written into the field learnt from the encoder (or, where no single field holds it, moved by the driver's
-    replace call); maps are kept by pointer until their arena row is handed on."""
-    encode = _fake_encoding(linear)
     replaced = []
 
     def replace(address, ptr):
-        row = _chain._arena.rows[(address - _chain._arena.base) // 128]
         replaced.append(ptr)
-        encode(ptr, spec, row)
+        _chain._arena.rows[(address - _chain._arena.base) // 128][0] = ptr
         return 0
 
     monkeypatch.setattr(_chain, "_encode", encode)
@@ -589,8 +579,7 @@ def test_tensor_maps_host_logic(linear, monkeypatch):
     ptrs = [0x7F0000000000 + 256 * i for i in range(5)] + [0x7F0000000000 + (1 << 33) + 16]
     with arena.lock:
         addresses = [maps.make(p) for p in ptrs]
-    assert maps.field == ((0, 0) if linear else None)
-    assert replaced == ([] if linear else ptrs[1:])
+    assert replaced == ptrs[1:]
     for p, address in zip(ptrs, addresses, strict=True):
         ref = _chain._aligned_map()
         encode(p, spec, ref)
