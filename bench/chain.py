@@ -114,11 +114,6 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "128x32c2k32s8-tma-st2": dict(BN=32, CL=2, BK=32, STAGES=8, TMA=1, ST=2),
     "128x32c2k32s8xa-tma-pa2-st2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, PA=2, ST=2),
     "128x64c2k32s4-tma-st2": dict(CL=2, BK=32, STAGES=4, TMA=1, ST=2),
-    # ex: partial sums pushed between the cluster's ranks (EX = 1)
-    "128x32c2k32s8xa-tma-ex": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, EX=1),
-    "128x64c2k32s4-tma-ex": dict(CL=2, BK=32, STAGES=4, TMA=1, EX=1),
-    "128x32c2k32s8xa-ex": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, EX=1),
-    "128x32c4k32s4xa-tma-ex": dict(BN=32, CL=4, BK=32, STAGES=4, XA=1, TMA=1, EX=1),
 }
 
 

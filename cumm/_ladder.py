@@ -90,12 +90,11 @@ def _tf32x3_smem(c):
 
 
 def _wg_smem(c):  # fused3_wg: raw stages, split buffers of Y^T, the partial tile (see fused3_wg.cu)
-    ex = 8 * c["EX"]  # EX = 1: the partial sums' mbarrier
     if c["TMA"]:  # dense stages on 1024-byte boundaries, three split buffers, an mbarrier per stage, the slack
         raw = c["STAGES"] * -(-(c["BM"] * c["BK"] + c["BK"] * c["BN"]) // 256) * 256
-        return 4 * (raw + 6 * c["BN"] * c["BK"] + c["BM"] * (c["BN"] + 8)) + 8 * c["STAGES"] + 1024 + ex
+        return 4 * (raw + 6 * c["BN"] * c["BK"] + c["BM"] * (c["BN"] + 8)) + 8 * c["STAGES"] + 1024
     raw = c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 4))
-    return 4 * (raw + 4 * c["BN"] * c["BK"] + c["BM"] * (c["BN"] + 8)) + ex
+    return 4 * (raw + 4 * c["BN"] * c["BK"] + c["BM"] * (c["BN"] + 8))
 
 
 def _warptile_block(c):
@@ -330,7 +329,7 @@ REGISTRY: dict[str, KernelSpec] = {
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
             # wg128x32's tile (auto's choice at n = 512) with cp.async, which every shape and alignment takes
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, EX=0),
+            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -346,16 +345,13 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("TMA in (0, 1)", "TMA is 0 (every thread copies with cp.async) or 1 (the copy engine, sm_90)"),
                 C("TMA == 0 or BK in (8, 16, 32)",
                   "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span: BK is 8, 16 or 32"),
-                C("EX in (0, 1)", "EX is 0 (partial tiles read through distributed shared memory) or 1 (pushed)"),
-                C("EX == 0 or (CL > 1 and BM // CL >= 16)",
-                  "EX=1 pushes partial sums between cluster ranks, 16-row warp fragments whole: CL > 1, BM / CL >= 16"),
                 C("(4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8)) + 8 * STAGES"
                   " + 1024 if TMA else 4 * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8)))"
-                  " + 8 * EX <= 232448",
+                  " <= 232448",
                   "shared memory (raw stages, split buffers, the partial tile) is at most 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8), MINB=(1,),
-                       XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), EX=(0, 1)),
+                       XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2)),
         ),
     ]
 }

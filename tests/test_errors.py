@@ -207,9 +207,7 @@ def test_fused3_wg_xa_out_of_range(xa, message):
                                            (dict(TMA=1, BN=64, STAGES=6), r"at most 227 KB.*STAGES=6, TMA=1"),
                                            (dict(PA=2, XA=0), r"PA=2 builds on the XA=1 k-loop.*XA=0, PA=2"),
                                            (dict(PA=3), r"PA is 1 or 2: .*PA=3"),
-                                           (dict(ST=0), r"ST is 1 or 2: .*ST=0"),
-                                           (dict(EX=1, CL=1), r"EX=1 pushes partial sums.*CL=1"),
-                                           (dict(EX=1, BM=64, CL=8), r"BM / CL >= 16.*BM=64, CL=8")])
+                                           (dict(ST=0), r"ST is 1 or 2: .*ST=0")])
 def test_fused3_wg_tma_config(over, message):
     """TMA = 1 needs X's chunk rows to be one swizzle span and its own shared-memory budget (dense stages, a
     third split buffer, mbarriers); PA = 2 needs the XA = 1 loop; what breaks these is refused before compiling,

@@ -58,7 +58,6 @@ constexpr int NSPLIT = TMA ? 3 : 2;
 constexpr int LDP = BN + 8;                // partial tile [BM][LDP] (float2 stores hit 32 banks)
 constexpr int OFF_SPLIT = STAGES * RAW, OFF_PART = OFF_SPLIT + NSPLIT * SPL;
 constexpr int OFF_BAR = OFF_PART + BM * LDP;  // TMA = 1: one mbarrier (8 bytes) per raw stage
-constexpr int OFF_XBAR = OFF_BAR + (TMA ? 2 * STAGES : 0);  // EX = 1: the partial sums' mbarrier
 }  // namespace wg
 
 // Float offset of element (r, c) of X's raw chunk. TMA = 1: the copy engine's swizzle, which XORs the 16-byte
@@ -181,29 +180,6 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
     } while (!done);
 }
 
-#if CL > 1
-// 16 bytes into another cluster rank's shared memory (addr from cumm_cluster_map), counted on that rank's
-// mbarrier (bar, also mapped) as they land.
-__device__ __forceinline__ void cumm_st_async4(unsigned addr, float4 v, unsigned bar) {
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n"
-                 ::"r"(addr), "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
-                 "r"(__float_as_uint(v.w)), "r"(bar)
-                 : "memory");
-}
-#endif
-
-// Two consecutive outputs of a row, through one 8-byte store when legal (VEC: the row is 16-byte aligned and col
-// is even here).
-template <int VEC>
-__device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, int ncols, float a, float b) {
-    if (VEC && col + 1 < ncols) {
-        *reinterpret_cast<float2*>(row + col) = make_float2(a, b);
-        return;
-    }
-    if (col < ncols) row[col] = a;
-    if (col + 1 < ncols) row[col + 1] = b;
-}
-
 // This cluster rank's share of the BM x BN tile O[bm0.., bn0..] = X @ Y (X: M x K, Y: K x N): the product
 // over its 1/CL of K, summed with the other ranks' through distributed shared memory. VX / VY / VO: 16-byte
 // accesses to X / Y / O are legal (common.cuh). Starts its cluster-barrier work with a wait and ends with an
@@ -216,7 +192,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                                              const int ldx, const float* __restrict__ Y, const int ldy,
                                              float* __restrict__ O, const int ldo, const int bm0, const int bn0,
                                              const int rank, float* const smem, const CummTmap* tx,
-                                             const CummTmap* ty, unsigned& seq, unsigned& ex) {
+                                             const CummTmap* ty, unsigned& seq) {
     using namespace wg;
     constexpr bool TM = TMA != 0 && VX != 0 && VY != 0;  // chunks by the copy engine
     const int tid = threadIdx.x, grp = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
@@ -471,109 +447,60 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     if constexpr (TM) seq += nc;
 
     // Accumulator 4q + i holds row 64 grp + 16 warp + g (+ 8 for i >= 2), column 8q + 2t (+ 1 for odd i): the
-    // m16n8 fragment, repeated over the BN / 8 column blocks.
-    if constexpr (EX == 0) {
-        // Each rank writes its partial tile; rank q reads rows q * BM / CL .. of all of them through distributed
-        // shared memory. The partial tile has its own space, so the next tile's first copies need not wait for
-        // the other ranks to finish reading it.
-        cumm_cluster_wait();  // (the previous tile's last barrier: every rank is done reading this partial tile)
-        {
-            const int r = 64 * grp + 16 * warp + g;
+    // m16n8 fragment, repeated over the BN / 8 column blocks. The partial tile has its own space, so the next
+    // tile's first copies need not wait for the other ranks to finish reading it.
+    cumm_cluster_wait();  // (the previous tile's last barrier: every rank is done reading this partial tile)
+    {
+        const int r = 64 * grp + 16 * warp + g;
 #pragma unroll
-            for (int q = 0; q < BN / 8; ++q) {
-                *reinterpret_cast<float2*>(part + r * LDP + 8 * q + 2 * t) = make_float2(acc[4 * q], acc[4 * q + 1]);
-                *reinterpret_cast<float2*>(part + (r + 8) * LDP + 8 * q + 2 * t) =
-                    make_float2(acc[4 * q + 2], acc[4 * q + 3]);
-            }
+        for (int q = 0; q < BN / 8; ++q) {
+            *reinterpret_cast<float2*>(part + r * LDP + 8 * q + 2 * t) = make_float2(acc[4 * q], acc[4 * q + 1]);
+            *reinterpret_cast<float2*>(part + (r + 8) * LDP + 8 * q + 2 * t) =
+                make_float2(acc[4 * q + 2], acc[4 * q + 3]);
         }
+    }
 #if CL > 1
-        cumm_cluster_arrive();  // (release) this rank's partial tile is written
-        cumm_cluster_wait();    // (acquire) and every other rank's
+    cumm_cluster_arrive();  // (release) this rank's partial tile is written
+    cumm_cluster_wait();    // (acquire) and every other rank's
 #else
-        __syncthreads();
+    __syncthreads();
 #endif
-        // Rank `rank` sums rows rank * BM / CL .. of the CL partial tiles, in rank order, and stores them. All of
-        // a thread's loads are issued before the first sum, so their latencies overlap.
-        constexpr int ROWS = BM / CL, U = (ROWS * BN / 4 + NT - 1) / NT;
-        float4 v[U][CL];
+    // Rank `rank` sums rows rank * BM / CL .. of the CL partial tiles, in rank order, and stores them. All of
+    // a thread's loads are issued before the first sum, so their latencies overlap.
+    constexpr int ROWS = BM / CL, U = (ROWS * BN / 4 + NT - 1) / NT;
+    float4 v[U][CL];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
-            if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
+    for (int u = 0; u < U; ++u) {
+        const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
+        if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
 #pragma unroll
-            for (int q = 0; q < CL; ++q)
+        for (int q = 0; q < CL; ++q)
 #if CL > 1
-                v[u][q] = cumm_cluster_load4(cumm_cluster_map(part + r * LDP + c, q));
+            v[u][q] = cumm_cluster_load4(cumm_cluster_map(part + r * LDP + c, q));
 #else
-                v[u][q] = *reinterpret_cast<const float4*>(part + r * LDP + c);
-#endif
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
-            if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
-#pragma unroll
-            for (int q = 1; q < CL; ++q) {
-                v[u][0].x += v[u][q].x;
-                v[u][0].y += v[u][q].y;
-                v[u][0].z += v[u][q].z;
-                v[u][0].w += v[u][q].w;
-            }
-            if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v[u][0], 1.0f, 0.0f);
-        }
-#if CL > 1
-        // This rank is done reading the others' partial tiles (its loads completed: their values were summed), so
-        // a relaxed arrival suffices; a release would add a GPU-wide memory barrier behind the stores to O.
-        cumm_cluster_arrive_relaxed();
-#else
-        __syncthreads();
-#endif
-    } else {
-#if CL > 1
-        // EX = 1: each thread's rows (r and r + 8) are summed by one rank (ROWS >= 16). A thread whose rows
-        // another rank sums pushes its fragment there (st.async into that rank's receive slot for this rank,
-        // completing on its mbarrier); the others wait on their own mbarrier and add the CL partials in rank
-        // order (the same sums as EX = 0) in registers before storing them. No release barrier over the
-        // cluster (it compiles to a GPU-wide memory barrier) and no partial tile written and read back.
-        constexpr int ROWS = BM / CL;
-        unsigned long long* const xbar = reinterpret_cast<unsigned long long*>(smem + OFF_XBAR);
-        const int r = 64 * grp + 16 * warp + g, dst = r / ROWS;
-        const int at = ((r % ROWS) / 16 * (BN / 8) * 32 + lane) * 4;  // float4 q = 0 in a slot: [warp][q][lane]
-        auto slot = [&](const int sender, const int receiver) {  // receiver's slot for sender's partial
-            return part + (sender < receiver ? sender : sender - 1) * ROWS * BN;
-        };
-        cumm_cluster_wait();  // (the previous tile's last barrier: every rank is done reading its slots)
-        if (tid == 0) cumm_mbar_expect(xbar, 4 * (CL - 1) * ROWS * BN);
-        if (dst != rank) {
-            const unsigned remote_bar = cumm_cluster_map(reinterpret_cast<const float*>(xbar), dst);
-            float* const to = slot(rank, dst) + at;
-#pragma unroll
-            for (int q = 0; q < BN / 8; ++q)
-                cumm_st_async4(cumm_cluster_map(to + 128 * q, dst),
-                               make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]), remote_bar);
-        } else {
-            cumm_mbar_wait(xbar, ex & 1);
-#pragma unroll
-            for (int q = 0; q < BN / 8; ++q) {
-                const float4 own = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-                float4 v = rank == 0 ? own : *reinterpret_cast<const float4*>(slot(0, rank) + at + 128 * q);
-#pragma unroll
-                for (int k = 1; k < CL; ++k) {
-                    const float4 w = k == rank ? own : *reinterpret_cast<const float4*>(slot(k, rank) + at + 128 * q);
-                    v.x += w.x;
-                    v.y += w.y;
-                    v.z += w.z;
-                    v.w += w.w;
-                }
-                const int c = bn0 + 8 * q + 2 * t;
-                if (bm0 + r < M) cumm_store2<VO>(O + (i64)(bm0 + r) * ldo, c, N, v.x, v.y);
-                if (bm0 + r + 8 < M) cumm_store2<VO>(O + (i64)(bm0 + r + 8) * ldo, c, N, v.z, v.w);
-            }
-        }
-        ++ex;
-        cumm_cluster_arrive_relaxed();  // (this rank's slots are read; see EX = 0's last arrival)
+            v[u][q] = *reinterpret_cast<const float4*>(part + r * LDP + c);
 #endif
     }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
+        if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
+#pragma unroll
+        for (int q = 1; q < CL; ++q) {
+            v[u][0].x += v[u][q].x;
+            v[u][0].y += v[u][q].y;
+            v[u][0].z += v[u][q].z;
+            v[u][0].w += v[u][q].w;
+        }
+        if (bm0 + r < M) cumm_store4<VO>(O + (i64)(bm0 + r) * ldo, bn0 + c, N, v[u][0], 1.0f, 0.0f);
+    }
+#if CL > 1
+    // This rank is done reading the others' partial tiles (its loads completed: their values were summed), so
+    // a relaxed arrival suffices; a release would add a GPU-wide memory barrier behind the stores to O.
+    cumm_cluster_arrive_relaxed();
+#else
+    __syncthreads();
+#endif
 }
 
 // TMA = 1: the tensor maps of A (box BK x BM), B (BN x BK), T (BK x BM) and C (BN x BK), by value; a phase
@@ -605,21 +532,14 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     float* const smem = reinterpret_cast<float*>(smem4);
     const CummTmap *ma = nullptr, *mb = nullptr, *mt = nullptr, *mc = nullptr;
 #endif
-#if CL > 1
-    if (EX != 0 && threadIdx.x == 0) {  // (made visible to the other ranks by the first tile's cluster barrier)
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cumm_smem(smem + wg::OFF_XBAR)));
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-#endif
     unsigned seq = 0;  // chunks this block has taken by the copy engine
-    unsigned ex = 0;   // EX = 1: partial-sum exchanges this block has received
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
     for (int t = cluster; t < rows * cols1; t += clusters)
         cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem,
-                                      ma, mb, seq, ex);
+                                      ma, mb, seq);
 #if TMA
     // T's stores (generic proxy) before the copy engine's reads of T (async proxy) in other blocks
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
@@ -630,6 +550,6 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
 #endif
     for (int t = cluster; t < rows * cols2; t += clusters)
         cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank, smem,
-                                      mt, mc, seq, ex);
+                                      mt, mc, seq);
     cumm_cluster_wait();  // no block exits while another rank may still read its partial tile
 }
