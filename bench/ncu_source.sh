@@ -4,16 +4,7 @@ export PYTHONPATH=. CUMM_CACHE_DIR=/tmp/cumm-cache
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 CFG=${1:-"dict()"}
 timeout 200 ncu --clock-control none -k regex:fused3_wg --launch-skip 3 --launch-count 1 \
-  --section SourceCounters --section WarpStateStats -f -o $OUT/ncu_source python3 -c "
-import cupy
-from cumm import _chain
-n = 512
-x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
-e = cupy.empty((n, n), cupy.float32)
-cfg = dict(_chain.WG_CONFIGS['wg128x32'], **$CFG)
-for _ in range(5): _chain._fused3_wg(*x, e, cfg, 0)
-cupy.cuda.Device().synchronize()
-" > $OUT/ncu_source_run.log 2>&1; echo "ncu rc=$?"; tail -3 $OUT/ncu_source_run.log
+  --section SourceCounters --section WarpStateStats -f -o $OUT/ncu_source python3 bench/ncu_launch.py "$CFG" > $OUT/ncu_source_run.log 2>&1; echo "ncu rc=$?"; tail -3 $OUT/ncu_source_run.log
 ncu -i $OUT/ncu_source.ncu-rep --page source --csv --print-source sass > $OUT/ncu_source.csv 2> $OUT/ncu_source_err.log
 echo "csv rc=$? lines=$(wc -l < $OUT/ncu_source.csv)"; head -c 600 $OUT/ncu_source_err.log
 python3 - "$OUT/ncu_source.csv" <<'PY'

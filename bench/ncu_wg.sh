@@ -5,14 +5,5 @@ for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_th
 M="${M:1},smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__cycles_active.avg"
 for cfg in "$@"; do
 echo "=== fused3_wg $cfg"
-timeout 120 ncu --clock-control none -k regex:fused3_wg --launch-skip 3 --launch-count 1 --metrics "$M" python3 -c "
-import cupy
-from cumm import _chain
-n = 512
-x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
-e = cupy.empty((n, n), cupy.float32)
-cfg = dict(_chain.WG_CONFIGS['wg128x32'], **$cfg)
-for _ in range(5): _chain._fused3_wg(*x, e, cfg, 0)
-cupy.cuda.Device().synchronize()
-" 2>&1 | grep -E "^\s+(smsp|sm__|gpu__|lts|l1tex)"
+timeout 120 ncu --clock-control none -k regex:fused3_wg --launch-skip 3 --launch-count 1 --metrics "$M" python3 bench/ncu_launch.py "$cfg" 2>&1 | grep -E "^\s+(smsp|sm__|gpu__|lts|l1tex)"
 done
