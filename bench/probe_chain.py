@@ -162,7 +162,7 @@ def with_maps(kern, cfg, grid: int, threads: int, smem: int, args):
     n = int(args[0])
     ints = (n,) * 8 + (int(args[13]),)
     plain = _chain._Launch(kern, grid, threads, smem, (*_chain._layout(ints), None),
-                           maps=_chain.wg_maps(cfg, (1, 1, 1), ints))
+                           maps=_chain.wg_maps(cfg, ints))
     pointers = tuple(args[i].data.ptr for i in (4, 6, 8, 10, 12, 14))
     return lambda grid, block, args, shared_mem: plain(pointers, cupy.cuda.get_current_stream().ptr)
 

@@ -37,7 +37,7 @@ def main() -> None:
     sets = [[cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)] for _ in range(64)]
     e = cupy.empty((n, n), cupy.float32)
     base = dict(_chain.WG_CONFIGS["wg128x32"], TMA=0)
-    spec = _chain.wg_maps(dict(base, TMA=1), (1, 1, 1), (n,) * 9)[0]
+    spec = _chain.wg_maps(dict(base, TMA=1), (n,) * 9)[0]
     ptr = sets[0][0].data.ptr
     m = _chain._aligned_map()
     maps, arena = _chain._Maps(spec), _chain._arena

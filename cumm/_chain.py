@@ -225,14 +225,14 @@ class _Launch:
     ``pdl``: launch with programmatic stream serialization (cuLaunchKernelEx), for kernels that start with
     cumm_grid_dependency_wait (grid_barrier.cuh), on devices of compute capability 9.0 and later.
     ``maps``: tensor-map arguments after the layout's (fused3_wg with TMA = 1), each made for one of the call's
-    pointers (None: an unused map, zeros) by a _Maps, which keeps them per pointer; the call writes their
-    addresses into its argument pointers."""
+    pointers by a _Maps, which keeps them per pointer; the call writes their addresses into its argument
+    pointers."""
 
     __slots__ = ("func", "grid", "threads", "smem", "slots", "pointer_slots", "ptrs", "params", "lock", "kern",
                  "scratch", "ex", "config", "config_ref", "attr", "maps")
 
     def __init__(self, kern, grid: int, threads: int, smem: int, layout: tuple[int | None, ...], scratch: int = 0,
-                 pdl: bool = False, maps: tuple[_MapSpec | None, ...] = ()):
+                 pdl: bool = False, maps: tuple[_MapSpec, ...] = ()):
         self.kern = kern  # keeps the module loaded
         self.scratch = scratch  # bytes of the scratch array (T)
         self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
@@ -242,14 +242,14 @@ class _Launch:
                 self.slots[slot] = value  # an int32 argument in the low half of its (little-endian) slot
         self.pointer_slots = tuple(slot for slot, value in enumerate(layout) if value is None)
         base = self.slots.ctypes.data
-        self.ptrs = np.array([base + 8 * i for i in range(len(layout))] + [_arena.unused] * len(maps),
-                             dtype=np.uint64)
+        self.ptrs = np.array([base + 8 * i for i in range(len(layout) + len(maps))], dtype=np.uint64)  # (maps:
+        # set per call)
         self.params = self.ptrs.ctypes.data
         # map launches share the arena's lock: a map's row cannot be handed to another map between the lookup
         # of its address and the launch, which copies it
         self.lock = _arena.lock if maps else threading.Lock()
         # (argument index, operand index, its _Maps) of each map the kernel reads
-        self.maps = tuple((len(layout) + i, spec.operand, _Maps(spec)) for i, spec in enumerate(maps) if spec)
+        self.maps = tuple((len(layout) + i, spec.operand, _Maps(spec)) for i, spec in enumerate(maps))
         self.ex = _launch_kernel_ex() if pdl else None
         if self.ex is not None:
             self.attr = _LaunchAttribute(_PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -328,25 +328,24 @@ def _aligned_map() -> np.ndarray:
 class _Arena:
     """Tensor maps (CUtensorMap: 16 words, 64-byte aligned) in one array, handed out round robin: the driver
     copies a launch's arguments when it is queued, so a map's row can be reused once its owner (a _Maps) has
-    forgotten it. Row 0 stays zero: the argument of a map the kernel does not read."""
+    forgotten it."""
 
     ROWS = 4096
 
     def __init__(self):
-        self.buf = np.zeros((self.ROWS + 1) * 16 + 8, dtype=np.uint64)
+        self.buf = np.zeros(self.ROWS * 16 + 8, dtype=np.uint64)
         word = (-self.buf.ctypes.data % 64) // 8
-        self.rows = self.buf[word:word + (self.ROWS + 1) * 16].reshape(self.ROWS + 1, 16)
+        self.rows = self.buf[word:word + self.ROWS * 16].reshape(self.ROWS, 16)
         self.base = self.rows.ctypes.data
-        self.unused = self.base
-        self.owners: list = [None] * (self.ROWS + 1)  # (_Maps, pointer) per row
-        self.next = 1
+        self.owners: list = [None] * self.ROWS  # (_Maps, pointer) per row
+        self.next = 0
         self.lock = threading.Lock()  # held by every launch with maps
 
     def take(self, owner, ptr: int) -> int:
         """A row for ``owner``'s map of ``ptr`` (the row's previous owner forgets its map); the caller holds
         ``lock``."""
         row = self.next
-        self.next = row % self.ROWS + 1
+        self.next = (row + 1) % self.ROWS
         old = self.owners[row]
         if old is not None:
             old[0].known.pop(old[1], None)
@@ -385,21 +384,17 @@ class _Maps:
         return address
 
 
-def wg_maps(cfg: Mapping[str, int], flags: tuple[int, int, int], ints: tuple[int, ...]) -> tuple:
-    """fused3_wg's tensor-map arguments (CUMM_WG_ARGS in fused3_wg.cu: A, B, T, C) for configuration ``cfg``,
-    alignment flags and ints = (m, k, p, n, lda, ldb, ldc, lde, ldt): () without TMA; a phase whose operands
-    are not 16-byte aligned copies with cp.async and gets unused (None) maps. The launch's pointers are
-    (A, B, C, E, T, bar)."""
+def wg_maps(cfg: Mapping[str, int], ints: tuple[int, ...]) -> tuple[_MapSpec, ...]:
+    """fused3_wg's tensor-map arguments (CUMM_WG_ARGS in fused3_wg.cu: A, B, T, C) for configuration ``cfg``
+    and ints = (m, k, p, n, lda, ldb, ldc, lde, ldt); () without TMA. The launch's pointers are (A, B, C, E, T,
+    bar)."""
     if not cfg.get("TMA"):
         return ()
     m, k, p, n, lda, ldb, ldc, _, ldt = ints
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
     swizzle = {8: 1, 16: 2, 32: 3}[bk]  # X's rows are one swizzle span (the spec allows only these BK)
-    one, two = flags[0] and flags[1], flags[2]
-    return (_MapSpec(0, k, m, lda, bk, bm, swizzle) if one else None,
-            _MapSpec(1, p, k, ldb, bn, bk, 0) if one else None,
-            _MapSpec(4, p, m, ldt, bk, bm, swizzle) if two else None,
-            _MapSpec(2, n, p, ldc, bn, bk, 0) if two else None)
+    return (_MapSpec(0, k, m, lda, bk, bm, swizzle), _MapSpec(1, p, k, ldb, bn, bk, 0),
+            _MapSpec(4, p, m, ldt, bk, bm, swizzle), _MapSpec(2, n, p, ldc, bn, bk, 0))
 
 
 class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h)
@@ -483,7 +478,7 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
             _launches.clear()
         hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), 4 * m * ldt,
                                            pdl=PDL and cc >= 90 and pdl_safe(cfg.get("CL", 1), grid, resident),
-                                           maps=wg_maps(cfg, flags, (*ints, ldt)))
+                                           maps=wg_maps(cfg, (*ints, ldt)))
     return hit
 
 

@@ -219,27 +219,17 @@ class ArchKernel:
 
         return driver.funcGetAttribute(getattr(driver, f"CU_FUNC_ATTRIBUTE_{which}"), self.kernel.ptr)
 
-    @property
-    def num_regs(self) -> int:
-        return self._attribute("NUM_REGS")
-
-    @property
-    def shared_size_bytes(self) -> int:
-        return self._attribute("SHARED_SIZE_BYTES")
-
-    @property
-    def max_threads_per_block(self) -> int:
-        return self._attribute("MAX_THREADS_PER_BLOCK")
-
-    @property
-    def max_dynamic_shared_size_bytes(self) -> int:
-        return self._attribute("MAX_DYNAMIC_SHARED_SIZE_BYTES")
-
-    @max_dynamic_shared_size_bytes.setter
-    def max_dynamic_shared_size_bytes(self, value: int) -> None:
+    def _set_max_dynamic_shared(self, value: int) -> None:
         from cupy_backends.cuda.api import driver
 
         driver.funcSetAttribute(self.kernel.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
+
+    # RawKernel's attribute names, read from the driver (CU_FUNC_ATTRIBUTE_<name>)
+    num_regs = property(lambda self: self._attribute("NUM_REGS"))
+    shared_size_bytes = property(lambda self: self._attribute("SHARED_SIZE_BYTES"))
+    max_threads_per_block = property(lambda self: self._attribute("MAX_THREADS_PER_BLOCK"))
+    max_dynamic_shared_size_bytes = property(lambda self: self._attribute("MAX_DYNAMIC_SHARED_SIZE_BYTES"),
+                                             _set_max_dynamic_shared)
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
         self.kernel(grid, block, args, shared_mem=shared_mem, stream=stream)

@@ -214,3 +214,10 @@ def test_fused3_wg_tma_config(over, message):
     with a message."""
     with pytest.raises(cumm.ConfigError, match=message):
         cumm.kernel_spec("fused3_wg").resolve(over, 90)
+
+
+def test_fused3_wg_tma_needs_aligned_operands():
+    """The copy engine reads 16-byte aligned operands only; multi_dot runs unaligned chains with TMA = 0, and a
+    TMA = 1 kernel compiled for unaligned operands is refused by the template with the reason."""
+    with pytest.raises(cumm.CompileError, match="TMA=1 copies 16-byte aligned operands only"):
+        cumm.compile("fused3_wg", {"TMA": 1}, arch="sm_90", aligned=False)

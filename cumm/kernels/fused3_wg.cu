@@ -12,9 +12,9 @@
 // * wgmma: one instruction multiplies 64 x BN x 8 for a warpgroup, asynchronously. X (A, or T) is the register
 //   operand: each warp loads its 16 rows' fragments from the raw chunk and splits them one k-step ahead of
 //   the wgmma that use them. Y (B, or C) is split once per block into shared memory, transposed into wgmma's
-//   canonical K-major layout (with TF32 operands wgmma reads only K-major); its two split buffers let the
-//   wgmma of chunk j run while the block splits chunk j + 1. STAGES raw stages are filled by cp.async
-//   (STAGES - 1 chunks in flight; at n = 512, wg128x32 has a rank's whole K in flight at once).
+//   canonical K-major layout (with TF32 operands wgmma reads only K-major); its split buffers (two; three with
+//   TMA = 1) let the wgmma of chunk j run while the block splits chunk j + 1. With TMA = 0 the STAGES raw
+//   stages are filled by cp.async (STAGES - 1 chunks in flight; at n = 512 a rank's whole K at once).
 // * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, both
 //   restarted per chunk and added to the running sum in FP32 with rounding (the tensor cores' own long
 //   accumulation loses accuracy, see tf32x3.cu).
@@ -39,6 +39,9 @@
 // in rows 128 bytes apart (its stride byte offset).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "fused3_wg uses wgmma, which only sm_90a has: compile with -arch=sm_90a"
+#endif
+#if TMA && !(VEC_A && VEC_B && VEC_C)
+#error "TMA=1 copies 16-byte aligned operands only: cumm runs chains with an unaligned operand with TMA=0"
 #endif
 
 namespace wg {
@@ -175,7 +178,8 @@ __device__ __forceinline__ void cumm_mbar_expect(unsigned long long* bar, unsign
 __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned parity) {
     unsigned done;
     do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
                      : "=r"(done) : "r"(cumm_smem(bar)), "r"(parity) : "memory");
     } while (!done);
 }
@@ -184,9 +188,9 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
 // over its 1/CL of K, summed with the other ranks' through distributed shared memory. VX / VY / VO: 16-byte
 // accesses to X / Y / O are legal (common.cuh). Starts its cluster-barrier work with a wait and ends with an
 // arrival, so the kernel arrives once before its first tile and waits once after its last.
-// TMA = 1 with X and Y aligned: tx / ty are their tensor maps; thread 0 copies whole chunks with the copy
-// engine into STAGES stages, each with an mbarrier; `seq` counts the chunks this block has taken so far (the
-// stage and the mbarrier's phase of a chunk follow from it) and moves on by this tile's.
+// TMA = 1 (every operand 16-byte aligned): tx / ty are X's and Y's tensor maps; thread 0 copies whole chunks
+// with the copy engine into STAGES stages, each with an mbarrier; `seq` counts the chunks this block has taken
+// so far (the stage and the mbarrier's phase of a chunk follow from it) and moves on by this tile's.
 template <int VX, int VY, int VO>
 __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int K, const float* __restrict__ X,
                                              const int ldx, const float* __restrict__ Y, const int ldy,
@@ -194,7 +198,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                                              const int rank, float* const smem, const CummTmap* tx,
                                              const CummTmap* ty, unsigned& seq) {
     using namespace wg;
-    constexpr bool TM = TMA != 0 && VX != 0 && VY != 0;  // chunks by the copy engine
+    constexpr bool TM = TMA != 0;  // chunks by the copy engine (VX and VY then hold, see the #error above)
     const int tid = threadIdx.x, grp = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // fragment coordinates
     float* const raw = smem;
@@ -241,31 +245,31 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             cumm_mbar_expect(bar, 4 * (BM * BK + BK * BN));
             cumm_tma_load(Xr, tx, k0, bm0, bar);
             cumm_tma_load(Yr, ty, bn0, k0, bar);
-            return;
-        }
+        } else {
 #pragma unroll
-        for (int u = 0; u < UX; ++u) {
-            const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
-            if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;
-            if constexpr (VX != 0) {
-                const int bytes = xsrc[u] ? 4 * max(0, min(4, K - k0 - c)) : 0;
-                cumm_cp_async16(&Xr[cumm_wg_xi(r, c)], bytes ? xsrc[u] + j * BK : X, bytes);
-            } else {
-                const bool ok = bm0 + r < M;
-                cumm_cp_async_chunk<0>(&Xr[cumm_wg_xi(r, c)], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, c, K - k0,
-                                       ok);
+            for (int u = 0; u < UX; ++u) {
+                const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
+                if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;
+                if constexpr (VX != 0) {
+                    const int bytes = xsrc[u] ? 4 * max(0, min(4, K - k0 - c)) : 0;
+                    cumm_cp_async16(&Xr[cumm_wg_xi(r, c)], bytes ? xsrc[u] + j * BK : X, bytes);
+                } else {
+                    const bool ok = bm0 + r < M;
+                    cumm_cp_async_chunk<0>(&Xr[cumm_wg_xi(r, c)], X + (i64)(ok ? bm0 + r : 0) * ldx + k0, c, K - k0,
+                                           ok);
+                }
             }
-        }
 #pragma unroll
-        for (int u = 0; u < UY; ++u) {
-            const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
-            if ((BK * BN / 4) % NT != 0 && i >= BK * BN / 4) break;
-            const bool ok = k0 + r < K;
-            if constexpr (VY != 0) {
-                const int bytes = ok ? ybytes[u] : 0;
-                cumm_cp_async16(&Yr[r * LDY + c], bytes ? ysrc[u] + (i64)j * BK * ldy : Y, bytes);
-            } else {
-                cumm_cp_async_chunk<0>(&Yr[r * LDY + c], Y + (i64)(ok ? k0 + r : 0) * ldy + bn0, c, N - bn0, ok);
+            for (int u = 0; u < UY; ++u) {
+                const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
+                if ((BK * BN / 4) % NT != 0 && i >= BK * BN / 4) break;
+                const bool ok = k0 + r < K;
+                if constexpr (VY != 0) {
+                    const int bytes = ok ? ybytes[u] : 0;
+                    cumm_cp_async16(&Yr[r * LDY + c], bytes ? ysrc[u] + (i64)j * BK * ldy : Y, bytes);
+                } else {
+                    cumm_cp_async_chunk<0>(&Yr[r * LDY + c], Y + (i64)(ok ? k0 + r : 0) * ldy + bn0, c, N - bn0, ok);
+                }
             }
         }
     };
@@ -503,8 +507,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #endif
 }
 
-// TMA = 1: the tensor maps of A (box BK x BM), B (BN x BK), T (BK x BM) and C (BN x BK), by value; a phase
-// whose operands cannot be copied by boxes (not 16-byte aligned) uses cp.async and ignores them.
+// TMA = 1: the tensor maps of A (box BK x BM), B (BN x BK), T (BK x BM) and C (BN x BK), by value.
 #if TMA
 #define CUMM_WG_ARGS                                                                                         \
     CUMM_CHAIN_ARGS, const __grid_constant__ CummTmap tm_a, const __grid_constant__ CummTmap tm_b,          \
