@@ -39,8 +39,10 @@ ANCHORS = [  # (text, inserted before it)
     ("\n// Persistent:", "    cumm_sect(6, cumm_t0);\n"),
 ]
 _YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {\n            const int i = tid + u * NT, col"
-_XLOADS = "            for (int s = 0; s < BK / 8; ++s) load_x(j, s, xb[s], xs[s]);"
+_XLOADS = "            load_x(j, xb, xs);"
 _FENCE = '            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");'
+_NOX = "            for (int s = 0; s < BK / 8; ++s)\n" \
+       "                for (int i = 0; i < 4; ++i) xb[s][i] = xs[s][i] = j;"
 VARIANTS = {  # text replacements that remove one part of the work
     "full": [],
     "nomma": [("            cumm_wgmma<BN>(", "            if (0) cumm_wgmma<BN>(")],
@@ -54,6 +56,9 @@ VARIANTS = {  # text replacements that remove one part of the work
     # XA = 1: no proxy fence between Y's split (generic stores) and the wgmma that read it (results may be wrong)
     "nofence": [(_XLOADS + "\n" + _FENCE, _XLOADS)],
 }
+# XA = 1: what is left without the wgmma, the copies, Y's split and X's loads (register moves stand in for them):
+# the folds, barriers and loop. (Without X's loads but with the wgmma, ptxas serializes the wgmma: C7514.)
+VARIANTS["skeleton"] = VARIANTS["nomma"] + VARIANTS["nosplit"] + VARIANTS["notma"] + [(_XLOADS, _NOX)]
 
 
 def build(config: str, variant: str, compile_only: bool = False):

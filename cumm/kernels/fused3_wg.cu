@@ -10,14 +10,14 @@
 //   a block per multiprocessor (n = 512: 64 tiles x 2 = 128 blocks). The CL partial tiles are summed through
 //   distributed shared memory in rank order (deterministic): rank r sums rows r * BM / CL .. and stores them.
 // * wgmma: one instruction multiplies 64 x BN x 8 for a warpgroup, asynchronously. X (A, or T) is the register
-//   operand: each warp loads its 16 rows' fragments from the raw chunk and splits them one k-step ahead of
-//   the wgmma that use them. Y (B, or C) is split once per block into shared memory, transposed into wgmma's
+//   operand: each warp loads its 16 rows' fragments from the raw chunk (K permuted within a chunk, the same
+//   way for X and Y, so that a thread's values are consecutive: 16-byte loads) and splits them. Y (B, or C) is split once per block into shared memory, transposed into wgmma's
 //   canonical K-major layout (with TF32 operands wgmma reads only K-major); its split buffers (two; three with
 //   TMA = 1) let the wgmma of chunk j run while the block splits chunk j + 1. With TMA = 0 the STAGES raw
 //   stages are filled by cp.async (STAGES - 1 chunks in flight; at n = 512 a rank's whole K at once).
-// * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, both
-//   restarted per chunk and added to the running sum in FP32 with rounding (the tensor cores' own long
-//   accumulation loses accuracy, see tf32x3.cu).
+// * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, restarted
+//   per chunk (small: per 256 of K) and added to the running sum in FP32 with rounding (the tensor cores' own
+//   long accumulation loses accuracy, see tf32x3.cu).
 // * XA = 1 (wg128x32): chunk j + 1's copies, Y split and X fragments are prepared while chunk j's wgmma run,
 //   in a second set of fragment registers; XA = 0 loads X's fragments after chunk j - 1's wgmma are waited for
 //   (fewer registers: the 64-wide tiles spill with XA = 1).
@@ -58,6 +58,7 @@ constexpr int SPL = 2 * BN * BK;           // floats per split buffer: Y^T big, 
 // Split buffers: with TMA = 1 a chunk has one block barrier, not two, so a warpgroup may split chunk j while
 // another's wgmma still read chunk j - 2's buffer: three buffers keep them apart (see cumm_wg_tile).
 constexpr int NSPLIT = TMA ? 3 : 2;
+constexpr int W = BK / 4;                // floats of a row of X's chunk per fragment thread (load_x)
 constexpr int LDP = BN + 8;                // partial tile [BM][LDP] (float2 stores hit 32 banks)
 constexpr int OFF_SPLIT = STAGES * RAW, OFF_PART = OFF_SPLIT + NSPLIT * SPL;
 constexpr int OFF_BAR = OFF_PART + BM * LDP;  // TMA = 1: one mbarrier (8 bytes) per raw stage
@@ -297,6 +298,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // running sum; a chunk's big * big and its two small terms (ST = 2: the second small term in pt, so that
     // a chunk's wgmma form three chains of BK / 8 on their accumulators, not one of BK / 4 and one of BK / 8)
     float acc[BN / 2], pb[BN / 2], ps[BN / 2], pt[BN / 2];
+    // chunks per fold of the small terms: 256 of K, a multiple of PA (see retire); with cp.async every PA (its
+    // k-loop is at the register limit, and the conditional fold spills there)
+    constexpr int SF = TMA ? PA * (256 / (BK * PA) > 1 ? 256 / (BK * PA) : 1) : PA;
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
     // Descriptor of split buffer 0's Y^T big at k-step 0; another buffer, the small half or a k-step only adds
@@ -313,31 +317,65 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
             const int i = tid + u * NT, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
             if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
-            const float* q = Yr + 4 * c * LDY + col;
+            const float* q = Yr + c * LDY + col;  // K slots 4 (c % 2) .. of step c / 2: chunk rows c + W * u
             uint4 small;
-            Yb[i] = cumm_wg_split4(make_float4(q[0], q[LDY], q[2 * LDY], q[3 * LDY]), small);
+            Yb[i] = cumm_wg_split4(make_float4(q[0], q[W * LDY], q[2 * W * LDY], q[3 * W * LDY]), small);
             Yb[BN * BK / 4 + i] = small;
         }
     };
-    // This warp's X fragment of k-step s of chunk j (rows 64 grp + 16 warp + g and + 8: the m16n8k8 A-fragment),
-    // split in registers.
-    auto load_x = [&](const int j, const int s, unsigned (&xb)[4], unsigned (&xs)[4]) {
+    // This warp's X fragments of every k-step of chunk j (rows 64 grp + 16 warp + g and + 8: the m16n8k8
+    // A-fragment), split in registers. K slots t and t + 4 of step s are the chunk's columns W t + 2 s and
+    // + 1 (and Y's rows, see above), so a thread's values of all steps are W consecutive floats of each of
+    // its two rows: 16-byte loads (8-byte when W is not a multiple of 4) instead of one load per value.
+    auto load_x = [&](const int j, unsigned (&xb)[BK / 8][4], unsigned (&xs)[BK / 8][4]) {
         const float* const q = stage(j);
-        const int r = 64 * grp + 16 * warp + g, c = t + 8 * s;
-        cumm_wg_split(q[cumm_wg_xi(r, c)], xb[0], xs[0]);
-        cumm_wg_split(q[cumm_wg_xi(r + 8, c)], xb[1], xs[1]);
-        cumm_wg_split(q[cumm_wg_xi(r, c + 4)], xb[2], xs[2]);
-        cumm_wg_split(q[cumm_wg_xi(r + 8, c + 4)], xb[3], xs[3]);
+        const int r = 64 * grp + 16 * warp + g;
+#pragma unroll
+        if constexpr (!TM) {  // scalar loads, step by step (vector loads, or this order, spill there)
+#pragma unroll
+            for (int s = 0; s < BK / 8; ++s) {
+                const int c = W * t + 2 * s;
+                cumm_wg_split(q[cumm_wg_xi(r, c)], xb[s][0], xs[s][0]);
+                cumm_wg_split(q[cumm_wg_xi(r + 8, c)], xb[s][1], xs[s][1]);
+                cumm_wg_split(q[cumm_wg_xi(r, c + 1)], xb[s][2], xs[s][2]);
+                cumm_wg_split(q[cumm_wg_xi(r + 8, c + 1)], xb[s][3], xs[s][3]);
+            }
+        } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {  // row r + 8 h: fragment registers h (slot t) and 2 + h (slot t + 4)
+#pragma unroll
+                for (int e = 0; e < W; e += W % 4 == 0 ? 4 : 2) {
+                    const float* const a = q + cumm_wg_xi(r + 8 * h, W * t + e);
+                    float v[4];
+                    if constexpr (W % 4 == 0) {
+                        const float4 f = *reinterpret_cast<const float4*>(a);
+                        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+                    } else {
+                        const float2 f = *reinterpret_cast<const float2*>(a);
+                        v[0] = f.x, v[1] = f.y;
+                    }
+#pragma unroll
+                    for (int i = 0; i < (W % 4 == 0 ? 4 : 2); ++i)
+                        cumm_wg_split(v[i], xb[(e + i) / 2][h + 2 * (i % 2)], xs[(e + i) / 2][h + 2 * (i % 2)]);
+                }
+            }
+        }
     };
-    // The last chunk's products into the running sum, once its wgmma are waited for (its X fragments may then
-    // change, and pb and ps restart).
-    auto retire = [&]() {
+    // Chunk i's products into the running sum, once its wgmma are waited for (its X fragments may then change,
+    // and pb restarts). The small terms fold only every SF chunks (256 of K) and after the last: they are
+    // ~2^-11 of the big one, so the tensor cores' own sum over that much of K errs by < 1e-7 of the result
+    // (on the big term it costs accuracy, see tf32x3.cu), and 16 adds a chunk are saved (bench/NOTES.md).
+    auto retire = [&](const int i) {
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         cumm_wg_pin(pb);
         cumm_wg_pin(ps);
         if constexpr (ST == 2) cumm_wg_pin(pt);
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[i] += pb[i] + (ST == 2 ? ps[i] + pt[i] : ps[i]);
+        for (int q = 0; q < BN / 2; ++q) acc[q] += pb[q];
+        if (i % SF == SF - 1 || i == nc - 1) {
+#pragma unroll
+            for (int q = 0; q < BN / 2; ++q) acc[q] += ST == 2 ? ps[q] + pt[q] : ps[q];
+        }
     };
 
     if constexpr (TM) {
@@ -361,19 +399,18 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
             __syncthreads();
             refill(j - 1);  // every thread loaded chunk j - 1's X fragments before this barrier
-            if (j > 0) retire();
-            // X's fragments for this warpgroup's 64 rows, split in registers, one k-step ahead of its wgmma:
-            // the loads and the split of step s + 1 run while step s multiplies.
+            if (j > 0) retire(j - 1);
+            // X's fragments for this warpgroup's 64 rows, split in registers
             const unsigned long long b = dy + buffer(j) * BUF;
             unsigned xb[BK / 8][4], xs[BK / 8][4];
+            load_x(j, xb, xs);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
-                load_x(j, s, xb[s], xs[s]);
                 // small terms first, into their own sum; then the big one
-                cumm_wgmma<BN>(ps, xs[s], b + s * STEP, s > 0);
+                cumm_wgmma<BN>(ps, xs[s], b + s * STEP, j % SF != 0 || s > 0);
                 if constexpr (ST == 2) {
-                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, s > 0);
+                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, j % SF != 0 || s > 0);
                 } else {
                     cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
                 }
@@ -391,22 +428,22 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         auto prepare = [&](const int j, unsigned (&xb)[BK / 8][4], unsigned (&xs)[BK / 8][4]) {
             arrive(j);
             split_y(j);
-#pragma unroll
-            for (int s = 0; s < BK / 8; ++s) load_x(j, s, xb[s], xs[s]);
+            load_x(j, xb, xs);
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             __syncthreads();
             refill(j);
         };
-        // Chunk j's wgmma into the partial sums (restarted unless `more`: then they go on from the last chunk's).
+        // Chunk j's wgmma into the partial sums (big restarted unless `more`: then it goes on from the last
+        // chunk's; small restarted every SF chunks).
         auto mma = [&](const int j, const unsigned (&xb)[BK / 8][4], const unsigned (&xs)[BK / 8][4],
                        float (&big)[BN / 2], float (&small)[BN / 2], const bool more) {
             const unsigned long long b = dy + buffer(j) * BUF;
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
-                cumm_wgmma<BN>(small, xs[s], b + s * STEP, more || s > 0);
+                cumm_wgmma<BN>(small, xs[s], b + s * STEP, j % SF != 0 || s > 0);
                 if constexpr (ST == 2) {
-                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, more || s > 0);
+                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, j % SF != 0 || s > 0);
                 } else {
                     cumm_wgmma<BN>(small, xb[s], b + SMALL + s * STEP, 1);
                 }
@@ -417,16 +454,16 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         if (nc > 0) prepare(0, xb0, xs0);
         if constexpr (PA == 1) {
             for (int j = 0; j < nc; j += 2) {
-                if (j > 0) retire();
+                if (j > 0) retire(j - 1);
                 mma(j, xb0, xs0, pb, ps, false);
                 if (j + 1 < nc) {
                     prepare(j + 1, xb1, xs1);
-                    retire();
+                    retire(j);
                     mma(j + 1, xb1, xs1, pb, ps, false);
                     if (j + 2 < nc) prepare(j + 2, xb0, xs0);
                 }
             }
-            if (nc > 0) retire();
+            if (nc > 0) retire(nc - 1);
         } else {
             // PA = 2: two chunks per fold. Chunk j + 1's wgmma go on summing into chunk j's partial sums, issued
             // before chunk j is waited for: with 32-wide tiles a chunk's wgmma are short, and the tensor cores
@@ -441,12 +478,12 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                     if (j + 2 < nc) prepare(j + 2, xb0, xs0);
                 }
-                retire();
+                retire(j + 1 < nc ? j + 1 : j);
             }
         }
     }
     if constexpr (XA == 0) {
-        if (nc > 0) retire();
+        if (nc > 0) retire(nc - 1);
     }
     if constexpr (TM) seq += nc;
 

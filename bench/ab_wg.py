@@ -1,0 +1,72 @@
+"""A/B of a fused3_wg change in one run: the working tree's template against another copy of it (--old),
+launched as multi_dot launches them (tensor maps included), batches of back-to-back launches between an event
+pair, A and B batches interleaved; median us per call and each one's error against float64.
+
+    PYTHONPATH=. python3 bench/ab_wg.py --old path/to/fused3_wg.cu [--cases wg128x32:512,wg128x64:1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+import cupy
+from probe_chain import EXTRA, launch_setup, with_maps  # bench/ is this script's directory
+
+from cumm import _chain, _render
+from cumm._compile import _arch_specific_kernel
+from cumm._ladder import get_spec
+
+
+def build(config: str, template: str | None):
+    """The kernel of ``config`` rendered from ``template`` (a path; None: the package's own)."""
+    spec = get_spec("fused3_wg")
+    cfg = spec.resolve({**_chain.WG_CONFIGS, **EXTRA}[config], 90)
+    own = _render.template_text
+    if template is not None:
+        text = Path(template).read_text()
+        _render.template_text = lambda f: text if f == spec.template else own(f)
+    try:
+        name, src = _render.render(spec, cfg, (1, 1, 1))
+    finally:
+        _render.template_text = own
+    return _arch_specific_kernel(spec, cfg, name, src, 90), spec, cfg
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--old", required=True)
+    p.add_argument("--cases", default="wg128x32:384,wg128x32:512,wg128x64:768,wg128x64:1024,wg128x64:2048")
+    p.add_argument("--batches", type=int, default=15)
+    p.add_argument("--calls", type=int, default=40)
+    a = p.parse_args()
+    for case in a.cases.split(","):
+        config, n = case.split(":")
+        n = int(n)
+        runs = {}
+        for label, tpl in (("old", a.old), ("new", None)):
+            kern, spec, cfg = build(config, tpl)
+            grid, threads, smem, args, x, e = launch_setup(n, kern, spec, cfg)
+            runs[label] = (with_maps(kern, cfg, grid, threads, smem, args), grid, threads, smem, args, x, e)
+        times = {k: [] for k in runs}
+        ev = [cupy.cuda.Event(), cupy.cuda.Event()]
+        for b in range(a.batches + 2):
+            for label, (launch, grid, threads, smem, args, _, _) in runs.items():
+                ev[0].record()
+                for _ in range(a.calls):
+                    launch((grid,), (threads,), args, shared_mem=smem)
+                ev[1].record()
+                ev[1].synchronize()
+                if b >= 2:
+                    times[label].append(cupy.cuda.get_elapsed_time(*ev) * 1e3 / a.calls)
+        out = []
+        for label, (*_, x, e) in runs.items():
+            r = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
+            err = float(cupy.linalg.norm(e - r) / cupy.linalg.norm(r))
+            out.append(f"{label} {statistics.median(times[label]):7.2f} us (err {err:.1e})")
+        print(f"n={n:5d} {config:10s} grid={grid}: " + "  ".join(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
