@@ -1,8 +1,9 @@
-"""A/B of a fused3_wg change in one run: the working tree's template against another copy of it (--old),
-launched as multi_dot launches them (tensor maps included), batches of back-to-back launches between an event
-pair, A and B batches interleaved; median us per call and each one's error against float64.
+"""A/B of fused3_wg kernels in one run, launched as multi_dot launches them (tensor maps included): batches of
+back-to-back launches between an event pair, A and B batches interleaved; median us per call and each one's
+error against float64. A case is CONFIG:n (the working tree's template against another copy of it, --old) or
+CONFIG/CONFIG:n (two configurations of the working tree's template).
 
-    PYTHONPATH=. python3 bench/ab_wg.py --old path/to/fused3_wg.cu [--cases wg128x32:512,wg128x64:1024]
+    PYTHONPATH=. python3 bench/ab_wg.py --old path/to/fused3_wg.cu [--cases wg128x32:512,wg128x32/k64:512]
 """
 
 from __future__ import annotations
@@ -18,11 +19,20 @@ from cumm import _chain, _render
 from cumm._compile import _arch_specific_kernel
 from cumm._ladder import get_spec
 
+# candidates beside the named configurations and probe_chain's EXTRA
+CANDIDATES = {
+    "k64": dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, MINB=1, XA=1, TMA=1),
+    "k64xa0": dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, MINB=1, XA=0, TMA=1),
+    "k64xa0s2": dict(BM=128, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
+    "k64b64": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
+    "k64b64s3": dict(BM=64, BN=32, BK=64, CL=2, STAGES=3, MINB=1, XA=0, TMA=1),
+}
+
 
 def build(config: str, template: str | None):
     """The kernel of ``config`` rendered from ``template`` (a path; None: the package's own)."""
     spec = get_spec("fused3_wg")
-    cfg = spec.resolve({**_chain.WG_CONFIGS, **EXTRA}[config], 90)
+    cfg = spec.resolve({**_chain.WG_CONFIGS, **EXTRA, **CANDIDATES}[config], 90)
     own = _render.template_text
     if template is not None:
         text = Path(template).read_text()
@@ -36,7 +46,7 @@ def build(config: str, template: str | None):
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--old", required=True)
+    p.add_argument("--old", help="another copy of fused3_wg.cu (cases CONFIG:n)")
     p.add_argument("--cases", default="wg128x32:384,wg128x32:512,wg128x64:768,wg128x64:1024,wg128x64:2048")
     p.add_argument("--batches", type=int, default=15)
     p.add_argument("--calls", type=int, default=40)
@@ -45,8 +55,9 @@ def main() -> None:
         config, n = case.split(":")
         n = int(n)
         runs = {}
-        for label, tpl in (("old", a.old), ("new", None)):
-            kern, spec, cfg = build(config, tpl)
+        pairs = [(c, None) for c in config.split("/")] if "/" in config else [("old", a.old), ("new", None)]
+        for label, tpl in pairs:
+            kern, spec, cfg = build(label if "/" in config else config, tpl)
             grid, threads, smem, args, x, e = launch_setup(n, kern, spec, cfg)
             runs[label] = (with_maps(kern, cfg, grid, threads, smem, args), grid, threads, smem, args, x, e)
         times = {k: [] for k in runs}

@@ -105,7 +105,8 @@ EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocess
     "t64x64w8": dict(_chain.TC_CONFIGS["tc64x64"], WM=16, WN=32, NUM_THREADS=256),
     "t32x64k32": dict(_B, BK=32),
     # fused3_wg with chunks by the copy engine
-    "wg128x32tma": dict(_chain.WG_CONFIGS["wg128x32"], TMA=1),
+    "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),  # session 9's
+    "wg128x32tma": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),
     "wg128x64s5tma": dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, MINB=1, XA=0, TMA=1),
 }
 

@@ -7,7 +7,7 @@ wg128x32), each starting with the persistent kernels' dependency wait, then fuse
 Every launch goes through the library's own cumm._chain._Launch, plainly (cuLaunchKernel) or with PDL
 (cuLaunchKernelEx, programmatic stream serialization). Every fused3_wg result is checked against float64.
 
-    PYTHONPATH=.:bench python3 bench/probe_pdl.py [--n 512] [--config wg128x32] [--runs 200]
+    PYTHONPATH=.:bench python3 bench/probe_pdl.py [--n 512] [--config wg64x32] [--runs 200]
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def wg(n: int, config: str, runs: int, spin) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=512)
-    p.add_argument("--config", default="wg128x32")
+    p.add_argument("--config", default="wg64x32")
     p.add_argument("--runs", type=int, default=200)
     a = p.parse_args()
     spin = cupy.RawKernel(_SPIN, "cumm_bench_spin")

@@ -36,7 +36,7 @@ def main() -> None:
     n, dev = 512, cupy.cuda.runtime.getDevice()
     sets = [[cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)] for _ in range(64)]
     e = cupy.empty((n, n), cupy.float32)
-    base = dict(_chain.WG_CONFIGS["wg128x32"], TMA=0)
+    base = dict(_chain.WG_CONFIGS["wg64x32"], TMA=0)
     spec = _chain.wg_maps(dict(base, TMA=1), (n,) * 9)[0]
     ptr = sets[0][0].data.ptr
     m = _chain._aligned_map()

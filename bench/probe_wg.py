@@ -3,7 +3,7 @@ this probe inserts into the rendered source (k-loop, writing the partial tile an
 the rank's sum over distributed shared memory, the last cluster barrier), summed over the tiles of a launch;
 and the same with parts of the work removed (results then wrong; only the times matter).
 
-    PYTHONPATH=. python3 bench/probe_wg.py [--n 512] [--configs wg128x32] [--variants full,nomma,nosplit,noload]
+    PYTHONPATH=. python3 bench/probe_wg.py [--n 512] [--configs wg64x32] [--variants full,nomma,nosplit,noload]
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def run(n: int, config: str, variant: str, clusters: int, reps: int = 20) -> Non
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=512)
-    p.add_argument("--configs", default="wg128x32")
+    p.add_argument("--configs", default="wg64x32")
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--clusters", default="0,1", help="grid caps in clusters (0: as multi_dot launches)")
     a = p.parse_args()

@@ -18,7 +18,7 @@ for step in "$@"; do
     chain)
       timeout 300 python3 bench/chain.py --json $OUT/h200_chain.json > $OUT/h200_chain.log 2>&1; echo "chain rc=$?"
       sed -n '/NVIDIA/,$p' $OUT/h200_chain.log
-      timeout 90 python3 bench/probe_chain.py --n 512 --configs wg128x32,tc32x32 > $OUT/probe_chain.log 2>&1
+      timeout 90 python3 bench/probe_chain.py --n 512 --configs wg64x32,wg128x32,tc32x32 > $OUT/probe_chain.log 2>&1
       echo "probe rc=$?"; head -16 $OUT/probe_chain.log; grep -A1 "^n=512 " $OUT/probe_chain.log ;;
     sanitize)
       timeout 150 compute-sanitizer --tool memcheck python3 bench/chain_sanitize.py > $OUT/chain_memcheck.log 2>&1

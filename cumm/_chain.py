@@ -189,13 +189,15 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # 5347; bench/results/h200_chain.md); at n = 256 fused3_tc 32x32 is faster (12.1 against 14.0). XA = 1 (X's
 # fragments a chunk ahead) helps wg128x32 a little with cp.async (session 8) and is even with TMA. (Session 8's
 # wg64x64, 64 x 64 tiles by cp.async for n = 641 to 896, was 8.7 us slower than wg128x64 at n = 768 and left
-# the rule.)
+# the rule.) Session 10: wg64x32 (64 x 32 tiles, chunks of 64 of K, two blocks per multiprocessor) replaced
+# wg128x32 (BM 128, BK 32, 8 stages, XA 1): batches of back-to-back launches (bench/ab_wg.py) n = 384 13.0
+# against 14.1 us, 512 15.3 against 16.5, 640 28.5 against 32.7.
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),
+    "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
     "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
-WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg128x32"), (2 * 4096**3, "wg128x64"))
+WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg64x32"), (2 * 4096**3, "wg128x64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
@@ -392,9 +394,11 @@ def wg_maps(cfg: Mapping[str, int], ints: tuple[int, ...]) -> tuple[_MapSpec, ..
         return ()
     m, k, p, n, lda, ldb, ldc, _, ldt = ints
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
-    swizzle = {8: 1, 16: 2, 32: 3}[bk]  # X's rows are one swizzle span (the spec allows only these BK)
-    return (_MapSpec(0, k, m, lda, bk, bm, swizzle), _MapSpec(1, p, k, ldb, bn, bk, 0),
-            _MapSpec(4, p, m, ldt, bk, bm, swizzle), _MapSpec(2, n, p, ldc, bn, bk, 0))
+    # X's boxes: a row is one swizzle span (BK = 64: two boxes of 32 columns; the spec allows only these BK)
+    span = min(bk, 32)
+    swizzle = {8: 1, 16: 2, 32: 3}[span]
+    return (_MapSpec(0, k, m, lda, span, bm, swizzle), _MapSpec(1, p, k, ldb, bn, bk, 0),
+            _MapSpec(4, p, m, ldt, span, bm, swizzle), _MapSpec(2, n, p, ldc, bn, bk, 0))
 
 
 class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h)
@@ -452,6 +456,13 @@ def resident_blocks(kern, cfg: Mapping[str, int], threads: int, smem: int) -> in
 _NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}  # each persistent kernel's named configurations
 
 
+def cp_async_config(cfg: Mapping[str, int]) -> dict[str, int]:
+    """The fused3_wg configuration that runs chains with an unaligned operand in place of ``cfg`` (TMA = 1):
+    cp.async copies, in chunks of at most 32 of K (that k-loop spills with 64), as many bytes in flight."""
+    bk = min(cfg["BK"], 32)
+    return {**cfg, "TMA": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
+
+
 def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int,
                      ints: tuple[int, ...]) -> _Launch:
     """The launch of ``kernel`` (fused3_tc or fused3_wg) with ``config`` (a TC_CONFIGS / WG_CONFIGS name, or a
@@ -464,7 +475,7 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         spec.check_cc(cc, f"device {dev}", "use kernel='fused3' or 'pairwise'")
         cfg = spec.resolve(_NAMED[kernel][config] if isinstance(config, str) else config, cc)
         if cfg.get("TMA") and not all(flags):  # the copy engine reads 16-byte aligned operands only
-            cfg = spec.resolve({**cfg, "TMA": 0}, cc)
+            cfg = spec.resolve(cp_async_config(cfg), cc)
         kern = device_kernel(spec, cfg, flags, dev)
         threads, smem = spec.block(cfg)[0], spec.smem(cfg)
         with cupy.cuda.Device(dev):

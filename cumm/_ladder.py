@@ -328,7 +328,7 @@ REGISTRY: dict[str, KernelSpec] = {
             # GPU holds at once
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
-            # wg128x32's tile (auto's choice at n = 512) with cp.async, which every shape and alignment takes
+            # session 9's wg128x32 tile (auto's choice at n = 512 then) with cp.async, which every shape takes
             defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
@@ -343,15 +343,16 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("PA == 1 or XA == 1", "PA=2 builds on the XA=1 k-loop: use XA=1 with PA=2"),
                 C("ST in (1, 2)", "ST is 1 or 2: the accumulators of a chunk's two small terms"),
                 C("TMA in (0, 1)", "TMA is 0 (every thread copies with cp.async) or 1 (the copy engine, sm_90)"),
-                C("TMA == 0 or BK in (8, 16, 32)",
-                  "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span: BK is 8, 16 or 32"),
+                C("TMA == 0 or BK in (8, 16, 32, 64)",
+                  "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span, or two 128-byte ones:"
+                  " BK is 8, 16, 32 or 64"),
                 C("(4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8)) + 8 * STAGES"
                   " + 1024 if TMA else 4 * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8)))"
                   " <= 232448",
                   "shared memory (raw stages, split buffers, the partial tile) is at most 227 KB per block"),
             ],
-            space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8), MINB=(1,),
-                       XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2)),
+            space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
+                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2)),
         ),
     ]
 }

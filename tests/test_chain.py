@@ -154,6 +154,10 @@ def test_fused3_tc_configs(config, dims, rng):
     assert rel_err(out, ref) < TOL
 
 
+# session 9's named configuration for n = 321 to 640 (128 x 32 tiles, chunks of 32, XA = 1), kept in the tests
+WG128X32 = dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1)
+
+
 def _check_wg(config, dims, rng):
     """fused3_wg with ``config`` on a fresh chain of ``dims`` (NaN-poisoned output) against float64."""
     import cupy
@@ -173,8 +177,8 @@ def _check_wg(config, dims, rng):
                                     dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
                                     # session 7's k-loop (XA = 0), and X one chunk ahead (XA = 1) with an odd
                                     # number of chunks per rank, ranks without chunks, two stages
-                                    dict(_chain.WG_CONFIGS["wg128x32"], XA=0, TMA=0),
-                                    dict(_chain.WG_CONFIGS["wg128x32"], TMA=0), dict(BM=64, BN=64, BK=24, CL=4,
+                                    dict(WG128X32, XA=0, TMA=0),
+                                    dict(WG128X32, TMA=0), dict(BM=64, BN=64, BK=24, CL=4,
                                                                                     STAGES=3, XA=1),
                                     dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1),
                                     dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, XA=1, PA=2),
@@ -189,9 +193,10 @@ def test_fused3_wg_configs(config, dims, rng):
     _check_wg(config, dims, rng)
 
 
-# fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 32, 16, 8), both k-loops, 1 to 4
-# warpgroups, 2 to 8 stages
-TMA_CONFIGS = [_chain.WG_CONFIGS["wg128x32"], _chain.WG_CONFIGS["wg128x64"],
+
+# fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 64, 32, 16, 8), both k-loops, 1 to
+# 4 warpgroups, 2 to 8 stages
+TMA_CONFIGS = [_chain.WG_CONFIGS["wg64x32"], _chain.WG_CONFIGS["wg128x64"], WG128X32,
                dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, XA=0, TMA=1),
                dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, XA=0, TMA=1),
                dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, XA=0, TMA=1),
@@ -203,7 +208,11 @@ TMA_CONFIGS = [_chain.WG_CONFIGS["wg128x32"], _chain.WG_CONFIGS["wg128x64"],
                # the small terms in two accumulators (ST = 2), with either k-loop and either fold
                dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, ST=2),
                dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, ST=2),
-               dict(BM=128, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2, ST=2)]
+               dict(BM=128, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2, ST=2),
+               # BK = 64: X's chunk in two boxes, big * big in two accumulators; both k-loops, PA = 2, 1-2 warpgroups
+               dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, XA=1, TMA=1),
+               dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, XA=0, TMA=1),
+               dict(BM=64, BN=32, BK=64, CL=4, STAGES=2, XA=1, TMA=1, PA=2)]
 
 
 @gpu
@@ -513,9 +522,9 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "wg128x32"  # fused3_wg from n = 321 to 4096 on sm_90 (H200 sweeps)
-    assert sel(384, 384, 384, 384, 90) == "wg128x32"
-    assert sel(640, 640, 640, 640, 90) == "wg128x32"
+    assert sel(512, 512, 512, 512, 90) == "wg64x32"  # fused3_wg from n = 321 to 4096 on sm_90 (H200 sweeps)
+    assert sel(384, 384, 384, 384, 90) == "wg64x32"
+    assert sel(640, 640, 640, 640, 90) == "wg64x32"
     assert sel(768, 768, 768, 768, 90) == "wg128x64"
     assert sel(1024, 1024, 1024, 1024, 90) == "wg128x64"
     assert sel(256, 256, 256, 256, 90) == "tc32x32"  # fused3_tc as fast at n = 256
@@ -537,14 +546,14 @@ def test_auto_rule():
     assert sel(5, 0, 3, 7, 90) is None
     for name in _chain.TC_CONFIGS.values():
         cumm.kernel_spec("fused3_tc").check(cumm.kernel_spec("fused3_tc").resolve(name, 90))
-    assert _chain.wg_forced(2 * 64**3) == "wg128x32" and _chain.wg_forced(2 * 4096**3) == "wg128x64"
+    assert _chain.wg_forced(2 * 64**3) == "wg64x32" and _chain.wg_forced(2 * 4096**3) == "wg128x64"
     assert {name for _, name in _chain.WG_RULE if name} == set(_chain.WG_CONFIGS)
 
 
 def test_wg_maps():
     """fused3_wg's tensor-map arguments mirror CUMM_WG_ARGS (A, B, T, C): boxes of X's chunk (BK x BM, rows
     swizzled) and Y's (BN x BK); none without TMA."""
-    spec, cfg = _chain._MapSpec, dict(_chain.WG_CONFIGS["wg128x32"], TMA=1)
+    spec, cfg = _chain._MapSpec, dict(WG128X32, TMA=1)
     ints = (37, 44, 300, 72, 48, 300, 76, 72, 300)  # m k p n lda ldb ldc lde ldt
     assert _chain.wg_maps(cfg, ints) == (spec(0, 44, 37, 48, 32, 128, 3), spec(1, 300, 44, 300, 32, 32, 0),
                                          spec(4, 300, 37, 300, 32, 128, 3), spec(2, 72, 300, 76, 32, 32, 0))
@@ -599,7 +608,8 @@ def test_wg_configs_compile(config):
     multi_dot does); ptxas's spills stay as small as measured (the 255-register configurations spill 32-96
     bytes, bench/NOTES.md session 7)."""
     for aligned in (True, False):
-        cfg = _chain.WG_CONFIGS[config] if aligned else dict(_chain.WG_CONFIGS[config], TMA=0)  # as multi_dot runs
+        cfg = _chain.WG_CONFIGS[config]
+        cfg = cfg if aligned else _chain.cp_async_config(cfg)  # as multi_dot runs it
         r = cumm.compile("fused3_wg", cfg, arch="sm_90", aligned=aligned)
         if not r.log:
             pytest.skip(f"NVRTC {'.'.join(map(str, _nvrtc_version()))} returned no ptxas report")
@@ -655,3 +665,11 @@ def test_cluster_needs_sm90():
     with pytest.raises(cumm.CompileError, match="thread block clusters"):
         cumm.compile("fused3", {"CL": 4, "PCH": 1}, arch="sm_80")
 
+
+
+def test_cp_async_config():
+    """Chains with an unaligned operand run the named configuration's tiles by cp.async, in chunks of at most 32
+    of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64)."""
+    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg64x32"]) == dict(
+        _chain.WG_CONFIGS["wg64x32"], TMA=0, BK=32, STAGES=4)
+    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0)

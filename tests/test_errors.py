@@ -191,7 +191,7 @@ def test_fused3_wg_off_sm_90(monkeypatch, cc):
 
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: cc)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_wg'.*9\.0.*use kernel='fused3' or 'pairwise'"):
-        _chain._persistent_plan("fused3_wg", "wg128x32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
+        _chain._persistent_plan("fused3_wg", "wg64x32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
 
 
 @pytest.mark.parametrize("xa, message", [(2, r"XA is 0 .* or 1 .*XA=2"),
@@ -203,7 +203,7 @@ def test_fused3_wg_xa_out_of_range(xa, message):
 
 
 @pytest.mark.parametrize("over, message", [(dict(TMA=2), r"TMA is 0 .* or 1 .*TMA=2"),
-                                           (dict(TMA=1, BK=24), r"BK is 8, 16 or 32.*BK=24"),
+                                           (dict(TMA=1, BK=24), r"BK is 8, 16, 32 or 64.*BK=24"),
                                            (dict(TMA=1, BN=64, STAGES=6), r"at most 227 KB.*STAGES=6, TMA=1"),
                                            (dict(PA=2, XA=0), r"PA=2 builds on the XA=1 k-loop.*XA=0, PA=2"),
                                            (dict(PA=3), r"PA is 1 or 2: .*PA=3"),

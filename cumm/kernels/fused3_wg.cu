@@ -11,9 +11,9 @@
 //   distributed shared memory in rank order (deterministic): rank r sums rows r * BM / CL .. and stores them.
 // * wgmma: one instruction multiplies 64 x BN x 8 for a warpgroup, asynchronously. X (A, or T) is the register
 //   operand: each warp loads its 16 rows' fragments from the raw chunk (K permuted within a chunk, the same
-//   way for X and Y, so that a thread's values are consecutive: 16-byte loads) and splits them. Y (B, or C) is split once per block into shared memory, transposed into wgmma's
-//   canonical K-major layout (with TF32 operands wgmma reads only K-major); its split buffers (two; three with
-//   TMA = 1) let the wgmma of chunk j run while the block splits chunk j + 1. With TMA = 0 the STAGES raw
+//   way for X and Y, so that a thread's values are consecutive: 16-byte loads) and splits them. Y (B, or C)
+//   is split once per block into shared memory, transposed into wgmma's canonical K-major layout (with TF32
+//   operands wgmma reads only K-major); its split buffers (two; three with TMA = 1) let the wgmma of chunk j run while the block splits chunk j + 1. With TMA = 0 the STAGES raw
 //   stages are filled by cp.async (STAGES - 1 chunks in flight; at n = 512 a rank's whole K at once).
 // * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, restarted
 //   per chunk (small: per 256 of K) and added to the running sum in FP32 with rounding (the tensor cores' own
@@ -59,6 +59,11 @@ constexpr int SPL = 2 * BN * BK;           // floats per split buffer: Y^T big, 
 // another's wgmma still read chunk j - 2's buffer: three buffers keep them apart (see cumm_wg_tile).
 constexpr int NSPLIT = TMA ? 3 : 2;
 constexpr int W = BK / 4;                // floats of a row of X's chunk per fragment thread (load_x)
+// X's chunk in column blocks of SPAN: with TMA = 1 one copy-engine box each (a 128-byte swizzle span at most:
+// BK = 64 is two boxes), laid out one after the other; a thread's W values lie WS in each block (cumm_wg_kcol)
+constexpr int SPAN = BK <= 32 || BK % 32 != 0 ? BK : 32, WS = SPAN / 4;
+// big * big accumulators: BK = 64 sums each half of a chunk's K apart, so that it still folds every 32 of K
+constexpr int NB = BK == 64 ? 2 : 1, SB = BK / 8 / NB;  // SB: k-steps per big * big accumulator
 constexpr int LDP = BN + 8;                // partial tile [BM][LDP] (float2 stores hit 32 banks)
 constexpr int OFF_SPLIT = STAGES * RAW, OFF_PART = OFF_SPLIT + NSPLIT * SPL;
 constexpr int OFF_BAR = OFF_PART + BM * LDP;  // TMA = 1: one mbarrier (8 bytes) per raw stage
@@ -69,11 +74,18 @@ constexpr int OFF_BAR = OFF_PART + BM * LDP;  // TMA = 1: one mbarrier (8 bytes)
 // 7.., as many as the span has pieces).
 __device__ __forceinline__ int cumm_wg_xi(const int r, const int c) {
     if constexpr (TMA != 0) {
-        const int o = r * BK + c;
-        return o ^ (((o >> 5) & (BK / 4 - 1)) << 2);
+        const int o = c / wg::SPAN * (BM * wg::SPAN) + r * wg::SPAN + c % wg::SPAN;  // its box, then the row
+        return o ^ (((o >> 5) & (wg::SPAN / 4 - 1)) << 2);
     } else {
         return r * wg::LDX + c;
     }
+}
+
+// The chunk column of value e (0 .. W - 1) of fragment thread t (lane % 4): its K slot is t (e even) or t + 4
+// (e odd) of k-step e / 2. Y's chunk rows follow the same order (split_y), and a product's sum over K does not
+// care about the order; this one puts a thread's values in runs of WS consecutive columns.
+__device__ __forceinline__ int cumm_wg_kcol(const int t, const int e) {
+    return wg::SPAN * (e / wg::WS) + wg::WS * t + e % wg::WS;
 }
 
 __device__ __forceinline__ void cumm_wg_split(float x, unsigned& big, unsigned& small) {
@@ -244,7 +256,8 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         if constexpr (TM) {
             unsigned long long* const bar = bars + (seq + j) % STAGES;
             cumm_mbar_expect(bar, 4 * (BM * BK + BK * BN));
-            cumm_tma_load(Xr, tx, k0, bm0, bar);
+#pragma unroll
+            for (int h = 0; h < BK / SPAN; ++h) cumm_tma_load(Xr + h * BM * SPAN, tx, k0 + h * SPAN, bm0, bar);
             cumm_tma_load(Yr, ty, bn0, k0, bar);
         } else {
 #pragma unroll
@@ -297,7 +310,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 
     // running sum; a chunk's big * big and its two small terms (ST = 2: the second small term in pt, so that
     // a chunk's wgmma form three chains of BK / 8 on their accumulators, not one of BK / 4 and one of BK / 8)
-    float acc[BN / 2], pb[BN / 2], ps[BN / 2], pt[BN / 2];
+    float acc[BN / 2], pb[BN / 2], ps[BN / 2], pt[BN / 2], pb2[BN / 2];  // pb2: the second half (NB = 2)
     // chunks per fold of the small terms: 256 of K, a multiple of PA (see retire); with cp.async every PA (its
     // k-loop is at the register limit, and the conditional fold spills there)
     constexpr int SF = TMA ? PA * (256 / (BK * PA) > 1 ? 256 / (BK * PA) : 1) : PA;
@@ -317,16 +330,17 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
             const int i = tid + u * NT, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
             if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
-            const float* q = Yr + c * LDY + col;  // K slots 4 (c % 2) .. of step c / 2: chunk rows c + W * u
+            // K slots 4 (c % 2) + u of step c / 2: chunk rows cumm_wg_kcol(u, c), u = 0 .. 3
+            const float* q = Yr + cumm_wg_kcol(0, c) * LDY + col;
             uint4 small;
-            Yb[i] = cumm_wg_split4(make_float4(q[0], q[W * LDY], q[2 * W * LDY], q[3 * W * LDY]), small);
+            Yb[i] = cumm_wg_split4(make_float4(q[0], q[WS * LDY], q[2 * WS * LDY], q[3 * WS * LDY]), small);
             Yb[BN * BK / 4 + i] = small;
         }
     };
     // This warp's X fragments of every k-step of chunk j (rows 64 grp + 16 warp + g and + 8: the m16n8k8
-    // A-fragment), split in registers. K slots t and t + 4 of step s are the chunk's columns W t + 2 s and
-    // + 1 (and Y's rows, see above), so a thread's values of all steps are W consecutive floats of each of
-    // its two rows: 16-byte loads (8-byte when W is not a multiple of 4) instead of one load per value.
+    // A-fragment), split in registers. With K in cumm_wg_kcol's order a thread's values of all steps are runs
+    // of WS consecutive floats of each of its two rows: 16-byte loads (8-byte when WS is not a multiple of 4)
+    // instead of one load per value.
     auto load_x = [&](const int j, unsigned (&xb)[BK / 8][4], unsigned (&xs)[BK / 8][4]) {
         const float* const q = stage(j);
         const int r = 64 * grp + 16 * warp + g;
@@ -334,20 +348,20 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         if constexpr (!TM) {  // scalar loads, step by step (vector loads, or this order, spill there)
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
-                const int c = W * t + 2 * s;
+                const int c = cumm_wg_kcol(t, 2 * s), d = cumm_wg_kcol(t, 2 * s + 1);
                 cumm_wg_split(q[cumm_wg_xi(r, c)], xb[s][0], xs[s][0]);
                 cumm_wg_split(q[cumm_wg_xi(r + 8, c)], xb[s][1], xs[s][1]);
-                cumm_wg_split(q[cumm_wg_xi(r, c + 1)], xb[s][2], xs[s][2]);
-                cumm_wg_split(q[cumm_wg_xi(r + 8, c + 1)], xb[s][3], xs[s][3]);
+                cumm_wg_split(q[cumm_wg_xi(r, d)], xb[s][2], xs[s][2]);
+                cumm_wg_split(q[cumm_wg_xi(r + 8, d)], xb[s][3], xs[s][3]);
             }
         } else {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {  // row r + 8 h: fragment registers h (slot t) and 2 + h (slot t + 4)
 #pragma unroll
-                for (int e = 0; e < W; e += W % 4 == 0 ? 4 : 2) {
-                    const float* const a = q + cumm_wg_xi(r + 8 * h, W * t + e);
+                for (int e = 0; e < W; e += WS % 4 == 0 ? 4 : 2) {
+                    const float* const a = q + cumm_wg_xi(r + 8 * h, cumm_wg_kcol(t, e));
                     float v[4];
-                    if constexpr (W % 4 == 0) {
+                    if constexpr (WS % 4 == 0) {
                         const float4 f = *reinterpret_cast<const float4*>(a);
                         v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
                     } else {
@@ -355,7 +369,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                         v[0] = f.x, v[1] = f.y;
                     }
 #pragma unroll
-                    for (int i = 0; i < (W % 4 == 0 ? 4 : 2); ++i)
+                    for (int i = 0; i < (WS % 4 == 0 ? 4 : 2); ++i)
                         cumm_wg_split(v[i], xb[(e + i) / 2][h + 2 * (i % 2)], xs[(e + i) / 2][h + 2 * (i % 2)]);
                 }
             }
@@ -370,8 +384,13 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         cumm_wg_pin(pb);
         cumm_wg_pin(ps);
         if constexpr (ST == 2) cumm_wg_pin(pt);
+        if constexpr (NB == 2) cumm_wg_pin(pb2);
 #pragma unroll
         for (int q = 0; q < BN / 2; ++q) acc[q] += pb[q];
+        if constexpr (NB == 2) {
+#pragma unroll
+            for (int q = 0; q < BN / 2; ++q) acc[q] += pb2[q];
+        }
         if (i % SF == SF - 1 || i == nc - 1) {
 #pragma unroll
             for (int q = 0; q < BN / 2; ++q) acc[q] += ST == 2 ? ps[q] + pt[q] : ps[q];
@@ -414,7 +433,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                 } else {
                     cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
                 }
-                cumm_wgmma<BN>(pb, xb[s], b + s * STEP, s > 0);
+                cumm_wgmma<BN>(s >= SB ? pb2 : pb, xb[s], b + s * STEP, s % SB > 0);
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         }
@@ -436,18 +455,18 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         // Chunk j's wgmma into the partial sums (big restarted unless `more`: then it goes on from the last
         // chunk's; small restarted every SF chunks).
         auto mma = [&](const int j, const unsigned (&xb)[BK / 8][4], const unsigned (&xs)[BK / 8][4],
-                       float (&big)[BN / 2], float (&small)[BN / 2], const bool more) {
+                       const bool more) {
             const unsigned long long b = dy + buffer(j) * BUF;
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
-                cumm_wgmma<BN>(small, xs[s], b + s * STEP, j % SF != 0 || s > 0);
+                cumm_wgmma<BN>(ps, xs[s], b + s * STEP, j % SF != 0 || s > 0);
                 if constexpr (ST == 2) {
                     cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, j % SF != 0 || s > 0);
                 } else {
-                    cumm_wgmma<BN>(small, xb[s], b + SMALL + s * STEP, 1);
+                    cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
                 }
-                cumm_wgmma<BN>(big, xb[s], b + s * STEP, more || s > 0);
+                cumm_wgmma<BN>(s >= SB ? pb2 : pb, xb[s], b + s * STEP, more || s % SB > 0);
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         };
@@ -455,11 +474,11 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         if constexpr (PA == 1) {
             for (int j = 0; j < nc; j += 2) {
                 if (j > 0) retire(j - 1);
-                mma(j, xb0, xs0, pb, ps, false);
+                mma(j, xb0, xs0, false);
                 if (j + 1 < nc) {
                     prepare(j + 1, xb1, xs1);
                     retire(j);
-                    mma(j + 1, xb1, xs1, pb, ps, false);
+                    mma(j + 1, xb1, xs1, false);
                     if (j + 2 < nc) prepare(j + 2, xb0, xs0);
                 }
             }
@@ -471,10 +490,10 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             // registers are reloaded (chunk j + 2) once chunk j alone has been waited for (wait_group 1). The
             // tensor cores' own sums then run over 2 * BK of K instead of BK (see tf32x3.cu on their accuracy).
             for (int j = 0; j < nc; j += 2) {
-                mma(j, xb0, xs0, pb, ps, false);
+                mma(j, xb0, xs0, false);
                 if (j + 1 < nc) {
                     prepare(j + 1, xb1, xs1);
-                    mma(j + 1, xb1, xs1, pb, ps, true);
+                    mma(j + 1, xb1, xs1, true);
                     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                     if (j + 2 < nc) prepare(j + 2, xb0, xs0);
                 }
