@@ -13,8 +13,9 @@
 //   operand: each warp loads its 16 rows' fragments from the raw chunk (K permuted within a chunk, the same
 //   way for X and Y, so that a thread's values are consecutive: 16-byte loads) and splits them. Y (B, or C)
 //   is split once per block into shared memory, transposed into wgmma's canonical K-major layout (with TF32
-//   operands wgmma reads only K-major); its split buffers (two; three with TMA = 1) let the wgmma of chunk j run while the block splits chunk j + 1. With TMA = 0 the STAGES raw
-//   stages are filled by cp.async (STAGES - 1 chunks in flight; at n = 512 a rank's whole K at once).
+//   operands wgmma reads only K-major); its split buffers (two; three with TMA = 1) let the wgmma of chunk j
+//   run while the block splits chunk j + 1. With TMA = 0 the STAGES raw stages are filled by cp.async
+//   (STAGES - 1 chunks in flight).
 // * Each chunk's products are summed apart: small terms in one accumulator, big * big in another, restarted
 //   per chunk (small: per 256 of K) and added to the running sum in FP32 with rounding (the tensor cores' own
 //   long accumulation loses accuracy, see tf32x3.cu).
@@ -27,11 +28,10 @@
 //   The engine cannot pad rows, so X's chunk rows are swizzled instead (cumm_wg_xi).
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
-// Measured on the H200 (device time, an event pair per call): n = 512 19.2 us against fused3_tc's 24.6, 1024 65
-// against 99 (bench/results/h200_chain.md). A tile's k-loop at n = 512 (bench/probe_wg.py): 5.0 us, of which the
-// wgmma account for 2.2 (about 80 % of the TF32 rate for a block's 3.1 M multiply-adds), waiting for the copy
-// engine 1.1 and Y's split 0.4; one cluster alone takes 4.8 us per tile, so the L2 is not the limit: the wgmma and
-// the rest of a chunk's work add up rather than overlap.
+// Measured on the H200 (device time, an event pair per call; bench/results/h200_chain.md, session 10): n = 512
+// 18.4 us (wg64x32) against fused3_tc's 24.4, 1024 64.1 (wg128x64) against 98.7. The wgmma and the rest of a
+// chunk's work add up rather than overlap: while a warpgroup's wgmma run, its own and other warps' instructions
+// wait (bench/probe_hgmma.py, bench/NOTES.md session 10), so what pays is fewer instructions and fewer chunks.
 //
 // Canonical K-major layout (no swizzle) of an R-row operand chunk: 8 rows x 4 floats (16 bytes) form a
 // "core matrix" of 128 contiguous bytes; chunk c of row r (columns 4c .. 4c + 3) lies at float (c * R + r) * 4.
@@ -397,6 +397,24 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         }
     };
 
+    // Chunk j's wgmma into the partial sums, small terms first (big restarted unless `more`: then it goes on
+    // from the last chunk's; small restarted every SF chunks).
+    auto mma = [&](const int j, const unsigned (&xb)[BK / 8][4], const unsigned (&xs)[BK / 8][4], const bool more) {
+        const unsigned long long b = dy + buffer(j) * BUF;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < BK / 8; ++s) {
+            cumm_wgmma<BN>(ps, xs[s], b + s * STEP, j % SF != 0 || s > 0);
+            if constexpr (ST == 2) {
+                cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, j % SF != 0 || s > 0);
+            } else {
+                cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
+            }
+            cumm_wgmma<BN>(s >= SB ? pb2 : pb, xb[s], b + s * STEP, more || s % SB > 0);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+
     if constexpr (TM) {
         if (tid == 0)
             for (int s = 0; s < STAGES && s < nc; ++s) issue(s);
@@ -420,22 +438,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             refill(j - 1);  // every thread loaded chunk j - 1's X fragments before this barrier
             if (j > 0) retire(j - 1);
             // X's fragments for this warpgroup's 64 rows, split in registers
-            const unsigned long long b = dy + buffer(j) * BUF;
             unsigned xb[BK / 8][4], xs[BK / 8][4];
             load_x(j, xb, xs);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int s = 0; s < BK / 8; ++s) {
-                // small terms first, into their own sum; then the big one
-                cumm_wgmma<BN>(ps, xs[s], b + s * STEP, j % SF != 0 || s > 0);
-                if constexpr (ST == 2) {
-                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, j % SF != 0 || s > 0);
-                } else {
-                    cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
-                }
-                cumm_wgmma<BN>(s >= SB ? pb2 : pb, xb[s], b + s * STEP, s % SB > 0);
-            }
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            mma(j, xb, xs, false);
         }
     } else {
         // X one chunk ahead: chunk j + 1's copies, Y split and X fragments are done while chunk j's wgmma run,
@@ -451,24 +456,6 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             __syncthreads();
             refill(j);
-        };
-        // Chunk j's wgmma into the partial sums (big restarted unless `more`: then it goes on from the last
-        // chunk's; small restarted every SF chunks).
-        auto mma = [&](const int j, const unsigned (&xb)[BK / 8][4], const unsigned (&xs)[BK / 8][4],
-                       const bool more) {
-            const unsigned long long b = dy + buffer(j) * BUF;
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int s = 0; s < BK / 8; ++s) {
-                cumm_wgmma<BN>(ps, xs[s], b + s * STEP, j % SF != 0 || s > 0);
-                if constexpr (ST == 2) {
-                    cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, j % SF != 0 || s > 0);
-                } else {
-                    cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
-                }
-                cumm_wgmma<BN>(s >= SB ? pb2 : pb, xb[s], b + s * STEP, more || s % SB > 0);
-            }
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         };
         if (nc > 0) prepare(0, xb0, xs0);
         if constexpr (PA == 1) {
