@@ -89,12 +89,19 @@ def _tf32x3_smem(c):
     return c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4
 
 
-def _wg_smem(c):  # fused3_wg: raw stages, split buffers of Y^T, the partial tile (see fused3_wg.cu)
-    if c["TMA"]:  # dense stages on 1024-byte boundaries, three split buffers, an mbarrier per stage, the slack
-        raw = c["STAGES"] * -(-(c["BM"] * c["BK"] + c["BK"] * c["BN"]) // 256) * 256
-        return 4 * (raw + 6 * c["BN"] * c["BK"] + c["BM"] * (c["BN"] + 8)) + 8 * c["STAGES"] + 1024
-    raw = c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 4))
-    return 4 * (raw + 4 * c["BN"] * c["BK"] + c["BM"] * (c["BN"] + 8))
+# fused3_wg's shared memory in bytes (see fused3_wg.cu): per K group (KW) its raw stages and split buffers of
+# Y^T, and a partial tile; with TMA = 1 dense stages on 1024-byte boundaries, three split buffers, an mbarrier
+# per stage and the alignment slack. The constraint below is the same formula.
+_WG_SMEM = ("KW * (4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8))"
+            " + 8 * STAGES) + 1024 if TMA else"
+            " 4 * KW * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8))")
+
+
+_WG_SMEM_CODE = compile(_WG_SMEM, "<fused3_wg shared memory>", "eval")
+
+
+def _wg_smem(c):
+    return eval(_WG_SMEM_CODE, {"__builtins__": {}}, dict(c))  # as a Constraint evaluates its expression
 
 
 def _warptile_block(c):
@@ -323,13 +330,13 @@ REGISTRY: dict[str, KernelSpec] = {
             arch_specific=True,  # wgmma: sm_90a only
             summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks",
             kind="chain",
-            block=lambda c: (2 * c["BM"], 1, 1),  # a warpgroup (128 threads) per 64 rows
+            block=lambda c: (2 * c["BM"] * c["KW"], 1, 1),  # a warpgroup (128 threads) per 64 rows, per K group
             # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the
             # GPU holds at once
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
             # session 9's wg128x32 tile (auto's choice at n = 512 then) with cp.async, which every shape takes
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1),
+            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, PF=0),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -346,13 +353,16 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("TMA == 0 or BK in (8, 16, 32, 64)",
                   "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span, or two 128-byte ones:"
                   " BK is 8, 16, 32 or 64"),
-                C("(4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8)) + 8 * STAGES"
-                  " + 1024 if TMA else 4 * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8)))"
-                  " <= 232448",
-                  "shared memory (raw stages, split buffers, the partial tile) is at most 227 KB per block"),
+                C("KW in (1, 2, 4)", "KW is 1, 2 or 4: the K groups of warpgroups within a block"),
+                C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
+                C("PF in (0, 1)", "PF is 0 or 1 (prefetch the tensor maps and the first chunks of C into L2)"),
+                C("PF == 0 or TMA == 1", "PF=1 prefetches through the copy engine's tensor maps: use it with TMA=1"),
+                C(f"({_WG_SMEM}) <= 232448",
+                  "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
+                  " 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
-                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2)),
+                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), PF=(0, 1)),
         ),
     ]
 }

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import cumm
 from cumm import _chain
+from cumm._ladder import get_spec
 
 from .conftest import rel_err
 
@@ -182,7 +183,11 @@ def _check_wg(config, dims, rng):
                                                                                     STAGES=3, XA=1),
                                     dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1),
                                     dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, XA=1, PA=2),
-                                    dict(BM=64, BN=64, BK=24, CL=2, STAGES=3, XA=0, ST=2)],
+                                    dict(BM=64, BN=64, BK=24, CL=2, STAGES=3, XA=0, ST=2),
+                                    # K split over two or four K groups of a block too (KW), with cp.async
+                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=0, KW=2),
+                                    dict(BM=128, BN=32, BK=16, CL=1, STAGES=4, XA=1, KW=2),
+                                    dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, XA=0, KW=4)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
                                   (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
@@ -212,7 +217,14 @@ TMA_CONFIGS = [_chain.WG_CONFIGS["wg64x32"], _chain.WG_CONFIGS["wg128x64"], WG12
                # BK = 64: X's chunk in two boxes, big * big in two accumulators; both k-loops, PA = 2, 1-2 warpgroups
                dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, XA=1, TMA=1),
                dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, XA=0, TMA=1),
-               dict(BM=64, BN=32, BK=64, CL=4, STAGES=2, XA=1, TMA=1, PA=2)]
+               dict(BM=64, BN=32, BK=64, CL=4, STAGES=2, XA=1, TMA=1, PA=2),
+               # K groups within a block (KW): one block per tile or a cluster too, 2 or 4 groups, both k-loops,
+               # PA = 2; the prefetch of the tensor maps and of C's first chunks (PF)
+               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PF=1),
+               dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=1, TMA=1, KW=2),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, PF=1),
+               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2),
+               dict(WG128X32, PF=1), dict(_chain.WG_CONFIGS["wg128x64"], PF=1)]
 
 
 @gpu
@@ -671,5 +683,8 @@ def test_cp_async_config():
     """Chains with an unaligned operand run the named configuration's tiles by cp.async, in chunks of at most 32
     of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64)."""
     assert _chain.cp_async_config(_chain.WG_CONFIGS["wg64x32"]) == dict(
-        _chain.WG_CONFIGS["wg64x32"], TMA=0, BK=32, STAGES=4)
-    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0)
+        _chain.WG_CONFIGS["wg64x32"], TMA=0, BK=32, STAGES=4, PF=0)
+    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0, PF=0)
+    spec = get_spec("fused3_wg")
+    for cfg in _chain.WG_CONFIGS.values():  # a valid configuration, whatever the named one prefetches
+        assert not spec.violations(spec.resolve(_chain.cp_async_config(dict(cfg, PF=1)), 90))

@@ -45,8 +45,9 @@
 #endif
 
 namespace wg {
-constexpr int NWG = BM / 64;               // warpgroups: 64 rows of the tile each (wgmma's M)
-constexpr int NT = 128 * NWG;              // threads
+constexpr int MG = BM / 64;                // warpgroups along M: 64 rows of the tile each (wgmma's M)
+constexpr int NTG = 128 * MG;              // threads of a K group (one chunk pipeline: copies, split, wgmma)
+constexpr int NT = NTG * KW;               // threads: KW K groups, each 1 / KW of the block's K
 // TMA = 0: raw X chunk [BM][LDX] and Y chunk [BK][LDY], rows padded so that fragment reads and 16-byte writes
 // hit 32 banks. TMA = 1: the copy engine writes dense boxes (it cannot pad), so X's rows (BK floats: one 32-,
 // 64- or 128-byte swizzle span) are swizzled instead (cumm_wg_xi), and each stage starts on a 1024-byte
@@ -65,8 +66,11 @@ constexpr int SPAN = BK <= 32 || BK % 32 != 0 ? BK : 32, WS = SPAN / 4;
 // big * big accumulators: BK = 64 sums each half of a chunk's K apart, so that it still folds every 32 of K
 constexpr int NB = BK == 64 ? 2 : 1, SB = BK / 8 / NB;  // SB: k-steps per big * big accumulator
 constexpr int LDP = BN + 8;                // partial tile [BM][LDP] (float2 stores hit 32 banks)
-constexpr int OFF_SPLIT = STAGES * RAW, OFF_PART = OFF_SPLIT + NSPLIT * SPL;
-constexpr int OFF_BAR = OFF_PART + BM * LDP;  // TMA = 1: one mbarrier (8 bytes) per raw stage
+// A K group's pipeline: its raw stages, then its split buffers (GROUP floats, a multiple of 256: each
+// group's stages start on 1024-byte boundaries too); the KW partial tiles after the groups' pipelines.
+constexpr int OFF_SPLIT = STAGES * RAW, GROUP = OFF_SPLIT + NSPLIT * SPL, OFF_PART = KW * GROUP;
+constexpr int OFF_BAR = OFF_PART + KW * BM * LDP;  // TMA = 1: one mbarrier (8 bytes) per raw stage and group
+static_assert(!TMA || GROUP % 256 == 0, "each K group's raw stages start on a 1024-byte boundary");
 }  // namespace wg
 
 // Float offset of element (r, c) of X's raw chunk. TMA = 1: the copy engine's swizzle, which XORs the 16-byte
@@ -181,6 +185,12 @@ __device__ __forceinline__ void cumm_tma_load(float* dst, const CummTmap* map, i
         : "memory");
 }
 
+// The box of `map` whose first element is (x, y) into L2 (no shared memory, no completion to wait for).
+__device__ __forceinline__ void cumm_tma_prefetch_l2(const CummTmap* map, int x, int y) {
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
+                 ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y) : "memory");
+}
+
 // mbarrier `bar` (one arrival per phase) completes its phase once `bytes` have landed.
 __device__ __forceinline__ void cumm_mbar_expect(unsigned long long* bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(cumm_smem(bar)), "r"(bytes)
@@ -204,6 +214,9 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
 // TMA = 1 (every operand 16-byte aligned): tx / ty are X's and Y's tensor maps; thread 0 copies whole chunks
 // with the copy engine into STAGES stages, each with an mbarrier; `seq` counts the chunks this block has taken
 // so far (the stage and the mbarrier's phase of a chunk follow from it) and moves on by this tile's.
+// KW > 1: the block's warpgroups form KW K groups, each its own pipeline over 1 / KW of the rank's K (its own
+// stages, split buffers, mbarriers and named barrier; thread 0 of each group copies); the KW x CL partial tiles
+// are summed together, so K split within a block costs a block barrier where a cluster's costs a cluster one.
 template <int VX, int VY, int VO>
 __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int K, const float* __restrict__ X,
                                              const int ldx, const float* __restrict__ Y, const int ldy,
@@ -212,39 +225,49 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                                              const CummTmap* ty, unsigned& seq) {
     using namespace wg;
     constexpr bool TM = TMA != 0;  // chunks by the copy engine (VX and VY then hold, see the #error above)
-    const int tid = threadIdx.x, grp = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
+    const int tid = threadIdx.x, kg = KW == 1 ? 0 : tid / NTG, tg = KW == 1 ? tid : tid % NTG;  // K group, its thread
+    const int grp = tg / 128, warp = tid % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // fragment coordinates
-    float* const raw = smem;
-    float* const split = smem + OFF_SPLIT;
+    float* const raw = smem + kg * GROUP;
+    float* const split = raw + OFF_SPLIT;
     float* const part = smem + OFF_PART;
-    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(smem + OFF_BAR);
-    const int KT = (K + BK - 1) / BK;  // chunks of K; this rank takes [c0, c0 + nc)
-    const int c0 = static_cast<int>(static_cast<long long>(KT) * rank / CL);
-    const int nc = static_cast<int>(static_cast<long long>(KT) * (rank + 1) / CL) - c0;
+    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(smem + OFF_BAR) + kg * STAGES;
+    // chunks of K; this rank's group kg takes [c0, c0 + nc): part rank * KW + kg of CL * KW
+    const int KT = (K + BK - 1) / BK, pi = rank * KW + kg;
+    const int c0 = static_cast<int>(static_cast<long long>(KT) * pi / (CL * KW));
+    const int nc = static_cast<int>(static_cast<long long>(KT) * (pi + 1) / (CL * KW)) - c0;
+    // the barrier of this K group's threads (the block's when KW = 1)
+    auto group_sync = [&]() {
+        if constexpr (KW == 1) {
+            __syncthreads();
+        } else {
+            asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kg), "n"(NTG) : "memory");
+        }
+    };
     // Raw stage of chunk c0 + j: j % STAGES; with the copy engine the block's count of chunks goes on across
     // tiles, so that each stage's mbarrier sees one phase per chunk.
     auto stage = [&](const int j) -> float* {
         return raw + (TM ? (seq + j) % STAGES : j % STAGES) * RAW;
     };
 
-    // Copies of chunk c0 + j into its raw stage, zero-filled past M, N and K. Thread tid copies the
-    // 16-byte pieces tid, tid + NT, ... of X's chunk (BM x BK) and of Y's (BK x BN). With 16-byte accesses
+    // Copies of chunk c0 + j into its raw stage, zero-filled past M, N and K. Thread tg copies the
+    // 16-byte pieces tg, tg + NTG, ... of X's chunk (BM x BK) and of Y's (BK x BN). With 16-byte accesses
     // legal, the source pointers, row predicates and column byte counts are set once per tile, so a copy is a
     // few instructions (recomputing them per chunk had made the copies ~20 instructions each); otherwise
     // the general per-element copy of common.cuh. With the copy engine: two boxes from thread 0.
-    constexpr int UX = (BM * BK / 4 + NT - 1) / NT, UY = (BK * BN / 4 + NT - 1) / NT;
+    constexpr int UX = (BM * BK / 4 + NTG - 1) / NTG, UY = (BK * BN / 4 + NTG - 1) / NTG;
     const float* xsrc[UX];  // row bm0 + r of X at column c0 * BK + c; null: row past M (the piece is zeros)
     const float* ysrc[UY];  // row c0 * BK + r of Y at column bn0 + c
     int ybytes[UY];         // bytes of the piece left of column N
     if constexpr (!TM) {
 #pragma unroll
         for (int u = 0; u < UX; ++u) {
-            const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
+            const int i = tg + u * NTG, r = i / (BK / 4), c = i % (BK / 4) * 4;
             xsrc[u] = bm0 + r < M ? X + (i64)(bm0 + r) * ldx + c0 * BK + c : nullptr;
         }
 #pragma unroll
         for (int u = 0; u < UY; ++u) {
-            const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
+            const int i = tg + u * NTG, r = i / (BN / 4), c = i % (BN / 4) * 4;
             ysrc[u] = Y + (i64)(c0 * BK + r) * ldy + bn0 + c;
             ybytes[u] = 4 * max(0, min(4, N - bn0 - c));
         }
@@ -262,8 +285,8 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         } else {
 #pragma unroll
             for (int u = 0; u < UX; ++u) {
-                const int i = tid + u * NT, r = i / (BK / 4), c = i % (BK / 4) * 4;
-                if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;
+                const int i = tg + u * NTG, r = i / (BK / 4), c = i % (BK / 4) * 4;
+                if ((BM * BK / 4) % NTG != 0 && i >= BM * BK / 4) break;
                 if constexpr (VX != 0) {
                     const int bytes = xsrc[u] ? 4 * max(0, min(4, K - k0 - c)) : 0;
                     cumm_cp_async16(&Xr[cumm_wg_xi(r, c)], bytes ? xsrc[u] + j * BK : X, bytes);
@@ -275,8 +298,8 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             }
 #pragma unroll
             for (int u = 0; u < UY; ++u) {
-                const int i = tid + u * NT, r = i / (BN / 4), c = i % (BN / 4) * 4;
-                if ((BK * BN / 4) % NT != 0 && i >= BK * BN / 4) break;
+                const int i = tg + u * NTG, r = i / (BN / 4), c = i % (BN / 4) * 4;
+                if ((BK * BN / 4) % NTG != 0 && i >= BK * BN / 4) break;
                 const bool ok = k0 + r < K;
                 if constexpr (VY != 0) {
                     const int bytes = ok ? ybytes[u] : 0;
@@ -295,7 +318,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);
         } else {
             asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-            __syncthreads();
+            group_sync();
             if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
             cumm_cp_async_commit();
         }
@@ -304,7 +327,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // with chunk j + STAGES (STAGES chunks in flight; cp.async keeps STAGES - 1).
     auto refill = [&](const int j) {
         if constexpr (TM) {
-            if (tid == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);
+            if (tg == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);
         }
     };
 
@@ -327,9 +350,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         const float* const Yr = stage(j) + BM * LDX;
         uint4* const Yb = reinterpret_cast<uint4*>(split + buffer(j) * SPL);
 #pragma unroll
-        for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {
-            const int i = tid + u * NT, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
-            if ((BN * BK / 4) % NT != 0 && i >= BN * BK / 4) break;
+        for (int u = 0; u < (BN * BK / 4 + NTG - 1) / NTG; ++u) {
+            const int i = tg + u * NTG, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
+            if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
             // K slots 4 (c % 2) + u of step c / 2: chunk rows cumm_wg_kcol(u, c), u = 0 .. 3
             const float* q = Yr + cumm_wg_kcol(0, c) * LDY + col;
             uint4 small;
@@ -416,7 +439,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     };
 
     if constexpr (TM) {
-        if (tid == 0)
+        if (tg == 0)
             for (int s = 0; s < STAGES && s < nc; ++s) issue(s);
     } else {
 #pragma unroll
@@ -434,7 +457,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             arrive(j);
             split_y(j);  // (this runs while chunk j - 1's wgmma do)
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
-            __syncthreads();
+            group_sync();
             refill(j - 1);  // every thread loaded chunk j - 1's X fragments before this barrier
             if (j > 0) retire(j - 1);
             // X's fragments for this warpgroup's 64 rows, split in registers
@@ -454,7 +477,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             split_y(j);
             load_x(j, xb, xs);
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            __syncthreads();
+            group_sync();
             refill(j);
         };
         if (nc > 0) prepare(0, xb0, xs0);
@@ -498,7 +521,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // tile's first copies need not wait for the other ranks to finish reading it.
     cumm_cluster_wait();  // (the previous tile's last barrier: every rank is done reading this partial tile)
     {
-        const int r = 64 * grp + 16 * warp + g;
+        const int r = kg * BM + 64 * grp + 16 * warp + g;  // (K group kg's partial tile)
 #pragma unroll
         for (int q = 0; q < BN / 8; ++q) {
             *reinterpret_cast<float2*>(part + r * LDP + 8 * q + 2 * t) = make_float2(acc[4 * q], acc[4 * q + 1]);
@@ -512,20 +535,21 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #else
     __syncthreads();
 #endif
-    // Rank `rank` sums rows rank * BM / CL .. of the CL partial tiles, in rank order, and stores them. All of
-    // a thread's loads are issued before the first sum, so their latencies overlap.
-    constexpr int ROWS = BM / CL, U = (ROWS * BN / 4 + NT - 1) / NT;
-    float4 v[U][CL];
+    // Rank `rank` sums rows rank * BM / CL .. of the CL x KW partial tiles, in the order of their parts of K
+    // (rank, then K group), and stores them. All of a thread's loads are issued before the first sum, so their
+    // latencies overlap.
+    constexpr int ROWS = BM / CL, U = (ROWS * BN / 4 + NT - 1) / NT, NP = CL * KW;
+    float4 v[U][NP];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
         if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
 #pragma unroll
-        for (int q = 0; q < CL; ++q)
+        for (int q = 0; q < NP; ++q)
 #if CL > 1
-            v[u][q] = cumm_cluster_load4(cumm_cluster_map(part + r * LDP + c, q));
+            v[u][q] = cumm_cluster_load4(cumm_cluster_map(part + (q % KW * BM + r) * LDP + c, q / KW));
 #else
-            v[u][q] = *reinterpret_cast<const float4*>(part + r * LDP + c);
+            v[u][q] = *reinterpret_cast<const float4*>(part + (q * BM + r) * LDP + c);
 #endif
     }
 #pragma unroll
@@ -533,7 +557,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         const int i = tid + u * NT, r = rank * ROWS + i / (BN / 4), c = i % (BN / 4) * 4;
         if ((ROWS * BN / 4) % NT != 0 && i >= ROWS * BN / 4) break;
 #pragma unroll
-        for (int q = 1; q < CL; ++q) {
+        for (int q = 1; q < NP; ++q) {
             v[u][0].x += v[u][q].x;
             v[u][0].y += v[u][q].y;
             v[u][0].z += v[u][q].z;
@@ -569,7 +593,7 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     float* const smem = reinterpret_cast<float*>(smem4) + ((1024 - cumm_smem(smem4) % 1024) % 1024) / 4;
     const CummTmap *ma = &tm_a, *mb = &tm_b, *mt = &tm_t, *mc = &tm_c;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s)
+        for (int s = 0; s < KW * STAGES; ++s)
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cumm_smem(smem + wg::OFF_BAR + 2 * s)));
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -582,6 +606,22 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
+#if TMA && PF
+    // PF = 1: the copy engine fetches the tensor maps now rather than at each operand's first copy, and this
+    // block's first phase-2 tile's chunks of C start on their way from memory into L2 while phase 1 runs
+    // (C is an input: after the dependency wait above, nothing writes it).
+    if (threadIdx.x % wg::NTG == 0) {
+        if (threadIdx.x == 0)
+            for (const CummTmap* map : {ma, mb, mt, mc})
+                asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+        if (cluster < rows * cols2) {
+            const int KT = (p + BK - 1) / BK, pi = rank * KW + static_cast<int>(threadIdx.x) / wg::NTG;
+            const int c1 = static_cast<int>(static_cast<long long>(KT) * (pi + 1) / (CL * KW));
+            for (int c = static_cast<int>(static_cast<long long>(KT) * pi / (CL * KW)); c < c1; ++c)
+                cumm_tma_prefetch_l2(mc, cluster % cols2 * BN, c * BK);
+        }
+    }
+#endif
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
     for (int t = cluster; t < rows * cols1; t += clusters)
         cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem,
