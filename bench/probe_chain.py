@@ -115,7 +115,7 @@ EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocess
 
 
 def instrumented(config: str, flags=(1, 1, 1)):
-    kernel = _chain.PERSISTENT.get(config) or ("fused3_wg" if config.startswith("wg") else "fused3_tc")
+    kernel = _chain.PERSISTENT.get(config) or ("fused3_wg" if config.startswith(("wg", "kw")) else "fused3_tc")
     spec = get_spec(kernel)
     cfg = spec.resolve({**_chain.TC_CONFIGS, **_chain.WG_CONFIGS, **EXTRA}[config], 90)
     name, src = render(spec, cfg, flags)
