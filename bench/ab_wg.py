@@ -26,11 +26,9 @@ CANDIDATES = {
     "k64xa0s2": dict(BM=128, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
     "k64b64": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
     "k64b64s3": dict(BM=64, BN=32, BK=64, CL=2, STAGES=3, MINB=1, XA=0, TMA=1),
-    # session 11: K split over two K groups of one block (KW = 2); prefetches (PF = 1)
+    # session 11: K split over two K groups of one block (KW = 2)
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
-    "kw64x32pf": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PF=1),
     "kw64x32k32": dict(BM=64, BN=32, BK=32, CL=1, STAGES=4, MINB=1, XA=0, TMA=1, KW=2),
-    "wg64x32pf": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, PF=1),
 }
 
 

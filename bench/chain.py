@@ -114,15 +114,12 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "128x32c2k32s8-tma-st2": dict(BN=32, CL=2, BK=32, STAGES=8, TMA=1, ST=2),
     "128x32c2k32s8xa-tma-pa2-st2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, PA=2, ST=2),
     "128x64c2k32s4-tma-st2": dict(CL=2, BK=32, STAGES=4, TMA=1, ST=2),
-    # session 11: the named configurations and K split over two K groups of one block (KW = 2) instead of a
-    # cluster; pf: the tensor maps and C's first chunks prefetched (PF = 1)
+    # session 11: the named configurations, K split over two K groups of one block (KW = 2) instead of a
+    # cluster, and 128 x 32 tiles in chunks of 64 (2 stages)
     "s11-wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1),
-    "s11-wg64x32-pf": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1, PF=1),
     "s11-kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2),
-    "s11-kw64x32-pf": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PF=1),
-    "s11-kw64x32k32-pf": dict(BM=64, BN=32, BK=32, CL=1, STAGES=4, TMA=1, KW=2, PF=1),
     "s11-wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1),
-    "s11-wg128x64-pf": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, PF=1),
+    "s11-k64xa0s2": dict(BM=128, BN=32, BK=64, CL=2, STAGES=2, TMA=1),
 }
 
 

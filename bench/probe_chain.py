@@ -108,9 +108,8 @@ EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocess
     "wg128x32": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),  # session 9's
     "wg128x32tma": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),
     "wg128x64s5tma": dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, MINB=1, XA=0, TMA=1),
-    # session 11: K split over two K groups of one block (KW = 2), with the prefetches (PF = 1)
+    # session 11: K split over two K groups of one block (KW = 2)
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
-    "kw64x32pf": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PF=1),
 }
 
 

@@ -32,13 +32,13 @@ __device__ __forceinline__ void cumm_sect(int i, unsigned long long& t0) {
 """
 SECTIONS = {3: "kloop", 4: "part+bar", 5: "reduce", 6: "arrive"}
 ANCHORS = [  # (text, inserted before it)
-    ("    const int KT = (K + BK - 1) / BK;  // chunks of K", "    unsigned long long cumm_t0 = cumm_now();\n"),
+    ("    // chunks of K; this rank's group kg takes", "    unsigned long long cumm_t0 = cumm_now();\n"),
     ("    cumm_cluster_wait();  // (the previous tile's last barrier", "    cumm_sect(3, cumm_t0);\n"),
     ("    // Rank `rank` sums rows", "    cumm_sect(4, cumm_t0);\n"),
     ("#if CL > 1\n    // This rank is done reading", "    cumm_sect(5, cumm_t0);\n"),
     ("\n// Persistent:", "    cumm_sect(6, cumm_t0);\n"),
 ]
-_YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NT - 1) / NT; ++u) {\n            const int i = tid + u * NT, col"
+_YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NTG - 1) / NTG; ++u) {\n            const int i = tg + u * NTG, col"
 _XLOADS = "            load_x(j, xb, xs);"
 _FENCE = '            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");'
 _NOX = "            for (int s = 0; s < BK / 8; ++s)\n" \
@@ -51,7 +51,7 @@ VARIANTS = {  # text replacements that remove one part of the work
                ("        if (j + STAGES - 1 < nc) issue(", "        if (0) issue(")],  # (cp.async only)
     # copy engine: a chunk's copies and its wait removed (stages hold stale data)
     "notma": [("            for (int s = 0; s < STAGES && s < nc; ++s) issue(s);", "            ;"),
-              ("            if (tid == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);", "            ;"),
+              ("            if (tg == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);", "            ;"),
               ("            cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);", "            ;")],
     # XA = 1: no proxy fence between Y's split (generic stores) and the wgmma that read it (results may be wrong)
     "nofence": [(_XLOADS + "\n" + _FENCE, _XLOADS)],

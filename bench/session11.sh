@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# session 11 device steps, any of: kwtest (fused3_wg's GPU tests, K groups and prefetch included), ab11
-# (bench/ab_wg.py, configuration against configuration: CASES), probe11 (bench/probe_chain.py phases), chain11
+# session 11 device steps, any of: kwtest (fused3_wg's GPU tests, K groups included), ab11
+# (bench/ab_wg.py, configuration against configuration: CASES), probe11 (bench/probe_chain.py phases), probewg11
+# (bench/probe_wg.py sections: CONFIGS, VARIANTS), chain11
 # (bench/chain.py with session 11's configurations, rotating inputs), and every step of session10.sh, which it
 # runs for other names.
 export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
@@ -12,11 +13,15 @@ for step in "$@"; do
       timeout ${TEST_S:-420} python3 -m pytest -q -x -rs tests/test_chain.py \
         -k "wg or tma or back_to_back or cp_async" > $OUT/kwtest.log 2>&1; echo "kwtest rc=$?"; tail -6 $OUT/kwtest.log ;;
     ab11)
-      timeout ${AB_S:-240} python3 bench/ab_wg.py --cases ${CASES:-wg64x32/kw64x32:512,wg64x32/kw64x32pf:512,wg64x32/wg64x32pf:512,wg64x32/kw64x32k32:512,wg64x32/kw64x32:384,wg64x32/kw64x32:640} \
+      timeout ${AB_S:-240} python3 bench/ab_wg.py --cases ${CASES:-wg64x32/kw64x32:512,wg64x32/kw64x32k32:512,wg64x32/kw64x32:384,wg64x32/kw64x32:640} \
         > $OUT/ab11.log 2>&1; echo "ab11 rc=$?"; grep -v Warn $OUT/ab11.log ;;
     probe11)
-      timeout 200 python3 bench/probe_chain.py --n 512 --configs ${CONFIGS:-wg64x32,kw64x32,kw64x32pf} --no-host \
+      timeout 200 python3 bench/probe_chain.py --n 512 --configs ${CONFIGS:-wg64x32,kw64x32} --no-host \
         > $OUT/probe11.log 2>&1; echo "probe11 rc=$?"; cat $OUT/probe11.log ;;
+    probewg11)
+      timeout 200 python3 bench/probe_wg.py --n ${N:-512} --configs ${CONFIGS:-wg64x32,kw64x32} \
+        --variants ${VARIANTS:-full,nomma,skeleton} --clusters 0 > $OUT/probewg11.log 2>&1; echo "probewg11 rc=$?"
+      grep "^n=" $OUT/probewg11.log ;;
     chain11)
       timeout ${CHAIN_S:-420} python3 bench/chain.py --sizes ${SIZES:-384,512,640,1024} --no-extra --configs \
         --only fused3_wg:s11 --repeat 100 --json $OUT/chain11.json > $OUT/chain11.log 2>&1; echo "chain11 rc=$?"

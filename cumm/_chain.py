@@ -458,10 +458,9 @@ _NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}  # each persistent k
 
 def cp_async_config(cfg: Mapping[str, int]) -> dict[str, int]:
     """The fused3_wg configuration that runs chains with an unaligned operand in place of ``cfg`` (TMA = 1):
-    cp.async copies, in chunks of at most 32 of K (that k-loop spills with 64), as many bytes in flight, and no
-    prefetch through tensor maps (PF)."""
+    cp.async copies, in chunks of at most 32 of K (that k-loop spills with 64), as many bytes in flight."""
     bk = min(cfg["BK"], 32)
-    return {**cfg, "TMA": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk, "PF": 0}
+    return {**cfg, "TMA": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
 
 
 def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int,

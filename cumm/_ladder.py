@@ -336,7 +336,7 @@ REGISTRY: dict[str, KernelSpec] = {
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
             # session 9's wg128x32 tile (auto's choice at n = 512 then) with cp.async, which every shape takes
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, PF=0),
+            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -355,14 +355,12 @@ REGISTRY: dict[str, KernelSpec] = {
                   " BK is 8, 16, 32 or 64"),
                 C("KW in (1, 2, 4)", "KW is 1, 2 or 4: the K groups of warpgroups within a block"),
                 C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
-                C("PF in (0, 1)", "PF is 0 or 1 (prefetch the tensor maps and the first chunks of C into L2)"),
-                C("PF == 0 or TMA == 1", "PF=1 prefetches through the copy engine's tensor maps: use it with TMA=1"),
                 C(f"({_WG_SMEM}) <= 232448",
                   "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
                   " 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
-                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), PF=(0, 1)),
+                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2)),
         ),
     ]
 }

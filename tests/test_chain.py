@@ -219,12 +219,11 @@ TMA_CONFIGS = [_chain.WG_CONFIGS["wg64x32"], _chain.WG_CONFIGS["wg128x64"], WG12
                dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, XA=0, TMA=1),
                dict(BM=64, BN=32, BK=64, CL=4, STAGES=2, XA=1, TMA=1, PA=2),
                # K groups within a block (KW): one block per tile or a cluster too, 2 or 4 groups, both k-loops,
-               # PA = 2; the prefetch of the tensor maps and of C's first chunks (PF)
-               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PF=1),
+               # PA = 2
+               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2),
                dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=1, TMA=1, KW=2),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, PF=1),
-               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2),
-               dict(WG128X32, PF=1), dict(_chain.WG_CONFIGS["wg128x64"], PF=1)]
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4),
+               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2)]
 
 
 @gpu
@@ -683,8 +682,8 @@ def test_cp_async_config():
     """Chains with an unaligned operand run the named configuration's tiles by cp.async, in chunks of at most 32
     of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64)."""
     assert _chain.cp_async_config(_chain.WG_CONFIGS["wg64x32"]) == dict(
-        _chain.WG_CONFIGS["wg64x32"], TMA=0, BK=32, STAGES=4, PF=0)
-    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0, PF=0)
+        _chain.WG_CONFIGS["wg64x32"], TMA=0, BK=32, STAGES=4)
+    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0)
     spec = get_spec("fused3_wg")
-    for cfg in _chain.WG_CONFIGS.values():  # a valid configuration, whatever the named one prefetches
-        assert not spec.violations(spec.resolve(_chain.cp_async_config(dict(cfg, PF=1)), 90))
+    for cfg in _chain.WG_CONFIGS.values():
+        assert not spec.violations(spec.resolve(_chain.cp_async_config(cfg), 90))

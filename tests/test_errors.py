@@ -210,7 +210,6 @@ def test_fused3_wg_xa_out_of_range(xa, message):
                                            (dict(ST=0), r"ST is 1 or 2: .*ST=0"),
                                            (dict(KW=3), r"KW is 1, 2 or 4: .*KW=3"),
                                            (dict(BM=256, KW=4), r"at most 1024 threads.*BM=256.*KW=4"),
-                                           (dict(PF=1), r"use it with TMA=1.*TMA=0.*PF=1"),
                                            (dict(TMA=1, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2")])
 def test_fused3_wg_tma_config(over, message):
     """TMA = 1 needs X's chunk rows to be one swizzle span and its own shared-memory budget (dense stages, a

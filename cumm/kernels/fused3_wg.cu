@@ -185,12 +185,6 @@ __device__ __forceinline__ void cumm_tma_load(float* dst, const CummTmap* map, i
         : "memory");
 }
 
-// The box of `map` whose first element is (x, y) into L2 (no shared memory, no completion to wait for).
-__device__ __forceinline__ void cumm_tma_prefetch_l2(const CummTmap* map, int x, int y) {
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
-                 ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y) : "memory");
-}
-
 // mbarrier `bar` (one arrival per phase) completes its phase once `bytes` have landed.
 __device__ __forceinline__ void cumm_mbar_expect(unsigned long long* bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(cumm_smem(bar)), "r"(bytes)
@@ -606,22 +600,6 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
-#if TMA && PF
-    // PF = 1: the copy engine fetches the tensor maps now rather than at each operand's first copy, and this
-    // block's first phase-2 tile's chunks of C start on their way from memory into L2 while phase 1 runs
-    // (C is an input: after the dependency wait above, nothing writes it).
-    if (threadIdx.x % wg::NTG == 0) {
-        if (threadIdx.x == 0)
-            for (const CummTmap* map : {ma, mb, mt, mc})
-                asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
-        if (cluster < rows * cols2) {
-            const int KT = (p + BK - 1) / BK, pi = rank * KW + static_cast<int>(threadIdx.x) / wg::NTG;
-            const int c1 = static_cast<int>(static_cast<long long>(KT) * (pi + 1) / (CL * KW));
-            for (int c = static_cast<int>(static_cast<long long>(KT) * pi / (CL * KW)); c < c1; ++c)
-                cumm_tma_prefetch_l2(mc, cluster % cols2 * BN, c * BK);
-        }
-    }
-#endif
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
     for (int t = cluster; t < rows * cols1; t += clusters)
         cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem,
