@@ -29,6 +29,7 @@ CANDIDATES = {
     # session 11: K split over two K groups of one block (KW = 2)
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
     "kw64x32k32": dict(BM=64, BN=32, BK=32, CL=1, STAGES=4, MINB=1, XA=0, TMA=1, KW=2),
+    "kw64x64": dict(BM=64, BN=64, BK=32, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
 }
 
 

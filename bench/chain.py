@@ -120,6 +120,8 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "s11-kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2),
     "s11-wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1),
     "s11-k64xa0s2": dict(BM=128, BN=32, BK=64, CL=2, STAGES=2, TMA=1),
+    "s11-kw64x64": dict(BM=64, BN=64, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
+    "s11-kw128x32": dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
 }
 
 

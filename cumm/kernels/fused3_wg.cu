@@ -219,7 +219,10 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
                                              const CummTmap* ty, unsigned& seq) {
     using namespace wg;
     constexpr bool TM = TMA != 0;  // chunks by the copy engine (VX and VY then hold, see the #error above)
-    const int tid = threadIdx.x, kg = KW == 1 ? 0 : tid / NTG, tg = KW == 1 ? tid : tid % NTG;  // K group, its thread
+    // K group (from lane 0: the compiler then knows it is the same in the whole warp, and keeps the addresses
+    // that follow from it, wgmma descriptors included, in uniform registers) and the thread in it
+    const int tid = threadIdx.x, kg = KW == 1 ? 0 : __shfl_sync(0xffffffffu, tid / NTG, 0);
+    const int tg = KW == 1 ? tid : tid % NTG;
     const int grp = tg / 128, warp = tid % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // fragment coordinates
     float* const raw = smem + kg * GROUP;
@@ -361,7 +364,6 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     auto load_x = [&](const int j, unsigned (&xb)[BK / 8][4], unsigned (&xs)[BK / 8][4]) {
         const float* const q = stage(j);
         const int r = 64 * grp + 16 * warp + g;
-#pragma unroll
         if constexpr (!TM) {  // scalar loads, step by step (vector loads, or this order, spill there)
 #pragma unroll
             for (int s = 0; s < BK / 8; ++s) {
