@@ -30,7 +30,7 @@ def main() -> None:
     dev = cupy.cuda.runtime.getDevice()
 
     def run(kernel, mats, out):
-        if kernel.startswith("wg"):  # each named fused3_wg configuration, whatever the rule picks
+        if kernel in _chain.WG_CONFIGS:  # each named fused3_wg configuration, whatever the rule picks
             _chain._fused3_wg(*mats, out, kernel, dev)
         else:
             cumm.multi_dot(mats, kernel=kernel, out=out)

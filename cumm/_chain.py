@@ -191,13 +191,20 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # wg64x64, 64 x 64 tiles by cp.async for n = 641 to 896, was 8.7 us slower than wg128x64 at n = 768 and left
 # the rule.) Session 10: wg64x32 (64 x 32 tiles, chunks of 64 of K, two blocks per multiprocessor) replaced
 # wg128x32 (BM 128, BK 32, 8 stages, XA 1): batches of back-to-back launches (bench/ab_wg.py) n = 384 13.0
-# against 14.1 us, 512 15.3 against 16.5, 640 28.5 against 32.7.
+# against 14.1 us, 512 15.3 against 16.5, 640 28.5 against 32.7. Session 11: kw64x32, the same tiles with the
+# halves of K in two warpgroups of one block (KW = 2) instead of a cluster of two, so a tile ends with a block
+# barrier rather than a cluster one (epilogue 2.5 -> 1.2 us per block at n = 512): back to back n = 384 12.2
+# against 13.3 us, 448 13.7 against 15.3, 512 14.7 against 15.4. wg64x32 wins again where tiles come in
+# several rounds: 768 43.2 against wg128x64's 49.4, 896 53.8 against 55.8 (832: even); wg128x64 at 544 to 704
+# (704: 26.2 against 33.6; every tile in one round up to there).
 WG_CONFIGS: dict[str, dict[str, int]] = {
+    "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
     "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
     "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
-WG_RULE = ((2 * 320**3, None), (2 * 640**3, "wg64x32"), (2 * 4096**3, "wg128x64"))
+WG_RULE = ((2 * 320**3, None), (2 * 512**3, "kw64x32"), (2 * 704**3, "wg128x64"), (2 * 896**3, "wg64x32"),
+           (2 * 4096**3, "wg128x64"))
 PERSISTENT = {**dict.fromkeys(TC_CONFIGS, "fused3_tc"), **dict.fromkeys(WG_CONFIGS, "fused3_wg")}
 BM16_MAX_FMA = 2 * 160**3  # fused3's bm16 (clusters, sm_90) wins up to here (H200: at n = 128; tc32x32 at 192)
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool

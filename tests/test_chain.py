@@ -201,7 +201,7 @@ def test_fused3_wg_configs(config, dims, rng):
 
 # fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 64, 32, 16, 8), both k-loops, 1 to
 # 4 warpgroups, 2 to 8 stages
-TMA_CONFIGS = [_chain.WG_CONFIGS["wg64x32"], _chain.WG_CONFIGS["wg128x64"], WG128X32,
+TMA_CONFIGS = [*_chain.WG_CONFIGS.values(), WG128X32,
                dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, XA=0, TMA=1),
                dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, XA=0, TMA=1),
                dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, XA=0, TMA=1),
@@ -220,7 +220,6 @@ TMA_CONFIGS = [_chain.WG_CONFIGS["wg64x32"], _chain.WG_CONFIGS["wg128x64"], WG12
                dict(BM=64, BN=32, BK=64, CL=4, STAGES=2, XA=1, TMA=1, PA=2),
                # K groups within a block (KW): one block per tile or a cluster too, 2 or 4 groups, both k-loops,
                # PA = 2
-               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2),
                dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=1, TMA=1, KW=2),
                dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4),
                dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2)]
@@ -533,10 +532,14 @@ def test_registry():
 
 def test_auto_rule():
     sel = _chain.select
-    assert sel(512, 512, 512, 512, 90) == "wg64x32"  # fused3_wg from n = 321 to 4096 on sm_90 (H200 sweeps)
-    assert sel(384, 384, 384, 384, 90) == "wg64x32"
-    assert sel(640, 640, 640, 640, 90) == "wg64x32"
-    assert sel(768, 768, 768, 768, 90) == "wg128x64"
+    assert sel(512, 512, 512, 512, 90) == "kw64x32"  # fused3_wg from n = 321 to 4096 on sm_90 (H200 sweeps)
+    assert sel(384, 384, 384, 384, 90) == "kw64x32"
+    assert sel(513, 513, 513, 513, 90) == "wg128x64"
+    assert sel(640, 640, 640, 640, 90) == "wg128x64"
+    assert sel(704, 704, 704, 704, 90) == "wg128x64"
+    assert sel(768, 768, 768, 768, 90) == "wg64x32"
+    assert sel(896, 896, 896, 896, 90) == "wg64x32"
+    assert sel(960, 960, 960, 960, 90) == "wg128x64"
     assert sel(1024, 1024, 1024, 1024, 90) == "wg128x64"
     assert sel(256, 256, 256, 256, 90) == "tc32x32"  # fused3_tc as fast at n = 256
     assert sel(192, 192, 192, 192, 90) == "tc32x32"
@@ -557,7 +560,7 @@ def test_auto_rule():
     assert sel(5, 0, 3, 7, 90) is None
     for name in _chain.TC_CONFIGS.values():
         cumm.kernel_spec("fused3_tc").check(cumm.kernel_spec("fused3_tc").resolve(name, 90))
-    assert _chain.wg_forced(2 * 64**3) == "wg64x32" and _chain.wg_forced(2 * 4096**3) == "wg128x64"
+    assert _chain.wg_forced(2 * 64**3) == "kw64x32" and _chain.wg_forced(2 * 4096**3) == "wg128x64"
     assert {name for _, name in _chain.WG_RULE if name} == set(_chain.WG_CONFIGS)
 
 
@@ -684,6 +687,8 @@ def test_cp_async_config():
     assert _chain.cp_async_config(_chain.WG_CONFIGS["wg64x32"]) == dict(
         _chain.WG_CONFIGS["wg64x32"], TMA=0, BK=32, STAGES=4)
     assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0)
+    assert _chain.cp_async_config(_chain.WG_CONFIGS["kw64x32"]) == dict(
+        _chain.WG_CONFIGS["kw64x32"], TMA=0, BK=32, STAGES=4)
     spec = get_spec("fused3_wg")
     for cfg in _chain.WG_CONFIGS.values():
         assert not spec.violations(spec.resolve(_chain.cp_async_config(cfg), 90))

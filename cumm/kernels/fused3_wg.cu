@@ -26,6 +26,10 @@
 //   the copy engine (cp.async.bulk.tensor, tensor maps made by the host), completing on the stage's mbarrier;
 //   STAGES chunks in flight, no copy instructions in the other threads and one block barrier per chunk, not two.
 //   The engine cannot pad rows, so X's chunk rows are swizzled instead (cumm_wg_xi).
+// * KW = 2 (kw64x32, n <= 512): the halves of a rank's K go to two warpgroups of one block, each its own
+//   pipeline (stages, split buffers, mbarriers, a named barrier), instead of to two blocks of a cluster: the
+//   tile then ends with a block barrier and local shared-memory sums, not a cluster barrier (whose release
+//   is a GPU-wide memory barrier) and loads from another multiprocessor: 2.5 -> 1.2 us per block at n = 512.
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
 // Measured on the H200 (device time, an event pair per call; bench/results/h200_chain.md, session 10): n = 512
