@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # session 11 device steps, any of: kwtest (fused3_wg's GPU tests, K groups included), ab11
 # (bench/ab_wg.py, configuration against configuration: CASES), probe11 (bench/probe_chain.py phases), probewg11
-# (bench/probe_wg.py sections: CONFIGS, VARIANTS), chain11
+# (bench/probe_wg.py sections: CONFIGS, VARIANTS), suite11 (every test), table11 (bench/chain.py, probe_chain), chain11
 # (bench/chain.py with session 11's configurations, rotating inputs), and every step of session10.sh, which it
 # runs for other names.
 export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
@@ -26,6 +26,14 @@ for step in "$@"; do
       timeout ${CHAIN_S:-420} python3 bench/chain.py --sizes ${SIZES:-384,512,640,1024} --no-extra --configs \
         --only fused3_wg:s11 --repeat 100 --json $OUT/chain11.json > $OUT/chain11.log 2>&1; echo "chain11 rc=$?"
       cat $OUT/chain11.log ;;
+    suite11)
+      timeout ${SUITE_S:-560} python3 -m pytest -q -rs tests bench > $OUT/pytest.log 2>&1; echo "pytest rc=$?"
+      tail -4 $OUT/pytest.log ;;
+    table11)  # the chain table (every size, the non-square chain) and the phases of the n = 512 configurations
+      timeout 420 python3 bench/chain.py --json $OUT/h200_chain.json > $OUT/h200_chain.log 2>&1; echo "chain rc=$?"
+      sed -n '/NVIDIA/,$p' $OUT/h200_chain.log
+      timeout 120 python3 bench/probe_chain.py --n 512 --configs kw64x32,wg64x32,tc32x32 > $OUT/probe_chain.log 2>&1
+      echo "probe rc=$?"; head -16 $OUT/probe_chain.log; grep -A1 "^n=512 " $OUT/probe_chain.log ;;
     *)
       OUT=$OUT bash "$here/session10.sh" "$step" ;;
   esac
