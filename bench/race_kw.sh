@@ -10,7 +10,7 @@ if [ "${1:-kw}" = kw ]; then
   r "dict(BM=64, BN=32, BK=32, CL=2, STAGES=4, XA=0, TMA=0, KW=2)" plain kw2cl2
   r "dict(BM=64, BN=32, BK=32, CL=1, STAGES=4, XA=0, TMA=0, KW=2)" immid kw2imm
 else
-  for mode in 0 1 2 3 4 5; do
+  for mode in 0 1 2 3 4 5 6; do
     timeout 60 compute-sanitizer --tool racecheck python3 bench/race_named_barrier.py $mode > $OUT/race_nb$mode.log 2>&1
     echo "nb$mode rc=$? $(grep 'mode' $OUT/race_nb$mode.log) $(grep 'RACECHECK SUMMARY' $OUT/race_nb$mode.log)"
   done

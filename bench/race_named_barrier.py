@@ -9,6 +9,7 @@ own group; mode 2 synchronizes the whole block instead (the control). Correct in
                                                                                    # 3: cp.async ring + bar.sync id
                                                                                    # 4: cp.async ring + __syncthreads
                                                                                    # 5: 3, unequal rounds + exchange
+                                                                                   # 6: 5 with plain stores
 """
 
 from __future__ import annotations
@@ -54,18 +55,26 @@ extern "C" __global__ void ring(const float* __restrict__ x, float* __restrict__
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    for (int r = 0; r < 3; ++r) issue(r);
+    if (mode != 6)
+        for (int r = 0; r < 3; ++r) issue(r);
     // mode 5: group 1 runs one round fewer (as fused3_wg's K groups may), then the block exchanges a value
     // across the groups between two block barriers (as its partial tiles)
-    const int mine = mode == 5 && g == 1 ? rounds - 1 : rounds;
+    // mode 6: the same with plain stores instead of cp.async (as fused3_wg's copy-engine path, whose writes
+    // racecheck does not see): each round stores its chunk, synchronizes the group, reads
+    const int mine = mode >= 5 && g == 1 ? rounds - 1 : rounds;
     for (int r = 0; r < mine; ++r) {
+        if (mode == 6) {
+            *reinterpret_cast<float4*>(&s[g][r % 4][t * 4]) =
+                *reinterpret_cast<const float4*>(x + ((blockIdx.x * rounds + r) * 2 + g) * 512 + t * 4);
+        }
         asm volatile("cp.async.wait_group 2;\n" ::: "memory");
         if (mode == 4) __syncthreads();
         else asm volatile("bar.sync %0, 128;\n" ::"r"(1 + g) : "memory");
-        issue(r + 3);
+        if (mode != 6) issue(r + 3);
         y[((blockIdx.x * rounds + r) * 2 + g) * 128 + t] = s[g][r % 4][(t * 4 + 37) % 512];
+        if (mode == 6) asm volatile("bar.sync %0, 128;\n" ::"r"(1 + g) : "memory");  // reads before next stores
     }
-    if (mode == 5) {
+    if (mode >= 5) {
         asm volatile("cp.async.wait_group 0;\n" ::: "memory");
         __syncthreads();
         s[g][0][t] = static_cast<float>(threadIdx.x);
@@ -85,7 +94,7 @@ def ring(mode: int) -> None:
     k((8,), (256,), (x, y, np.int32(mode), np.int32(rounds)))
     xs = x.reshape(8 * rounds * 2, 512).get()
     want = xs[:, (np.arange(128) * 4 + 37) % 512]
-    if mode == 5:  # group 1's last round: group 0's thread ids
+    if mode >= 5:  # group 1's last round: group 0's thread ids
         want = want.reshape(8, rounds, 2, 128)
         want[:, rounds - 1, 1] = (np.arange(128) + 5) % 128
     want = want.reshape(-1)
