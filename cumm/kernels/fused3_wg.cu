@@ -33,9 +33,10 @@
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
 // Measured on the H200 (device time, an event pair per call; bench/results/h200_chain.md, session 11): n = 512
-// 17.5 us (kw64x32; wg64x32 18.5) against fused3_tc's 24.4, 1024 64.5 (wg128x64) against 98.7. The wgmma and the rest of a
-// chunk's work add up rather than overlap: while a warpgroup's wgmma run, its own and other warps' instructions
-// wait (bench/probe_hgmma.py, bench/NOTES.md session 10), so what pays is fewer instructions and fewer chunks.
+// 17.5 us (kw64x32; wg64x32 18.5) against fused3_tc's 24.4, 1024 64.5 (wg128x64) against 98.7. The wgmma and
+// the rest of a chunk's work add up rather than overlap: while a warpgroup's wgmma run, its own and other warps'
+// instructions wait (bench/probe_hgmma.py, bench/NOTES.md session 10), so what pays is fewer instructions and
+// fewer chunks.
 //
 // Canonical K-major layout (no swizzle) of an R-row operand chunk: 8 rows x 4 floats (16 bytes) form a
 // "core matrix" of 128 contiguous bytes; chunk c of row r (columns 4c .. 4c + 3) lies at float (c * R + r) * 4.
@@ -311,9 +312,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             }
         }
     };
-    // Wait for chunk j to land. cp.async: this thread's copies, then a block barrier for everyone's (after which
-    // every thread is also done reading chunk j - 1's raw stage, so chunk j + STAGES - 1 is issued into it).
-    // Copy engine: the stage's mbarrier.
+    // Wait for chunk j to land. cp.async: this thread's copies, then the K group's barrier (the block's when
+    // KW = 1) for everyone's (after which every thread of the group is also done reading chunk j - 1's raw stage,
+    // so chunk j + STAGES - 1 is issued into it). Copy engine: the stage's mbarrier.
     auto arrive = [&](const int j) {
         if constexpr (TM) {
             cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);
@@ -324,8 +325,8 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             cumm_cp_async_commit();
         }
     };
-    // Copy engine: once a block barrier has passed after every read of chunk j's raw stage, thread 0 refills it
-    // with chunk j + STAGES (STAGES chunks in flight; cp.async keeps STAGES - 1).
+    // Copy engine: once the group's barrier has passed after every read of chunk j's raw stage, its thread 0
+    // refills it with chunk j + STAGES (STAGES chunks in flight; cp.async keeps STAGES - 1).
     auto refill = [&](const int j) {
         if constexpr (TM) {
             if (tg == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);
