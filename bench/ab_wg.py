@@ -34,11 +34,14 @@ CANDIDATES = {
 
 
 def build(config: str, template: str | None):
-    """The kernel of ``config`` rendered from ``template`` (a path; None: the package's own)."""
+    """The kernel of ``config`` rendered from ``template`` (a path; None: the package's own). A directory stands
+    for the template and its headers: each file there replaces the package's of that name."""
     spec = get_spec("fused3_wg")
     cfg = spec.resolve({**_chain.WG_CONFIGS, **EXTRA, **CANDIDATES}[config], 90)
     own = _render.template_text
-    if template is not None:
+    if template is not None and Path(template).is_dir():
+        _render.template_text = lambda f: (Path(template) / f).read_text() if (Path(template) / f).exists() else own(f)
+    elif template is not None:
         text = Path(template).read_text()
         _render.template_text = lambda f: text if f == spec.template else own(f)
     try:
@@ -50,7 +53,7 @@ def build(config: str, template: str | None):
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--old", help="another copy of fused3_wg.cu (cases CONFIG:n)")
+    p.add_argument("--old", help="another copy of fused3_wg.cu, or a directory of it and its headers (CONFIG:n)")
     p.add_argument("--cases", default="wg128x32:384,wg128x32:512,wg128x64:768,wg128x64:1024,wg128x64:2048")
     p.add_argument("--batches", type=int, default=15)
     p.add_argument("--calls", type=int, default=40)

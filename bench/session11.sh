@@ -34,6 +34,9 @@ for step in "$@"; do
       sed -n '/NVIDIA/,$p' $OUT/h200_chain.log
       timeout 120 python3 bench/probe_chain.py --n 512 --configs kw64x32,wg64x32,tc32x32 > $OUT/probe_chain.log 2>&1
       echo "probe rc=$?"; head -16 $OUT/probe_chain.log; grep -A1 "^n=512 " $OUT/probe_chain.log ;;
+    abbar)  # the grid barrier's early exit against HEAD's (ab_old/: fused3_wg.cu and grid_barrier.cuh; carry it)
+      timeout 240 python3 bench/ab_wg.py --old ab_old --cases ${CASES:-kw64x32:512,kw64x32:384,wg64x32:768,wg128x64:1024} \
+        > $OUT/abbar.log 2>&1; echo "abbar rc=$?"; grep -v Warn $OUT/abbar.log ;;
     *)
       OUT=$OUT bash "$here/session10.sh" "$step" ;;
   esac

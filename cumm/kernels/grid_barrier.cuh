@@ -25,8 +25,11 @@ __device__ __forceinline__ void cumm_grid_dependency_wait() {
 // high half. Each block adds 1 and learns the generation from the same atomic; the last to arrive moves
 // the count back to 0 and the generation on by one with a single atomic add of 2^32 - gridDim.x, so the
 // word serves every later launch on the stream and the release costs one atomic, not a reset, a fence and
-// a second atomic. The barrier needs every block resident at once: the caller sizes the grid by the
-// occupancy API (and a waiter that sees no release for ~4 s traps rather than hang).
+// a second atomic. A waiter leaves on either sign: the new generation, or the count at gridDim.x, which the
+// last arrival's own atomic leaves in memory until that reset lands (one round trip earlier; the arrivals
+// are atomics on one word, so seeing the last one's value acquires every block's release). The barrier
+// needs every block resident at once: the caller sizes the grid by the occupancy API (and a waiter that sees
+// no release for ~4 s traps rather than hang).
 __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
     __syncthreads();  // this block's stores to T are issued
     if (threadIdx.x == 0) {
@@ -39,12 +42,13 @@ __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
             // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs,
             // which the occupancy API does not see) would wait forever: after ~4 s, trap instead, so the
             // call fails with a launch error rather than hanging.
-            const volatile unsigned* const gen = bar + 1;  // the high half (little-endian)
-            const unsigned g = static_cast<unsigned>(old >> 32);
+            const volatile unsigned long long* const w = word;
+            const unsigned g = static_cast<unsigned>(old >> 32), n = gridDim.x;
             const long long t0 = clock64();
-            while (*gen == g) {
+            for (unsigned long long v = *w; static_cast<unsigned>(v >> 32) == g && static_cast<unsigned>(v) != n;) {
                 __nanosleep(64);
                 if (clock64() - t0 > 8000000000LL) __trap();
+                v = *w;
             }
         }
         __threadfence();
