@@ -33,7 +33,7 @@
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
 // Measured on the H200 (device time, an event pair per call; bench/results/h200_chain.md, session 11): n = 512
-// 17.5 us (kw64x32; wg64x32 18.5) against fused3_tc's 24.4, 1024 64.5 (wg128x64) against 98.7. The wgmma and
+// 16.9 us (kw64x32) against fused3_tc's 24.3, 1024 63.7 (wg128x64) against 98.1. The wgmma and
 // the rest of a chunk's work add up rather than overlap: while a warpgroup's wgmma run, its own and other warps'
 // instructions wait (bench/probe_hgmma.py, bench/NOTES.md session 10), so what pays is fewer instructions and
 // fewer chunks.
