@@ -466,13 +466,15 @@ _NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}  # each persistent k
 def cp_async_config(cfg: Mapping[str, int]) -> dict[str, int]:
     """The fused3_wg configuration that runs chains with an unaligned operand in place of ``cfg`` (TMA = 1):
     cp.async copies, in chunks of at most 32 of K (that k-loop spills with 64), as many bytes in flight; K
-    split over a cluster where ``cfg`` splits it over K groups of one block (KW). K groups are correct with
-    cp.async too (tested), but there compute-sanitizer's racecheck reports hazards that it also reports on a
-    minimal correct kernel with the same barrier pattern (bench/race_named_barrier.py, bench/NOTES.md session
-    11), so it could not check this path; the cluster form it checks clean."""
-    bk, kw = min(cfg["BK"], 32), cfg.get("KW", 1)
+    split over a cluster where ``cfg`` splits it over K groups of one block (KW), if such a cluster is valid.
+    K groups are correct with cp.async too (tested), but there compute-sanitizer's racecheck reports hazards
+    that it also reports on a minimal correct kernel with the same barrier pattern (bench/race_named_barrier.py,
+    bench/NOTES.md session 11), so it could not check this path; the cluster form it checks clean."""
+    bk, kw, cl = min(cfg["BK"], 32), cfg.get("KW", 1), cfg.get("CL", 1)
     out = {**cfg, "TMA": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
-    return out if kw == 1 else {**out, "KW": 1, "CL": cfg["CL"] * kw}
+    if kw == 1 or cl * kw > 8 or cfg["BM"] % (cl * kw):  # (clusters of at most 8; each rank stores BM / CL rows)
+        return out
+    return {**out, "KW": 1, "CL": cl * kw}
 
 
 def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int,

@@ -328,7 +328,8 @@ REGISTRY: dict[str, KernelSpec] = {
             headers=("cluster.cuh", "grid_barrier.cuh"),
             min_cc=90,
             arch_specific=True,  # wgmma: sm_90a only
-            summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks",
+            summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks"
+            " or over warpgroups of one block",
             kind="chain",
             block=lambda c: (2 * c["BM"] * c["KW"], 1, 1),  # a warpgroup (128 threads) per 64 rows, per K group
             # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the

@@ -690,6 +690,8 @@ def test_cp_async_config():
     assert _chain.cp_async_config(_chain.WG_CONFIGS["kw64x32"]) == dict(  # K groups -> a cluster of 2
         _chain.WG_CONFIGS["kw64x32"], TMA=0, BK=32, STAGES=4, KW=1, CL=2)
     assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
+    # no valid cluster for that split (more than 8 blocks): the K groups stay (correct with cp.async too, tested)
+    assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=4, STAGES=2, TMA=1, KW=4))["KW"] == 4
     spec = get_spec("fused3_wg")
     for cfg in _chain.WG_CONFIGS.values():
         assert not spec.violations(spec.resolve(_chain.cp_async_config(cfg), 90))
