@@ -150,8 +150,7 @@ def launch_setup(n: int, kern, spec, cfg, max_clusters: int = 0):
     x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
     e = cupy.empty((n, n), cupy.float32)
     ldt = -(-n // 4) * 4  # as _chain._persistent_plan
-    extra = -(-n // cfg["BN"]) * -(-n // cfg["BK"]) * 2 * cfg["BN"] * cfg["BK"] if cfg.get("PS") else 0  # (C split)
-    t = cupy.empty(n * ldt + extra, cupy.float32)
+    t = cupy.empty(n * ldt, cupy.float32)
     bar = cupy.zeros(2, cupy.uint32)
     i32 = np.int32
     args = (i32(n), i32(n), i32(n), i32(n), x[0], i32(n), x[1], i32(n), x[2], i32(n), e, i32(n), t, i32(ldt), bar)

@@ -588,24 +588,16 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 }
 
 #if PS
-// PS = 1 (copy engine): after phase 1 the grid splits C once, chunk by chunk, into ys (after T in the scratch)
+// PS = 1 (copy engine): before phase 1 the grid splits C once, chunk by chunk, into ys (after T in the scratch)
 // exactly as split_y would put each chunk into a split buffer (Y^T big, then small, K permuted, zeros past P and
 // N); phase 2 then bulk-copies each chunk's split buffer instead of splitting it, so a chunk of C is split once
-// rather than once per row tile. (The grid barrier's fences order these stores before the copies.) PREFETCH:
-// at the kernel's start, only bring this block's share of C into L2, so that the split after phase 1 reads L2.
-template <bool PREFETCH>
+// rather than once per row tile. (The grid barrier's fences order these stores before the copies.)
 __device__ __forceinline__ void cumm_wg_presplit(const int P, const int N, const float* __restrict__ C, const int ldc,
                                                  float* __restrict__ ys) {
     using namespace wg;
     const int KT = (P + BK - 1) / BK, items = (N + BN - 1) / BN * KT;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
         const int bn0 = item / KT * BN, k0 = item % KT * BK;
-        if constexpr (PREFETCH) {  // a row of the chunk per thread (BN floats: one or a few 128-byte lines)
-            for (int r = threadIdx.x; r < BK && k0 + r < P; r += NT)
-                for (int c = 0; c < BN && bn0 + c < N; c += 32)
-                    asm volatile("prefetch.global.L2 [%0];" ::"l"(C + (i64)(k0 + r) * ldc + bn0 + c));
-            continue;
-        }
         uint4* const out = reinterpret_cast<uint4*>(ys + (i64)item * SPL);
         for (int i = threadIdx.x; i < BN * BK / 4; i += NT) {
             const int col = i % BN, c = i / BN, r = k0 + cumm_wg_kcol(0, c);  // as split_y
@@ -654,15 +646,12 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
 #if PS
-    cumm_wg_presplit<true>(p, n, C, ldc, T + (i64)m * ldt);  // (this block's share of C into L2 now)
+    cumm_wg_presplit(p, n, C, ldc, T + (i64)m * ldt);
 #endif
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
     for (int t = cluster; t < rows * cols1; t += clusters)
         cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem,
                                       ma, mb, seq);
-#if PS
-    cumm_wg_presplit<false>(p, n, C, ldc, T + (i64)m * ldt);
-#endif
 #if TMA
     // T's stores (generic proxy) before the copy engine's reads of T (async proxy) in other blocks
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
