@@ -30,11 +30,6 @@ CANDIDATES = {
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
     "kw64x32k32": dict(BM=64, BN=32, BK=32, CL=1, STAGES=4, MINB=1, XA=0, TMA=1, KW=2),
     "kw64x64": dict(BM=64, BN=64, BK=32, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
-    # C split once before phase 1, phase 2's chunks bulk-copied (PS = 1)
-    "kw64x32ps": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PS=1),
-    "wg64x32ps": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, PS=1),
-    "wg128x64s2": dict(BM=128, BN=64, BK=32, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
-    "wg128x64s2ps": dict(BM=128, BN=64, BK=32, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, PS=1),
 }
 
 

@@ -122,9 +122,6 @@ WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 
     "s11-k64xa0s2": dict(BM=128, BN=32, BK=64, CL=2, STAGES=2, TMA=1),
     "s11-kw64x64": dict(BM=64, BN=64, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
     "s11-kw128x32": dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
-    # C split once before phase 1, phase 2's chunks bulk-copied (PS = 1)
-    "s11-kw64x32-ps": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PS=1),
-    "s11-wg64x32-ps": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1, PS=1),
 }
 
 

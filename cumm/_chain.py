@@ -472,8 +472,6 @@ def cp_async_config(cfg: Mapping[str, int]) -> dict[str, int]:
     bench/NOTES.md session 11), so it could not check this path; the cluster form it checks clean."""
     bk, kw, cl = min(cfg["BK"], 32), cfg.get("KW", 1), cfg.get("CL", 1)
     out = {**cfg, "TMA": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
-    if "PS" in cfg:
-        out["PS"] = 0  # (C split ahead needs the copy engine)
     if kw == 1 or cl * kw > 8 or cfg["BM"] % (cl * kw):  # (clusters of at most 8; each rank stores BM / CL rows)
         return out
     return {**out, "KW": 1, "CL": cl * kw}
@@ -503,10 +501,7 @@ def _persistent_plan(kernel: str, config: str | Mapping[str, int], flags: tuple[
         ldt = -(-p // 4) * 4  # T's rows padded to 16 bytes: phase 2 reads T with 16-byte copies
         if len(_launches) >= _LAUNCH_CACHE_MAX:
             _launches.clear()
-        scratch = 4 * m * ldt  # T; with PS = 1 then C split, chunk by chunk (fused3_wg.cu, cumm_wg_presplit)
-        if cfg.get("PS"):
-            scratch += 4 * -(-n // cfg["BN"]) * -(-p // cfg["BK"]) * 2 * cfg["BN"] * cfg["BK"]
-        hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), scratch,
+        hit = _launches[key] = _Launch(kern, grid, threads, smem, (*_layout((*ints, ldt)), None), 4 * m * ldt,
                                            pdl=PDL and cc >= 90 and pdl_safe(cfg.get("CL", 1), grid, resident),
                                            maps=wg_maps(cfg, (*ints, ldt)))
     return hit

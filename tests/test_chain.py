@@ -222,11 +222,7 @@ TMA_CONFIGS = [*_chain.WG_CONFIGS.values(), WG128X32,
                # PA = 2
                dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=1, TMA=1, KW=2),
                dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4),
-               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2),
-               # C split once before phase 1, phase 2's chunks bulk-copied (PS): K groups, clusters, BK 16 to 64
-               dict(_chain.WG_CONFIGS["kw64x32"], PS=1), dict(_chain.WG_CONFIGS["wg64x32"], PS=1),
-               dict(BM=128, BN=64, BK=16, CL=2, STAGES=2, XA=0, TMA=1, PS=1),
-               dict(BM=64, BN=64, BK=32, CL=2, STAGES=2, XA=0, TMA=1, KW=2, PS=1)]
+               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2)]
 
 
 @gpu
@@ -696,7 +692,6 @@ def test_cp_async_config():
     assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
     # no valid cluster for that split (more than 8 blocks): the K groups stay (correct with cp.async too, tested)
     assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=4, STAGES=2, TMA=1, KW=4))["KW"] == 4
-    assert _chain.cp_async_config(dict(_chain.WG_CONFIGS["kw64x32"], PS=1))["PS"] == 0  # (copy engine only)
     spec = get_spec("fused3_wg")
     for cfg in _chain.WG_CONFIGS.values():
         assert not spec.violations(spec.resolve(_chain.cp_async_config(cfg), 90))

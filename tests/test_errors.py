@@ -209,8 +209,6 @@ def test_fused3_wg_xa_out_of_range(xa, message):
                                            (dict(PA=3), r"PA is 1 or 2: .*PA=3"),
                                            (dict(ST=0), r"ST is 1 or 2: .*ST=0"),
                                            (dict(KW=3), r"KW is 1, 2 or 4: .*KW=3"),
-                                           (dict(PS=1, TMA=1, XA=1, STAGES=2), r"XA=0 and at most 2 stages.*XA=1"),
-                                           (dict(PS=1, TMA=1, XA=0, STAGES=3), r"XA=0 and at most 2 stages.*STAGES=3"),
                                            (dict(BM=256, KW=4), r"at most 1024 threads.*BM=256.*KW=4"),
                                            (dict(TMA=1, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2")])
 def test_fused3_wg_tma_config(over, message):

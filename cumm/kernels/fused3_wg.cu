@@ -216,14 +216,12 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
 // KW > 1: the block's warpgroups form KW K groups, each its own pipeline over 1 / KW of the rank's K (its own
 // stages, split buffers, mbarriers and named barrier; thread 0 of each group copies); the KW x CL partial tiles
 // are summed together, so K split within a block costs a block barrier where a cluster's costs a cluster one.
-// YS (PS = 1, phase 2): Y comes split already (ys: cumm_wg_presplit's chunks), each chunk's split buffer filled
-// by one bulk copy of the copy engine: no split_y.
-template <int VX, int VY, int VO, int YS = 0>
+template <int VX, int VY, int VO>
 __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int K, const float* __restrict__ X,
                                              const int ldx, const float* __restrict__ Y, const int ldy,
                                              float* __restrict__ O, const int ldo, const int bm0, const int bn0,
                                              const int rank, float* const smem, const CummTmap* tx,
-                                             const CummTmap* ty, unsigned& seq, const float* ys = nullptr) {
+                                             const CummTmap* ty, unsigned& seq) {
     using namespace wg;
     constexpr bool TM = TMA != 0;  // chunks by the copy engine (VX and VY then hold, see the #error above)
     // K group (from lane 0: the compiler then knows it is the same in the whole warp, and keeps the addresses
@@ -253,7 +251,6 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     auto stage = [&](const int j) -> float* {
         return raw + (TM ? (seq + j) % STAGES : j % STAGES) * RAW;
     };
-    auto buffer = [](const int j) { return NSPLIT == 2 ? (j & 1) : j % NSPLIT; };  // chunk j's split buffer
 
     // Copies of chunk c0 + j into its raw stage, zero-filled past M, N and K. Thread tg copies the
     // 16-byte pieces tg, tg + NTG, ... of X's chunk (BM x BK) and of Y's (BK x BN). With 16-byte accesses
@@ -283,18 +280,10 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         float* const Yr = Xr + BM * LDX;
         if constexpr (TM) {
             unsigned long long* const bar = bars + (seq + j) % STAGES;
-            cumm_mbar_expect(bar, 4 * (BM * BK + (YS ? SPL : BK * BN)));
+            cumm_mbar_expect(bar, 4 * (BM * BK + BK * BN));
 #pragma unroll
             for (int h = 0; h < BK / SPAN; ++h) cumm_tma_load(Xr + h * BM * SPAN, tx, k0 + h * SPAN, bm0, bar);
-            if constexpr (YS != 0) {  // chunk c0 + j of column tile bn0 / BN, split, into its split buffer
-                const float* const src = ys + ((i64)(bn0 / BN) * ((K + BK - 1) / BK) + c0 + j) * SPL;
-                asm volatile(
-                    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                    ::"r"(cumm_smem(split + buffer(j) * SPL)), "l"(src), "r"(4 * SPL), "r"(cumm_smem(bar))
-                    : "memory");
-            } else {
-                cumm_tma_load(Yr, ty, bn0, k0, bar);
-            }
+            cumm_tma_load(Yr, ty, bn0, k0, bar);
         } else {
 #pragma unroll
             for (int u = 0; u < UX; ++u) {
@@ -356,6 +345,7 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // to the address field (16-byte units), which cannot carry: shared memory addresses are below 2^18.
     const unsigned long long dy = cumm_wg_desc<BN>(split);
     constexpr unsigned long long SMALL = BN * BK / 4, STEP = 2 * BN, BUF = SPL / 4;
+    auto buffer = [](const int j) { return NSPLIT == 2 ? (j & 1) : j % NSPLIT; };
 
     // Y's chunk j, split and transposed into its split buffer: Y^T chunk (c, col) at its canonical place.
     auto split_y = [&](const int j) {
@@ -466,10 +456,8 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     if constexpr (XA == 0) {
         for (int j = 0; j < nc; ++j) {
             arrive(j);
-            if constexpr (YS == 0) {
-                split_y(j);  // (this runs while chunk j - 1's wgmma do)
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
-            }
+            split_y(j);  // (this runs while chunk j - 1's wgmma do)
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
             group_sync();
             refill(j - 1);  // every thread loaded chunk j - 1's X fragments before this barrier
             if (j > 0) retire(j - 1);
@@ -587,32 +575,6 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #endif
 }
 
-#if PS
-// PS = 1 (copy engine): before phase 1 the grid splits C once, chunk by chunk, into ys (after T in the scratch)
-// exactly as split_y would put each chunk into a split buffer (Y^T big, then small, K permuted, zeros past P and
-// N); phase 2 then bulk-copies each chunk's split buffer instead of splitting it, so a chunk of C is split once
-// rather than once per row tile. (The grid barrier's fences order these stores before the copies.)
-__device__ __forceinline__ void cumm_wg_presplit(const int P, const int N, const float* __restrict__ C, const int ldc,
-                                                 float* __restrict__ ys) {
-    using namespace wg;
-    const int KT = (P + BK - 1) / BK, items = (N + BN - 1) / BN * KT;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-        const int bn0 = item / KT * BN, k0 = item % KT * BK;
-        uint4* const out = reinterpret_cast<uint4*>(ys + (i64)item * SPL);
-        for (int i = threadIdx.x; i < BN * BK / 4; i += NT) {
-            const int col = i % BN, c = i / BN, r = k0 + cumm_wg_kcol(0, c);  // as split_y
-            float v[4];
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-                v[u] = r + WS * u < P && bn0 + col < N ? C[(i64)(r + WS * u) * ldc + bn0 + col] : 0.0f;
-            uint4 small;
-            out[i] = cumm_wg_split4(make_float4(v[0], v[1], v[2], v[3]), small);
-            out[BN * BK / 4 + i] = small;
-        }
-    }
-}
-#endif
-
 // TMA = 1: the tensor maps of A (box BK x BM), B (BN x BK), T (BK x BM) and C (BN x BK), by value.
 #if TMA
 #define CUMM_WG_ARGS                                                                                         \
@@ -645,9 +607,6 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
     const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
-#if PS
-    cumm_wg_presplit(p, n, C, ldc, T + (i64)m * ldt);
-#endif
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
     for (int t = cluster; t < rows * cols1; t += clusters)
         cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem,
@@ -661,7 +620,7 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
 #endif
     for (int t = cluster; t < rows * cols2; t += clusters)
-        cumm_wg_tile<1, VEC_C, VEC_C, PS>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank,
-                                          smem, mt, mc, seq, T + (i64)m * ldt);
+        cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank, smem,
+                                      mt, mc, seq);
     cumm_cluster_wait();  // no block exits while another rank may still read its partial tile
 }
