@@ -180,23 +180,14 @@ TC_CONFIG = TC_CONFIGS["tc32x64"]
 # (largest fused multiply-add count m*p*(k + n), configuration); a square chain of size n counts 2 n^3
 # KS > 1 (k-sliced warps) measured within 3 % of KS = 1 at n = 384 and 512 and slower elsewhere: not used.
 TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc128x128"))
-# fused3_wg (wgmma, compute capability 9.0 only): BM x BN tiles, each tile's K split over a cluster of CL
-# blocks. TMA = 1: chunks by the copy engine, STAGES in flight (wg128x32: a rank's whole K at n = 512), for
-# 16-byte aligned operands (others run the same configuration with TMA = 0: cp.async, STAGES - 1 in flight).
-# Device time on an H200 (bench/results/h200_tma_sweep*.md, session 9): wg128x32 n = 384 16.5 us (TMA = 0:
-# 17.0), 512 18.9 (21.1), 640 35.4 (40.9); wg128x64 (STAGES = 4) 768 52.3 (64x64 with cp.async: 61.0), 1024
-# 65.3 (83.6), 1536 210 (285), 2048 425 (583; cupy's two calls 555), 4096 3511 (pairwise tf32x3 4326, cupy
-# 5347; bench/results/h200_chain.md); at n = 256 fused3_tc 32x32 is faster (12.1 against 14.0). XA = 1 (X's
-# fragments a chunk ahead) helps wg128x32 a little with cp.async (session 8) and is even with TMA. (Session 8's
-# wg64x64, 64 x 64 tiles by cp.async for n = 641 to 896, was 8.7 us slower than wg128x64 at n = 768 and left
-# the rule.) Session 10: wg64x32 (64 x 32 tiles, chunks of 64 of K, two blocks per multiprocessor) replaced
-# wg128x32 (BM 128, BK 32, 8 stages, XA 1): batches of back-to-back launches (bench/ab_wg.py) n = 384 13.0
-# against 14.1 us, 512 15.3 against 16.5, 640 28.5 against 32.7. Session 11: kw64x32, the same tiles with the
-# halves of K in two warpgroups of one block (KW = 2) instead of a cluster of two, so a tile ends with a block
-# barrier rather than a cluster one (epilogue 2.5 -> 1.2 us per block at n = 512): back to back n = 384 12.2
-# against 13.3 us, 448 13.7 against 15.3, 512 14.7 against 15.4. wg64x32 wins again where tiles come in
-# several rounds: 768 43.2 against wg128x64's 49.4, 896 53.8 against 55.8 (832: even); wg128x64 at 544 to 704
-# (704: 26.2 against 33.6; every tile in one round up to there).
+# fused3_wg (wgmma, compute capability 9.0 only): BM x BN tiles, each tile's K split over a cluster of CL blocks
+# or (KW = 2) over two warpgroups of one block. TMA = 1: chunks by the copy engine for 16-byte aligned operands
+# (others run cp_async_config's form of the same tiles). The rule is the fastest measured configuration at each
+# size, from batches of back-to-back launches on the H200 (bench/ab_wg.py; us per call): kw64x32 to n = 512
+# (512: 14.7 against wg64x32's 15.4; 384: 12.2 against 13.3), wg128x64 to 704 (every tile in one round; 704:
+# 26.2 against wg64x32's 33.6), wg64x32 to 896 (768: 43.2 against 49.4), wg128x64 to 4096 (device time at 4096:
+# 3351 us against cupy's 5347); fused3_tc is as fast up to 320. History and the configurations that lost:
+# bench/NOTES.md, sessions 7 to 11; tables: bench/results/h200_chain.md.
 WG_CONFIGS: dict[str, dict[str, int]] = {
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
     "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),

@@ -213,8 +213,8 @@ def test_fused3_wg_xa_out_of_range(xa, message):
                                            (dict(TMA=1, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2")])
 def test_fused3_wg_tma_config(over, message):
     """TMA = 1 needs X's chunk rows to be one swizzle span and its own shared-memory budget (dense stages, a
-    third split buffer, mbarriers); PA = 2 needs the XA = 1 loop; what breaks these is refused before compiling,
-    with a message."""
+    third split buffer, mbarriers); PA = 2 needs the XA = 1 loop; K groups (KW) multiply the threads and the
+    shared memory of a block; what breaks these is refused before compiling, with a message."""
     with pytest.raises(cumm.ConfigError, match=message):
         cumm.kernel_spec("fused3_wg").resolve(over, 90)
 
