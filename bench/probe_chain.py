@@ -79,6 +79,14 @@ def host_breakdown(n: int, iters: int = 200) -> None:
         rows["driver launch only (_Launch, pointers given)"] = lambda: launch(ptrs, sp)
         rows["_persistent (operands, scratch, launch)"] = lambda: _chain._persistent(
             x[0], x[1], x[2], e, _chain.PERSISTENT[cfg], cfg, dev)
+        saved = _chain.PDL, dict(_chain._launches)
+        _chain.PDL = False
+        _chain._launches.clear()
+        plain = _chain._persistent_plan(_chain.PERSISTENT[cfg], cfg, (1, 1, 1), dev, (n, n, n, n, n, n, n, n))
+        _chain.PDL, _chain._launches = saved[0], saved[1]
+        rows["driver launch only, without PDL (CuPy's cuLaunchKernel)"] = lambda: plain(ptrs, sp)
+        rows["_run_persistent (stream state, scratch, launch)"] = lambda: _chain._run_persistent(
+            launch, dev, ptrs[:4])
     nop = cupy.RawModule(code=NOP)
     nop0, nop15 = nop.get_function("cumm_nop0"), nop.get_function("cumm_nop15")
     i0 = np.int32(0)
@@ -86,6 +94,12 @@ def host_breakdown(n: int, iters: int = 200) -> None:
     rows["nop launch, 15 args (6 arrays)"] = lambda: nop15((1,), (32,), (i0,) * 4 + (x[0], i0) * 4 + (x[1], i0, x[2]))
     for name, fn in rows.items():
         print(f"  {name:40s} {per_call(fn):8.2f} us/call")
+    real = _chain._fast_call
+    _chain._fast_call = lambda *args: (None, None)  # every call through the checks and the plan lookups
+    try:
+        print(f"  {'multi_dot(out=e), checked path':40s} {per_call(rows['multi_dot(out=e)']):8.2f} us/call")
+    finally:
+        _chain._fast_call = real
     pr = cProfile.Profile()
     pr.enable()
     for _ in range(iters):

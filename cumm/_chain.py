@@ -155,15 +155,23 @@ def _operands(a, b, c, out):
     return (a, b, c, e), (lda, ldb, ldc, lde), flags, (pa, pb, pc, pe)
 
 
-def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int):
-    """E = a @ b @ c into ``out`` with the fused kernel; arguments already checked, every dimension >= 1."""
+def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int, fast_key: tuple | None = None):
+    """E = a @ b @ c into ``out`` with the fused kernel; arguments already checked, every dimension >= 1.
+    ``fast_key``: multi_dot's key for this call, under which later calls find the launch (_remember)."""
     m, k = a.shape
     p, n = c.shape
-    (a, b, c, e), (lda, ldb, ldc, lde), flags, pointers = _operands(a, b, c, out)
+    ops, (lda, ldb, ldc, lde), flags, pointers = _operands(a, b, c, out)
     launch = _launch(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
+    _run_fused(launch, dev, pointers)
+    if fast_key is not None:
+        _remember(fast_key, launch, False, dev, ops, (a, b, c, out))
+    return out
+
+
+def _run_fused(launch: _Launch, dev: int, pointers: tuple[int, ...]) -> None:
+    """Queue fused3's ``launch`` on ``dev``'s current stream."""
     with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
         launch(pointers, cupy.cuda.get_current_stream().ptr)
-    return out
 
 
 # The persistent kernels: one launch, T = A @ B through a scratch array in L2, one grid barrier, the same
@@ -516,33 +524,47 @@ def _tc_plan(config, flags, dev, ints) -> _Launch:
 
 # Per (device, stream): [the stream (held, so that its handle is not reused while cached), the barrier's word
 # (two uint32 that grid_barrier.cuh reads as one 8-byte word; the pool aligns to 512 bytes), the scratch
-# buffer]. Launches on one stream run in order (a PDL launch waits for its predecessor before touching either),
-# so they share the (self-resetting) word and the scratch.
+# buffer, the word's address]. Launches on one stream run in order (a PDL launch waits for its predecessor
+# before touching either), so they share the (self-resetting) word and the scratch.
 _streams: dict[tuple[int, int], list] = {}
 
 
-def _persistent(a, b, c, out, kernel: str, config: str | Mapping[str, int], dev: int):
-    """E = a @ b @ c into ``out`` with a persistent kernel; arguments already checked, every dimension >= 1."""
+def _persistent(a, b, c, out, kernel: str, config: str | Mapping[str, int], dev: int,
+                fast_key: tuple | None = None):
+    """E = a @ b @ c into ``out`` with a persistent kernel; arguments already checked, every dimension >= 1.
+    ``fast_key``: as for _fused3."""
     m, k = a.shape
     p, n = c.shape
-    (a, b, c, e), (lda, ldb, ldc, lde), flags, (pa, pb, pc, pe) = _operands(a, b, c, out)
+    ops, (lda, ldb, ldc, lde), flags, pointers = _operands(a, b, c, out)
     launch = _persistent_plan(kernel, config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
-    switch = dev != cupy.cuda.runtime.getDevice()
-    with cupy.cuda.Device(dev) if switch else contextlib.nullcontext():
-        stream = cupy.cuda.get_current_stream()
-        state = _streams.get((dev, stream.ptr))
-        if state is None:
-            state = _streams[(dev, stream.ptr)] = [stream, cupy.zeros(2, dtype=cupy.uint32), None]
-        nbytes = launch.scratch
-        if nbytes <= SCRATCH_CACHE_MAX:
-            if state[2] is None or state[2].mem.size < nbytes:
-                state[2] = None  # back to the pool first
-                state[2] = cupy.cuda.alloc(nbytes)
-            t = state[2]
-        else:
-            t = cupy.cuda.alloc(nbytes)  # freed into the pool (stream-ordered) after the launch is queued
-        launch((pa, pb, pc, pe, t.ptr, state[1].data.ptr), stream.ptr)
+    _run_persistent(launch, dev, pointers)
+    if fast_key is not None:
+        _remember(fast_key, launch, True, dev, ops, (a, b, c, out))
     return out
+
+
+def _run_persistent(launch: _Launch, dev: int, pointers: tuple[int, ...]) -> None:
+    """Queue a persistent ``launch`` on ``dev``'s current stream with that stream's barrier word and scratch T
+    (pointers: A, B, C, E)."""
+    if dev != cupy.cuda.runtime.getDevice():
+        with cupy.cuda.Device(dev):
+            _run_persistent(launch, dev, pointers)
+        return
+    stream = cupy.cuda.get_current_stream()
+    sp = stream.ptr
+    state = _streams.get((dev, sp))
+    if state is None:
+        bar = cupy.zeros(2, dtype=cupy.uint32)
+        state = _streams[(dev, sp)] = [stream, bar, None, bar.data.ptr]
+    nbytes = launch.scratch
+    if nbytes <= SCRATCH_CACHE_MAX:
+        t = state[2]
+        if t is None or t.mem.size < nbytes:
+            state[2] = None  # back to the pool first
+            t = state[2] = cupy.cuda.alloc(nbytes)
+    else:
+        t = cupy.cuda.alloc(nbytes)  # freed into the pool (stream-ordered) after the launch is queued
+    launch((*pointers, t.ptr, state[3]), sp)
 
 
 def _fused3_tc(a, b, c, out, config: str | Mapping[str, int], dev: int):
@@ -563,6 +585,84 @@ _FORCED = {
     "fused3_tc": lambda m, fused: tc_config_for(fused) or "tc128x128",
     "fused3_wg": lambda m, fused: wg_forced(fused),
 }
+
+
+class _Fast(NamedTuple):
+    """A three-array chain's fused launch, kept under multi_dot's key of a call that passed every check."""
+
+    launch: _Launch
+    persistent: bool  # fused3_tc / fused3_wg (scratch and barrier word per stream), else fused3
+    dev: int
+    shape: tuple[int, int]  # the result's
+    spans: tuple[int, int, int, int]  # bytes from A's, B's, C's and E's pointer to the end of its last element
+
+
+# multi_dot's fast path. The key holds everything its checks and its plan depend on except the pointers:
+# kernel=, each operand's shape, strides and device (dtypes are tested first), out's (or None when multi_dot
+# allocates it) and the pointers' misalignment from 16 bytes. A call with a known key needs only the overlap
+# test of out against the inputs (from the spans) before its launch: on the H200's host the checks and the
+# planning took about two thirds of multi_dot's ~26 us at n = 512 (bench/NOTES.md, session 12).
+_fast: dict[tuple, _Fast] = {}
+_ND = cupy.ndarray
+
+
+def _fast_call(arrays, kernel: str, out):
+    """(E, None) where the call was launched by the fast path, else (None, the key to remember a launch under,
+    or None where this call cannot have one)."""
+    if (type(arrays) is not list and type(arrays) is not tuple) or len(arrays) != 3:
+        return None, None
+    a, b, c = arrays
+    if not (type(a) is _ND and type(b) is _ND and type(c) is _ND
+            and a.dtype is _F32 and b.dtype is _F32 and c.dtype is _F32):  # (the builtin dtype is a singleton)
+        return None, None
+    da, db, dc = a.data, b.data, c.data
+    pa, pb, pc = da.ptr, db.ptr, dc.ptr
+    if out is None:
+        key = (kernel, a.shape, a.strides, da.device_id, b.shape, b.strides, db.device_id, c.shape, c.strides,
+               dc.device_id, None, (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8)
+    elif type(out) is _ND and out.dtype is _F32:
+        de = out.data
+        pe = de.ptr
+        key = (kernel, a.shape, a.strides, da.device_id, b.shape, b.strides, db.device_id, c.shape, c.strides,
+               dc.device_id, (out.shape, out.strides, de.device_id),
+               (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8 | (pe & 15) << 12)
+    else:
+        return None, None
+    plan = _fast.get(key)
+    if plan is None:
+        return None, key
+    ea, eb, ec, ee = plan.spans
+    if out is None:
+        with cupy.cuda.Device(plan.dev) if plan.dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
+            out = cupy.empty(plan.shape, dtype=_F32)
+        pe = out.data.ptr
+        if pe & 15:  # the plan assumed a 16-byte aligned E (the pool's are); the checked path plans for this one
+            return None, None
+    elif pe < pa + ea and pa < pe + ee or pe < pb + eb and pb < pe + ee or pe < pc + ec and pc < pe + ee:
+        return None, None  # out overlaps an input: the checked path says which
+    (_run_persistent if plan.persistent else _run_fused)(plan.launch, plan.dev, (pa, pb, pc, pe))
+    return out, None
+
+
+def _span(x) -> int:
+    """Bytes from a row-major float32 matrix's pointer to the end of its last element (as cupy's
+    may_share_memory bounds it)."""
+    (rows, cols), (s0, s1) = x.shape, x.strides
+    return (rows - 1) * s0 + (cols - 1) * s1 + 4
+
+
+def _remember(key: tuple, launch: _Launch, persistent: bool, dev: int, ops, args) -> None:
+    """Keep ``launch`` under multi_dot's ``key`` if the call ran on its own arrays (``ops`` are ``args``: no
+    operand was copied to make it row-major) and, where multi_dot allocated E, E is 16-byte aligned as the
+    key assumes."""
+    if any(x is not y for x, y in zip(ops, args, strict=True)):
+        return
+    e = args[3]
+    if key[10] is None and e.data.ptr & 15:
+        return
+    if len(_fast) >= _LAUNCH_CACHE_MAX:
+        _fast.clear()
+    _fast[key] = _Fast(launch, persistent, dev, e.shape, tuple(_span(x) for x in args))
 
 
 def _pairwise(arrays, dims, out):
@@ -586,6 +686,9 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     ``out``: a C-contiguous (or row-major, unit column stride) float32 array of the result's shape that
     overlaps none of the inputs; returned.
     """
+    done, fast_key = _fast_call(arrays, kernel, out)
+    if done is not None:
+        return done
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError(f"multi_dot needs at least two arrays, got {len(arrays)}")
@@ -613,7 +716,8 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         raise ValueError(f"dimensions must be below 2**31, got {dims}")
     m, n = dims[0], dims[-1]
     if out is None:
-        out = cupy.empty((m, n), dtype=_F32)
+        with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
+            out = cupy.empty((m, n), dtype=_F32)  # on the arrays' device, whichever is current
     else:
         _check_out(out, arrays, m, n, dev)
 
@@ -632,9 +736,9 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
                     _chosen.clear()
                 config = _chosen[key] = select(m, k, p, n, compute_capability(dev))
         if config in PERSISTENT:
-            return _persistent(arrays[0], arrays[1], arrays[2], out, PERSISTENT[config], config, dev)
+            return _persistent(arrays[0], arrays[1], arrays[2], out, PERSISTENT[config], config, dev, fast_key)
         if config is not None:
-            return _fused3(arrays[0], arrays[1], arrays[2], out, config, dev)
+            return _fused3(arrays[0], arrays[1], arrays[2], out, config, dev, fast_key)
     if m == 0 or n == 0:
         return out
     return _pairwise(arrays, dims, out)

@@ -364,6 +364,7 @@ def test_back_to_back_persistent(pdl, rng, monkeypatch):
 
     monkeypatch.setattr(_chain, "PDL", pdl)
     monkeypatch.setattr(_chain, "_launches", {})  # launches are planned with the PDL setting of their time
+    monkeypatch.setattr(_chain, "_fast", {})  # (and multi_dot's fast path keeps them)
     n, dev = 384, cupy.cuda.runtime.getDevice()
     x = [rng.standard_normal((n, n), dtype=cupy.float32) / math.sqrt(n) for _ in range(3)]
     calls = {k: functools.partial(cumm.multi_dot, kernel=k) for k in ("fused3_wg", "fused3_tc") if _runs(k)}
@@ -408,6 +409,88 @@ def test_back_to_back_every_cluster_resident(rng):
         _chain._fused3_wg(*sets[i % 3], outs[i % 3], cfg, dev)
     for x, out in zip(sets, outs, strict=True):
         assert rel_err(out, _ref(x)) < TOL
+
+
+def _counted(monkeypatch, name):
+    """Count the calls of _chain.<name> (still calling it)."""
+    calls = []
+    real = getattr(_chain, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_chain, name, counted)
+    return calls
+
+
+@gpu
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_fast_path(kernel, rng, monkeypatch):
+    """A three-array call whose key (kernel, shapes, strides, devices, misalignment) a checked call has had is
+    launched by the fast path: right on new arrays (new pointers), with strided and misaligned views, with
+    out=None; and never past a check that depends on the pointers (out overlapping an input) or on anything
+    else outside the key (a dtype)."""
+    import cupy
+
+    _skip_unless_runs(kernel)
+    monkeypatch.setattr(_chain, "_fast", {})
+    checked = _counted(monkeypatch, "_operands")  # (the checked path's, never the fast path's)
+    dims = (131, 67, 93, 45)
+    _check(_chain_arrays(rng, dims), kernel)
+    if kernel == "pairwise":
+        assert not _chain._fast
+        return
+    assert len(_chain._fast) == 1 and len(checked) == 1
+    for _ in range(3):
+        _check(_chain_arrays(rng, dims), kernel)
+    assert len(checked) == 1, "the fast path was not taken"
+
+    def views():  # misaligned pointers and leading dimensions not a multiple of 4 (the scalar paths)
+        a = rng.standard_normal((132, 70), dtype=cupy.float32)[1:, 1:68]
+        b = rng.standard_normal((67, 98), dtype=cupy.float32)[:, 2:95]
+        c = rng.standard_normal((93, 46), dtype=cupy.float32)[:, 1:]
+        big = _poisoned(131, 46)
+        return [a, b, c], big
+
+    for _ in range(3):
+        x, big = views()
+        out = cumm.multi_dot(x, kernel=kernel, out=big[:, 1:])
+        assert rel_err(out, _ref(x)) < TOL and cupy.isnan(big[:, 0]).all()
+        assert len(checked) == 2, "a second key: one checked call, then the fast path"
+    for _ in range(3):
+        x = _chain_arrays(rng, dims)
+        e = cumm.multi_dot(x, kernel=kernel)
+        assert e.shape == (131, 45) and e.dtype == cupy.float32 and rel_err(e, _ref(x)) < TOL
+    assert len(checked) == 3
+
+    n = 64  # out overlapping an input, with the shapes and strides of a remembered call
+    sq = _chain_arrays(rng, (n, n, n, n))
+    _check(sq, kernel)
+    buf = rng.standard_normal(3 * n * n, dtype=cupy.float32)
+    a, out = buf[: n * n].reshape(n, n), buf[n * n // 2 : 3 * n * n // 2].reshape(n, n)
+    with pytest.raises(ValueError, match=r"overlaps arrays\[0\]"):
+        cumm.multi_dot([a, sq[1], sq[2]], kernel=kernel, out=out)
+    with pytest.raises(ValueError, match=r"overlaps arrays\[2\]"):
+        cumm.multi_dot([sq[0], sq[1], out], kernel=kernel, out=out)
+    with pytest.raises(TypeError, match=r"arrays\[1\] has dtype float64"):
+        cumm.multi_dot([sq[0], sq[1].astype(cupy.float64), sq[2]], kernel=kernel, out=_poisoned(n, n))
+    c = buf[2 * n * n :].reshape(n, n)  # adjacent to out's end: no overlap
+    _check([buf[: n * n].reshape(n, n), sq[1], c], kernel)
+    assert len(checked) == 4
+
+
+def test_fast_path_host_logic():
+    """Without a GPU: anything but three float32 cupy arrays (and out None or one) has no fast-path key, and the
+    spans bound a matrix's bytes as cupy.may_share_memory does."""
+    a = np.ones((3, 4), dtype=np.float32)
+    assert _chain._fast_call([a, a.T, a], "auto", None) == (None, None)
+    assert _chain._fast_call(iter([a, a.T, a]), "auto", None) == (None, None)
+    byte_bounds = getattr(np, "byte_bounds", None) or np.lib.array_utils.byte_bounds  # (moved in NumPy 2.0)
+    for x in (a, np.ones((5, 7), np.float32)[1:, 2:5], np.ones((1, 9), np.float32), np.ones((6, 1), np.float32),
+              np.ones((6, 3), np.float32)[:, 1:2]):
+        low, high = byte_bounds(x)
+        assert _chain._span(x) == high - low
 
 
 @gpu
