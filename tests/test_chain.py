@@ -436,7 +436,8 @@ def test_fast_path(kernel, rng, monkeypatch):
     _skip_unless_runs(kernel)
     monkeypatch.setattr(_chain, "_fast", {})
     checked = _counted(monkeypatch, "_operands")  # (the checked path's, never the fast path's)
-    dims = (131, 67, 93, 45)
+    dims = (131, 97, 93, 145)  # (auto fuses it: A @ B first costs fewer multiply-adds)
+    m, k, p, n = dims
     _check(_chain_arrays(rng, dims), kernel)
     if kernel == "pairwise":
         assert not _chain._fast
@@ -447,11 +448,10 @@ def test_fast_path(kernel, rng, monkeypatch):
     assert len(checked) == 1, "the fast path was not taken"
 
     def views():  # misaligned pointers and leading dimensions not a multiple of 4 (the scalar paths)
-        a = rng.standard_normal((132, 70), dtype=cupy.float32)[1:, 1:68]
-        b = rng.standard_normal((67, 98), dtype=cupy.float32)[:, 2:95]
-        c = rng.standard_normal((93, 46), dtype=cupy.float32)[:, 1:]
-        big = _poisoned(131, 46)
-        return [a, b, c], big
+        a = rng.standard_normal((m + 1, k + 3), dtype=cupy.float32)[1:, 1 : k + 1]
+        b = rng.standard_normal((k, p + 5), dtype=cupy.float32)[:, 2 : p + 2]
+        c = rng.standard_normal((p, n + 1), dtype=cupy.float32)[:, 1:]
+        return [a, b, c], _poisoned(m, n + 1)
 
     for _ in range(3):
         x, big = views()
@@ -461,7 +461,7 @@ def test_fast_path(kernel, rng, monkeypatch):
     for _ in range(3):
         x = _chain_arrays(rng, dims)
         e = cumm.multi_dot(x, kernel=kernel)
-        assert e.shape == (131, 45) and e.dtype == cupy.float32 and rel_err(e, _ref(x)) < TOL
+        assert e.shape == (m, n) and e.dtype == cupy.float32 and rel_err(e, _ref(x)) < TOL
     assert len(checked) == 3
 
     n = 64  # out overlapping an input, with the shapes and strides of a remembered call
@@ -475,8 +475,10 @@ def test_fast_path(kernel, rng, monkeypatch):
         cumm.multi_dot([sq[0], sq[1], out], kernel=kernel, out=out)
     with pytest.raises(TypeError, match=r"arrays\[1\] has dtype float64"):
         cumm.multi_dot([sq[0], sq[1].astype(cupy.float64), sq[2]], kernel=kernel, out=_poisoned(n, n))
-    c = buf[2 * n * n :].reshape(n, n)  # adjacent to out's end: no overlap
-    _check([buf[: n * n].reshape(n, n), sq[1], c], kernel)
+    out, c = buf[n * n : 2 * n * n].reshape(n, n), buf[2 * n * n :].reshape(n, n)  # adjacent, no overlap
+    out.fill(math.nan)
+    cumm.multi_dot([a, sq[1], c], kernel=kernel, out=out)
+    assert rel_err(out, _ref([a, sq[1], c])) < TOL
     assert len(checked) == 4
 
 
