@@ -18,6 +18,7 @@ project's timing, cumm._bench.sample_ms), two ways:
   GPU ~2 us (H200: an empty kernel takes 3.4 us per call with an event pair around each call, 1.4 us in
   a batch, bench/probe_pdl.py) and stops programmatic dependent launch from overlapping them: this is
   what a loop that records no events sees.
+* host: the host's time to issue those batches, per call (the host side alone).
 
 Columns: cupy a@b@c, multi_dot forced to fused3, fused3_tc and fused3_wg (sm_90 only), multi_dot auto;
 speedup = cupy / auto. The JSON also has pairwise and what auto chose. --configs also times every fused
@@ -189,30 +190,34 @@ def device_ms(call, runs: int) -> list[float]:
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in events]
 
 
-def batch_us(call) -> float:
-    """Median over BATCHES of (time of BATCH calls issued back to back) / BATCH, in us, host included."""
+def batch_us(call) -> tuple[float, float]:
+    """Medians over BATCHES of (time of BATCH calls issued back to back) / BATCH, in us, host included, and of
+    the host's time to issue them / BATCH (the host side of a call alone: 50 calls never fill the launch
+    queue, so the host never waits for the GPU)."""
     a, b = cupy.cuda.Event(), cupy.cuda.Event()
-    per = []
+    per, host = [], []
     for _ in range(BATCHES):
         call()  # an untimed leader, as in _bench.sample_ms
         a.record()
+        t0 = time.perf_counter()
         for _ in range(BATCH):
             call()
+        host.append((time.perf_counter() - t0) * 1e6 / BATCH)
         b.record()
         b.synchronize()
         per.append(cupy.cuda.get_elapsed_time(a, b) * 1e3 / BATCH)
-    return statistics.median(per)
+    return statistics.median(per), statistics.median(host)
 
 
 def _measure(fn, sets, ref, ref_norm, repeat):
-    """(relative error, median us in a loop, median device us, back-to-back us, runs); times are None if the
-    result is wrong."""
+    """(relative error, median us in a loop, median device us, back-to-back us, host us, runs); times are None
+    if the result is wrong."""
     x, e = sets[0]
     e.fill(math.nan)
     fn(x, e)
     err = float(cupy.linalg.norm(e.astype(cupy.float64) - ref)) / ref_norm
     if not err < TOL:  # NaN (an element never written) included
-        return (err if math.isfinite(err) else None), None, None, None, 0
+        return (err if math.isfinite(err) else None), None, None, None, None, 0
     state = {"i": 0}
 
     def call():
@@ -222,7 +227,7 @@ def _measure(fn, sets, ref, ref_norm, repeat):
 
     times = _bench.sample_ms(call, warmup=5, repeat=max(repeat, MIN_RUNS), min_runs=MIN_RUNS)
     dev = device_ms(call, max(repeat, MIN_RUNS))
-    return err, statistics.median(times) * 1e3, statistics.median(dev) * 1e3, batch_us(call), len(times)
+    return err, statistics.median(times) * 1e3, statistics.median(dev) * 1e3, *batch_us(call), len(times)
 
 
 def run(chains, repeat: int, with_configs: bool, only: str = "") -> list[dict]:
@@ -242,10 +247,10 @@ def run(chains, repeat: int, with_configs: bool, only: str = "") -> list[dict]:
         row = {"shape": "x".join(map(str, dims)), "dims": list(dims),
                "auto_choice": _chain.select(*dims, cc) or "pairwise"}
         for name, fn in methods.items():
-            err, us, dev_us, b_us, runs = _measure(fn, sets, ref, ref_norm, repeat)
-            row[name] = {"us": us, "device_us": dev_us, "batch_us": b_us, "rel_err": err, "runs": runs,
-                         "status": "ok" if us is not None else "FAIL"}
-        for key, suffix in (("us", ""), ("device_us", "_device"), ("batch_us", "_batch")):
+            err, us, dev_us, b_us, h_us, runs = _measure(fn, sets, ref, ref_norm, repeat)
+            row[name] = {"us": us, "device_us": dev_us, "batch_us": b_us, "host_us": h_us, "rel_err": err,
+                         "runs": runs, "status": "ok" if us is not None else "FAIL"}
+        for key, suffix in (("us", ""), ("device_us", "_device"), ("batch_us", "_batch"), ("host_us", "_host")):
             cu, au = row["cupy"][key], row["auto"][key]
             row["speedup" + suffix] = cu / au if cu and au else None
         rows.append(row)
@@ -263,7 +268,7 @@ def _us(cell, key="us") -> str:
 
 
 def _line(row, key) -> str:
-    sp = row["speedup" + {"us": "", "device_us": "_device", "batch_us": "_batch"}[key]]
+    sp = row["speedup" + {"us": "", "device_us": "_device", "batch_us": "_batch", "host_us": "_host"}[key]]
     return (f"| {row['shape']} | {_us(row['cupy'], key)} | {_us(row['fused3'], key)} | "
             f"{_us(row['fused3_tc'], key)} | {_us(row['fused3_wg'], key) if 'fused3_wg' in row else '-'} | "
             f"{_us(row['auto'], key)} "
@@ -277,7 +282,9 @@ def table(rows) -> str:
            "Device time (calls queued behind a busy GPU; host excluded):", "", *head,
            *(_line(r, "device_us") for r in rows), "",
            f"Back to back (one event pair around each batch of {BATCH} calls; host included):", "", *head,
-           *(_line(r, "batch_us") for r in rows)]
+           *(_line(r, "batch_us") for r in rows), "",
+           "Host time per call (issuing the batches above; ratio = cupy's / auto's):", "", *head,
+           *(_line(r, "host_us") for r in rows)]
     cfg_names = [k for k in rows[0] if k.startswith(("fused3:", "fused3_tc:", "fused3_wg:"))] if rows else []
     if cfg_names:
         out += ["", "Pairwise and each fused3 configuration, loop us / device us / back-to-back us:", "",

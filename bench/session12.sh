@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # session 12 device steps, any of: fasttest (the chain tests of multi_dot's fast path, errors, views, back to
 # back), host12 (bench/probe_chain.py at n = 512: the host path step by step, checked and fast, and the phases
-# of CONFIGS), chain12 (bench/chain.py at SIZES, every column, the non-square chain unless NOEXTRA=1), and every
+# of CONFIGS), suite12 (every test), chain12 (bench/chain.py at SIZES, every column, the non-square chain unless NOEXTRA=1), and every
 # step of session11.sh, which it runs for other names.
 export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -18,6 +18,9 @@ for step in "$@"; do
     chain12)
       timeout ${CHAIN_S:-420} python3 bench/chain.py --sizes ${SIZES:-512} ${NOEXTRA:+--no-extra} --repeat 100 \
         --json $OUT/chain12.json > $OUT/chain12.log 2>&1; echo "chain12 rc=$?"; sed -n '/NVIDIA/,$p' $OUT/chain12.log ;;
+    suite12)
+      timeout ${SUITE_S:-560} python3 -m pytest -q -rs tests bench > $OUT/pytest.log 2>&1; echo "pytest rc=$?"
+      tail -4 $OUT/pytest.log ;;
     *)
       OUT=$OUT bash "$here/session11.sh" "$step" ;;
   esac
