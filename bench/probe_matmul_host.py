@@ -1,0 +1,62 @@
+"""Where cumm.matmul's host time goes (per call, host only, best of 9 bursts of 200; then cProfile), for the
+products that multi_dot's pairwise path runs: n x n x n, and the 4096x64 . 64x4096 . 4096x64 chain's two.
+
+    PYTHONPATH=. python3 bench/probe_matmul_host.py
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import time
+
+import cupy
+
+import cumm
+
+ITERS = 200
+
+
+def per_call(fn) -> float:
+    best = float("inf")
+    for _ in range(9):
+        fn()
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for _ in range(ITERS):
+            fn()
+        best = min(best, time.perf_counter() - t0)
+        cupy.cuda.Device().synchronize()
+    return best / ITERS * 1e6
+
+
+def main() -> None:
+    f32 = cupy.float32
+    rng = cupy.random.default_rng(0)
+    cases = {}
+    for m, k, n in ((512, 512, 512), (64, 4096, 64), (4096, 64, 64)):
+        a, b = rng.standard_normal((m, k), dtype=f32), rng.standard_normal((k, n), dtype=f32)
+        out = cupy.empty((m, n), f32)
+        cases[f"matmul {m}x{k} @ {k}x{n} (out=)"] = (lambda a=a, b=b, out=out: cumm.matmul(a, b, out=out))
+        cases[f"cupy.matmul {m}x{k} @ {k}x{n} (out=)"] = (lambda a=a, b=b, out=out: cupy.matmul(a, b, out=out))
+    x = [rng.standard_normal(s, dtype=f32) for s in ((4096, 64), (64, 4096), (4096, 64))]
+    e = cupy.empty((4096, 64), f32)
+    cases["multi_dot 4096x64 chain (out=)"] = lambda: cumm.multi_dot(x, out=e)
+    for name, fn in cases.items():
+        print(f"  {name:44s} {per_call(fn):8.2f} us/call")
+    for name in ("matmul 64x4096 @ 4096x64 (out=)", "matmul 512x512 @ 512x512 (out=)"):
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(ITERS):
+            cases[name]()
+        pr.disable()
+        cupy.cuda.Device().synchronize()
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(22)
+        print(name)
+        print(s.getvalue())
+
+
+if __name__ == "__main__":
+    main()
