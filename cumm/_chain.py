@@ -19,6 +19,10 @@ that order must not cost more multiply-adds than A @ (B @ C):
 The persistent kernels launch through the driver with their arguments packed once per shape (_Launch); on
 compute capability 9.0+ with programmatic stream serialization, so that back-to-back chains overlap one
 launch's end with the next one's start (each waits for its predecessor before touching memory).
+
+A three-array call that fuses is checked and planned once per key (kernel=, the operands' shapes, strides,
+devices and pointer misalignment; see _fast_call): later calls with that key test only what depends on the
+pointers (out overlapping an input) and launch.
 """
 
 from __future__ import annotations
