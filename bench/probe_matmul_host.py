@@ -43,9 +43,19 @@ def main() -> None:
     x = [rng.standard_normal(s, dtype=f32) for s in ((4096, 64), (64, 4096), (4096, 64))]
     e = cupy.empty((4096, 64), f32)
     cases["multi_dot 4096x64 chain (out=)"] = lambda: cumm.multi_dot(x, out=e)
+    sets = [([rng.standard_normal(s, dtype=f32) for s in ((4096, 64), (64, 4096), (4096, 64))],
+             cupy.empty((4096, 64), f32)) for _ in range(40)]  # as bench/chain.py rotates them
+    turn = iter(range(1 << 62))
+
+    def rotating(kernel="auto"):
+        xs, es = sets[next(turn) % len(sets)]
+        cumm.multi_dot(xs, kernel=kernel, out=es)
+
+    cases["multi_dot 4096x64 chain, 40 rotating sets"] = rotating
+    cases["multi_dot(kernel='pairwise') 4096x64, rotating"] = lambda: rotating("pairwise")
     for name, fn in cases.items():
         print(f"  {name:44s} {per_call(fn):8.2f} us/call")
-    for name in ("matmul 64x4096 @ 4096x64 (out=)", "matmul 512x512 @ 512x512 (out=)"):
+    for name in ("matmul 64x4096 @ 4096x64 (out=)", "multi_dot 4096x64 chain, 40 rotating sets"):
         pr = cProfile.Profile()
         pr.enable()
         for _ in range(ITERS):
