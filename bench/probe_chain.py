@@ -39,21 +39,26 @@ extern "C" __global__ void cumm_nop15(int, int, int, int, const float*, int, con
 """
 
 
+def host_us(fn, iters: int = 200) -> float:
+    """Host time per call of ``fn`` in us: short bursts (the launch queue never fills), best of 9."""
+    best = float("inf")
+    for _ in range(9):
+        fn()
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        best = min(best, time.perf_counter() - t0)
+        cupy.cuda.Device().synchronize()
+    return best / iters * 1e6
+
+
 def host_breakdown(n: int, iters: int = 200) -> None:
     x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
     e = cupy.empty((n, n), cupy.float32)
 
-    def per_call(fn):  # host time only: short bursts (the launch queue never fills), best of 9
-        best = float("inf")
-        for _ in range(9):
-            fn()
-            cupy.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                fn()
-            best = min(best, time.perf_counter() - t0)
-            cupy.cuda.Device().synchronize()
-        return best / iters * 1e6
+    def per_call(fn):
+        return host_us(fn, iters)
 
     dev = cupy.cuda.runtime.getDevice()
     cfg = _chain.select(n, n, n, n, 90) or "pairwise"

@@ -9,26 +9,13 @@ from __future__ import annotations
 import cProfile
 import io
 import pstats
-import time
 
 import cupy
+from probe_chain import host_us  # bench/ is this script's directory
 
 import cumm
 
 ITERS = 200
-
-
-def per_call(fn) -> float:
-    best = float("inf")
-    for _ in range(9):
-        fn()
-        cupy.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        for _ in range(ITERS):
-            fn()
-        best = min(best, time.perf_counter() - t0)
-        cupy.cuda.Device().synchronize()
-    return best / ITERS * 1e6
 
 
 def main() -> None:
@@ -54,7 +41,7 @@ def main() -> None:
     cases["multi_dot 4096x64 chain, 40 rotating sets"] = rotating
     cases["multi_dot(kernel='pairwise') 4096x64, rotating"] = lambda: rotating("pairwise")
     for name, fn in cases.items():
-        print(f"  {name:44s} {per_call(fn):8.2f} us/call")
+        print(f"  {name:44s} {host_us(fn, ITERS):8.2f} us/call")
     for name in ("matmul 64x4096 @ 4096x64 (out=)", "multi_dot 4096x64 chain, 40 rotating sets"):
         pr = cProfile.Profile()
         pr.enable()
