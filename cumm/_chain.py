@@ -613,8 +613,8 @@ _ND = cupy.ndarray
 def _fast_call(arrays, kernel: str, out):
     """(E, None) where the call was launched by the fast path, else (None, the key to remember a launch under,
     or None where this call cannot have one)."""
-    if (type(arrays) is not list and type(arrays) is not tuple) or len(arrays) != 3:
-        return None, None
+    if (type(arrays) is not list and type(arrays) is not tuple) or len(arrays) != 3 or type(kernel) is not str:
+        return None, None  # (an unhashable kernel= gets the checked path's message)
     a, b, c = arrays
     if not (type(a) is _ND and type(b) is _ND and type(c) is _ND
             and a.dtype is _F32 and b.dtype is _F32 and c.dtype is _F32):  # (the builtin dtype is a singleton)

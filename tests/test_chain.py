@@ -475,6 +475,8 @@ def test_fast_path(kernel, rng, monkeypatch):
         cumm.multi_dot([sq[0], sq[1], out], kernel=kernel, out=out)
     with pytest.raises(TypeError, match=r"arrays\[1\] has dtype float64"):
         cumm.multi_dot([sq[0], sq[1].astype(cupy.float64), sq[2]], kernel=kernel, out=_poisoned(n, n))
+    with pytest.raises(ValueError, match=r"unknown kernel \['auto'\]"):
+        cumm.multi_dot(sq, kernel=["auto"], out=_poisoned(n, n))
     out, c = buf[n * n : 2 * n * n].reshape(n, n), buf[2 * n * n :].reshape(n, n)  # adjacent, no overlap
     out.fill(math.nan)
     cumm.multi_dot([a, sq[1], c], kernel=kernel, out=out)
