@@ -31,7 +31,7 @@ import contextlib
 import ctypes
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import cupy
@@ -168,7 +168,7 @@ def _fused3(a, b, c, out, config: str | Mapping[str, int], dev: int, fast_key: t
     launch = _launch(config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
     _run_fused(launch, dev, pointers)
     if fast_key is not None:
-        _remember(fast_key, launch, False, dev, ops, (a, b, c, out))
+        _remember(fast_key, launch, _run_fused, dev, ops, (a, b, c, out))
     return out
 
 
@@ -543,7 +543,7 @@ def _persistent(a, b, c, out, kernel: str, config: str | Mapping[str, int], dev:
     launch = _persistent_plan(kernel, config, flags, dev, (m, k, p, n, lda, ldb, ldc, lde))
     _run_persistent(launch, dev, pointers)
     if fast_key is not None:
-        _remember(fast_key, launch, True, dev, ops, (a, b, c, out))
+        _remember(fast_key, launch, _run_persistent, dev, ops, (a, b, c, out))
     return out
 
 
@@ -595,7 +595,7 @@ class _Fast(NamedTuple):
     """A three-array chain's fused launch, kept under multi_dot's key of a call that passed every check."""
 
     launch: _Launch
-    persistent: bool  # fused3_tc / fused3_wg (scratch and barrier word per stream), else fused3
+    run: Callable  # _run_persistent (fused3_tc, fused3_wg: scratch and barrier word per stream) or _run_fused
     dev: int
     shape: tuple[int, int]  # the result's
     spans: tuple[int, int, int, int]  # bytes from A's, B's, C's and E's pointer to the end of its last element
@@ -604,8 +604,8 @@ class _Fast(NamedTuple):
 # multi_dot's fast path. The key holds everything its checks and its plan depend on except the pointers:
 # kernel=, each operand's shape, strides and device (dtypes are tested first), out's (or None when multi_dot
 # allocates it) and the pointers' misalignment from 16 bytes. A call with a known key needs only the overlap
-# test of out against the inputs (from the spans) before its launch: on the H200's host the checks and the
-# planning took about two thirds of multi_dot's ~26 us at n = 512 (bench/NOTES.md, session 12).
+# test of out against the inputs (from the spans) before its launch: at n = 512 on the H200's host, 14.9 us per
+# call against 25.4 through the checks and plan lookups (bench/NOTES.md, session 12).
 _fast: dict[tuple, _Fast] = {}
 _ND = cupy.ndarray
 
@@ -644,7 +644,7 @@ def _fast_call(arrays, kernel: str, out):
             return None, None
     elif pe < pa + ea and pa < pe + ee or pe < pb + eb and pb < pe + ee or pe < pc + ec and pc < pe + ee:
         return None, None  # out overlaps an input: the checked path says which
-    (_run_persistent if plan.persistent else _run_fused)(plan.launch, plan.dev, (pa, pb, pc, pe))
+    plan.run(plan.launch, plan.dev, (pa, pb, pc, pe))
     return out, None
 
 
@@ -655,18 +655,14 @@ def _span(x) -> int:
     return (rows - 1) * s0 + (cols - 1) * s1 + 4
 
 
-def _remember(key: tuple, launch: _Launch, persistent: bool, dev: int, ops, args) -> None:
-    """Keep ``launch`` under multi_dot's ``key`` if the call ran on its own arrays (``ops`` are ``args``: no
-    operand was copied to make it row-major) and, where multi_dot allocated E, E is 16-byte aligned as the
-    key assumes."""
+def _remember(key: tuple, launch: _Launch, run: Callable, dev: int, ops, args) -> None:
+    """Keep ``launch`` (queued by ``run``) under multi_dot's ``key`` if the call ran on its own arrays (``ops``
+    are ``args``: no operand was copied to make it row-major)."""
     if any(x is not y for x, y in zip(ops, args, strict=True)):
-        return
-    e = args[3]
-    if key[10] is None and e.data.ptr & 15:
         return
     if len(_fast) >= _LAUNCH_CACHE_MAX:
         _fast.clear()
-    _fast[key] = _Fast(launch, persistent, dev, e.shape, tuple(_span(x) for x in args))
+    _fast[key] = _Fast(launch, run, dev, args[3].shape, tuple(_span(x) for x in args))
 
 
 _orders: dict[tuple[int, ...], object] = {}  # dims -> chain_order(dims)
@@ -730,6 +726,8 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     if out is None:
         with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
             out = cupy.empty((m, n), dtype=_F32)  # on the arrays' device, whichever is current
+        if out.data.ptr & 15:  # the fast path's key for out=None assumes a 16-byte aligned E (the pool's are)
+            fast_key = None
     else:
         _check_out(out, arrays, m, n, dev)
 
