@@ -4,6 +4,10 @@ error against float64. A case is CONFIG:n (the working tree's template against a
 CONFIG/CONFIG:n (two configurations of the working tree's template).
 
     PYTHONPATH=. python3 bench/ab_wg.py --old path/to/fused3_wg.cu [--cases wg128x32:512,wg128x32/k64:512]
+        [--rotate] [--per-call]
+
+--rotate --per-call times what bench/chain.py's loop and device columns time (inputs from memory, an event pair
+around each call); the default, back-to-back batches on L2-resident inputs, is the kernel alone.
 """
 
 from __future__ import annotations
@@ -51,12 +55,25 @@ def build(config: str, template: str | None):
     return _arch_specific_kernel(spec, cfg, name, src, 90), spec, cfg
 
 
+def input_sets(args: tuple, n: int, count: int) -> list[tuple]:
+    """``args`` and count - 1 copies of it with fresh A, B, C and E (the same T and barrier word)."""
+    sets = [args]
+    for _ in range(count - 1):
+        x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(4)]
+        sets.append((*args[:4], x[0], args[5], x[1], args[7], x[2], args[9], x[3], *args[11:]))
+    return sets
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--old", help="another copy of fused3_wg.cu, or a directory of it and its headers (CONFIG:n)")
     p.add_argument("--cases", default="wg128x32:384,wg128x32:512,wg128x64:768,wg128x64:1024,wg128x64:2048")
     p.add_argument("--batches", type=int, default=15)
     p.add_argument("--calls", type=int, default=40)
+    p.add_argument("--rotate", action="store_true",
+                   help="cycle through input sets of over 120 MB together (inputs come from memory, not L2)")
+    p.add_argument("--per-call", action="store_true",
+                   help="an event pair around every call (as bench/chain.py's loop and device columns), not a batch")
     a = p.parse_args()
     for case in a.cases.split(","):
         config, n = case.split(":")
@@ -66,18 +83,28 @@ def main() -> None:
         for label, tpl in pairs:
             kern, spec, cfg = build(label if "/" in config else config, tpl)
             grid, threads, smem, args, x, e = launch_setup(n, kern, spec, cfg)
-            runs[label] = (with_maps(kern, cfg, grid, threads, smem, args), grid, threads, smem, args, x, e)
+            sets = input_sets(args, n, -(-120 << 20) // (16 * n * n) if a.rotate else 1)
+            runs[label] = ([with_maps(kern, cfg, grid, threads, smem, s) for s in sets], grid, threads, smem, sets,
+                           x, e)
         times = {k: [] for k in runs}
         ev = [cupy.cuda.Event(), cupy.cuda.Event()]
+        pairs = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(a.calls)] if a.per_call else []
         for b in range(a.batches + 2):
-            for label, (launch, grid, threads, smem, args, _, _) in runs.items():
+            for label, (launches, grid, threads, smem, sets, _, _) in runs.items():
                 ev[0].record()
-                for _ in range(a.calls):
-                    launch((grid,), (threads,), args, shared_mem=smem)
+                for i in range(a.calls):
+                    if pairs:
+                        pairs[i][0].record()
+                    launches[i % len(sets)]((grid,), (threads,), sets[i % len(sets)], shared_mem=smem)
+                    if pairs:
+                        pairs[i][1].record()
                 ev[1].record()
                 ev[1].synchronize()
                 if b >= 2:
-                    times[label].append(cupy.cuda.get_elapsed_time(*ev) * 1e3 / a.calls)
+                    if pairs:
+                        times[label].append(statistics.median(cupy.cuda.get_elapsed_time(*q) * 1e3 for q in pairs))
+                    else:
+                        times[label].append(cupy.cuda.get_elapsed_time(*ev) * 1e3 / a.calls)
         out = []
         for label, (*_, x, e) in runs.items():
             r = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)

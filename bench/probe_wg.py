@@ -38,7 +38,8 @@ ANCHORS = [  # (text, inserted before it)
     ("#if CL > 1\n    // This rank is done reading", "    cumm_sect(5, cumm_t0);\n"),
     ("\n// Persistent:", "    cumm_sect(6, cumm_t0);\n"),
 ]
-_YSPLIT = "for (int u = 0; u < (BN * BK / 4 + NTG - 1) / NTG; ++u) {\n            const int i = tg + u * NTG, col"
+_YSPLIT = "        float4 v[U];\n#pragma unroll\n        for (int u = 0; u < U; ++u) {"
+_YSTORE = "#pragma unroll\n        for (int u = 0; u < U; ++u) {\n            const int i = tg + u * NTG;\n"
 _XLOADS = "            load_x(j, xb, xs);"
 _FENCE = '            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");'
 _NOX = "            for (int s = 0; s < BK / 8; ++s)\n" \
@@ -46,13 +47,18 @@ _NOX = "            for (int s = 0; s < BK / 8; ++s)\n" \
 VARIANTS = {  # text replacements that remove one part of the work
     "full": [],
     "nomma": [("            cumm_wgmma<BN>(", "            if (0) cumm_wgmma<BN>(")],
-    "nosplit": [(_YSPLIT, "if (0) " + _YSPLIT)],  # Y's split into shared memory
+    "nosplit": [(_YSPLIT, _YSPLIT.replace("for", "if (0) for")),  # Y's split into shared memory
+                (_YSTORE, _YSTORE.replace("for", "if (0) for"))],
     "noload": [("        if (s < nc) issue(s);", "        if (0) issue(s);"),
                ("        if (j + STAGES - 1 < nc) issue(", "        if (0) issue(")],  # (cp.async only)
     # copy engine: a chunk's copies and its wait removed (stages hold stale data)
     "notma": [("            for (int s = 0; s < STAGES && s < nc; ++s) issue(s);", "            ;"),
               ("            if (tg == 0 && j >= 0 && j + STAGES < nc) issue(j + STAGES);", "            ;"),
               ("            cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);", "            ;")],
+    # copy engine: Y's box not copied (X's only, the bytes expected cut to match): a third fewer bytes per
+    # chunk from L2 at BM 64, BN 32, as TMA multicast of X over a cluster of two column tiles would read
+    "noy": [("cumm_mbar_expect(bar, 4 * (BM * BK + BK * BN));", "cumm_mbar_expect(bar, 4 * BM * BK);"),
+            ("            cumm_tma_load(Yr, ty, bn0, k0, bar);", "            ;")],
     # XA = 1: no proxy fence between Y's split (generic stores) and the wgmma that read it (results may be wrong)
     "nofence": [(_XLOADS + "\n" + _FENCE, _XLOADS)],
 }

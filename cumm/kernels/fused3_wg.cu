@@ -349,16 +349,26 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 
     // Y's chunk j, split and transposed into its split buffer: Y^T chunk (c, col) at its canonical place.
     auto split_y = [&](const int j) {
+        constexpr int U = (BN * BK / 4 + NTG - 1) / NTG;
         const float* const Yr = stage(j) + BM * LDX;
         uint4* const Yb = reinterpret_cast<uint4*>(split + buffer(j) * SPL);
+        // All of a thread's loads first: the compiler cannot tell the raw stage from the split buffer apart, so
+        // a store between two loads would hold the second back (one shared-memory latency per piece, in turn).
+        float4 v[U];
 #pragma unroll
-        for (int u = 0; u < (BN * BK / 4 + NTG - 1) / NTG; ++u) {
+        for (int u = 0; u < U; ++u) {
             const int i = tg + u * NTG, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
             if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
-            // K slots 4 (c % 2) + u of step c / 2: chunk rows cumm_wg_kcol(u, c), u = 0 .. 3
+            // K slots 4 (c % 2) + e of step c / 2: chunk rows cumm_wg_kcol(e, c), e = 0 .. 3
             const float* q = Yr + cumm_wg_kcol(0, c) * LDY + col;
+            v[u] = make_float4(q[0], q[WS * LDY], q[2 * WS * LDY], q[3 * WS * LDY]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int i = tg + u * NTG;
+            if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
             uint4 small;
-            Yb[i] = cumm_wg_split4(make_float4(q[0], q[WS * LDY], q[2 * WS * LDY], q[3 * WS * LDY]), small);
+            Yb[i] = cumm_wg_split4(v[u], small);
             Yb[BN * BK / 4 + i] = small;
         }
     };
