@@ -2,9 +2,7 @@
 # session 10 device steps, any of: wgtest10 (fused3_wg's tests), ab (bench/ab_wg.py against OLD, a copy of the
 # template before the change), probe10 (bench/probe_wg.py), and every step of session9.sh, which it runs for
 # other names.
-export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-here=$(dirname "$0")
+. "$(dirname "$0")/session_env.sh"
 for step in "$@"; do
   case $step in
     wgtest10)

@@ -4,9 +4,7 @@
 # (bench/probe_wg.py sections: CONFIGS, VARIANTS), suite11 (every test), table11 (bench/chain.py, probe_chain), chain11
 # (bench/chain.py with session 11's configurations, rotating inputs), and every step of session10.sh, which it
 # runs for other names.
-export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-here=$(dirname "$0")
+. "$(dirname "$0")/session_env.sh"
 for step in "$@"; do
   case $step in
     kwtest)

@@ -3,9 +3,7 @@
 # back), host12 (bench/probe_chain.py at n = 512: the host path step by step, checked and fast, and the phases
 # of CONFIGS), suite12 (every test), chain12 (bench/chain.py at SIZES, every column, the non-square chain unless NOEXTRA=1), and every
 # step of session11.sh, which it runs for other names.
-export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-here=$(dirname "$0")
+. "$(dirname "$0")/session_env.sh"
 for step in "$@"; do
   case $step in
     fasttest)

@@ -4,9 +4,7 @@
 # CASES; back to back on L2-resident inputs, and with rotating inputs and an event pair per call), phases13
 # (bench/probe_chain.py's phases at n = 512, no host part), and every step of session12.sh, which it runs for
 # other names.
-export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-here=$(dirname "$0")
+. "$(dirname "$0")/session_env.sh"
 cases=${CASES:-kw64x32:512,kw64x32:384,kw64x32:448,kw64x32:256}
 for step in "$@"; do
   case $step in

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # session 8 device steps, any of: quick pdl host, and every step of session7.sh (wgtest phases sweep suite chain
 # sanitize), which this script runs for the names it does not know.
-export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-here=$(dirname "$0")
+. "$(dirname "$0")/session_env.sh"
 for step in "$@"; do
   case $step in
     quick)  # the chain tests that launch persistent kernels back to back, and every fused3_wg / fused3_tc test

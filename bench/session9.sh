@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # session 9 device steps, any of: tma (the copy-engine tests and an A/B sweep), and every step of session8.sh
 # (quick pdl host) and session7.sh (wgtest phases sweep suite chain sanitize), which it runs for other names.
-export PYTHONPATH=.:bench PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy-cache CUMM_CACHE_DIR=/tmp/cumm-cache
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-here=$(dirname "$0")
+. "$(dirname "$0")/session_env.sh"
 TMA_ONLY=${TMA_ONLY:-fused3_wg:128x32c2k32s8xa,fused3_wg:128x32c2k32s8xa-tma,fused3_wg:128x32c2k32s4xa-tma,fused3_wg:128x32c2k32s8-tma,fused3_wg:64x64c2k32s3,fused3_wg:64x64c2k32s3-tma,fused3_wg:64x64c2k32s4xa-tma,fused3_wg:128x64c2k32s5,fused3_wg:128x64c2k32s6,fused3_wg:128x64c2k32s5-tma,fused3_wg:128x32c4k32s4xa-tma}
 for step in "$@"; do
   case $step in
