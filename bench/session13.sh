@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # session 13 device steps, any of: wgtest (the fused3_wg tests: configurations, copy engine, K groups, back to
 # back, fast path), ab13 (bench/ab_wg.py, the working tree's template against a saved copy, OLD, default
-# bench/_old/fused3_wg.cu, which is not kept in the tree: e.g. git show REV:cumm/kernels/fused3_wg.cu > it; CASES; back to back on L2-resident inputs, and with rotating inputs and an event pair per call), phases13
+# bench/_old/fused3_wg.cu, which the tree does not keep: git show REV:cumm/kernels/fused3_wg.cu > it; CASES;
+# back to back on L2-resident inputs, and with rotating inputs and an event pair per call), phases13
 # (bench/probe_chain.py's phases at n = 512, no host part), and every step of session12.sh, which it runs for
 # other names.
 . "$(dirname "$0")/session_env.sh"
