@@ -34,6 +34,9 @@ CANDIDATES = {
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
     "kw64x32k32": dict(BM=64, BN=32, BK=32, CL=1, STAGES=4, MINB=1, XA=0, TMA=1, KW=2),
     "kw64x64": dict(BM=64, BN=64, BK=32, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
+    # session 14: wg64x32 waiting for the last chunk's wgmma after the barrier (RF = 0), as before
+    "wg64x32rf0": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, RF=0),
+    "kw64x32rf1": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, RF=1),
 }
 
 

@@ -1,5 +1,5 @@
-"""Five launches of fused3_wg at n = 512 (wg64x32 with the overrides given as a dict literal), for ncu to profile
-one of them (bench/ncu_wg.sh, bench/ncu_source.sh).
+"""Five launches of fused3_wg at n = 512 (wg64x32, or the named configuration base="...", with the overrides given
+as a dict literal), for ncu to profile one of them (bench/ncu_wg.sh, bench/ncu_source.sh).
 
     PYTHONPATH=. python3 bench/ncu_launch.py "dict(TMA=0)"
 """
@@ -18,7 +18,8 @@ def main() -> None:
     n = 512
     x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
     e = cupy.empty((n, n), cupy.float32)
-    cfg = dict(_chain.WG_CONFIGS["wg64x32"], **over)
+    base = over.pop("base", "wg64x32")
+    cfg = dict(_chain.WG_CONFIGS[base], **over)
     for _ in range(5):
         _chain._fused3_wg(*x, e, cfg, cupy.cuda.runtime.getDevice())
     cupy.cuda.Device().synchronize()

@@ -198,11 +198,12 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # size, from batches of back-to-back launches on the H200 (bench/ab_wg.py; us per call): kw64x32 to n = 512
 # (512: 14.7 against wg64x32's 15.4; 384: 12.2 against 13.3), wg128x64 to 704 (every tile in one round; 704:
 # 26.2 against wg64x32's 33.6), wg64x32 to 896 (768: 43.2 against 49.4), wg128x64 to 4096 (device time at 4096:
-# 3351 us against cupy's 5347); fused3_tc is as fast up to 320. History and the configurations that lost:
-# bench/NOTES.md, sessions 7 to 11; tables: bench/results/h200_chain.md.
+# 3351 us against cupy's 5347); fused3_tc is as fast up to 320. wg64x32 waits for a chunk's wgmma before the
+# next chunk's proxy fence (RF = 1: 896 55.5 -> 54.7 us per call, session 14). History and the configurations
+# that lost: bench/NOTES.md, sessions 7 to 14; tables: bench/results/h200_chain.md.
 WG_CONFIGS: dict[str, dict[str, int]] = {
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
-    "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
+    "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, RF=1),
     "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0

@@ -337,7 +337,7 @@ REGISTRY: dict[str, KernelSpec] = {
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
             # session 9's wg128x32 tile (auto's choice at n = 512 then) with cp.async, which every shape takes
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1),
+            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, RF=0),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -355,13 +355,16 @@ REGISTRY: dict[str, KernelSpec] = {
                   "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span, or two 128-byte ones:"
                   " BK is 8, 16, 32 or 64"),
                 C("KW in (1, 2, 4)", "KW is 1, 2 or 4: the K groups of warpgroups within a block"),
+                C("RF in (0, 1)", "RF is 0 (the last chunk's wgmma waited for after the barrier) or 1 (before the"
+                  " proxy fence)"),
+                C("RF == 0 or XA == 0", "RF=1 orders the XA=0 k-loop: use XA=0 with RF=1"),
                 C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
                 C(f"({_WG_SMEM}) <= 232448",
                   "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
                   " 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
-                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2)),
+                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), RF=(0, 1)),
         ),
     ]
 }

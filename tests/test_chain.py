@@ -187,7 +187,10 @@ def _check_wg(config, dims, rng):
                                     # K split over two or four K groups of a block too (KW), with cp.async
                                     dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=0, KW=2),
                                     dict(BM=128, BN=32, BK=16, CL=1, STAGES=4, XA=1, KW=2),
-                                    dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, XA=0, KW=4)],
+                                    dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, XA=0, KW=4),
+                                    # chunk j - 1 retired before the proxy fence (RF = 1), with cp.async
+                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=0, KW=2, RF=1),
+                                    dict(BM=128, BN=64, BK=24, CL=4, STAGES=3, XA=0, RF=1)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
                                   (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
@@ -222,7 +225,10 @@ TMA_CONFIGS = [*_chain.WG_CONFIGS.values(), WG128X32,
                # PA = 2
                dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=1, TMA=1, KW=2),
                dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4),
-               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2)]
+               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2),
+               # chunk j - 1 retired before the proxy fence (RF = 1): two warpgroups per K group, four K groups
+               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, RF=1),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, RF=1)]
 
 
 @gpu
@@ -782,3 +788,12 @@ def test_cp_async_config():
     spec = get_spec("fused3_wg")
     for cfg in _chain.WG_CONFIGS.values():
         assert not spec.violations(spec.resolve(_chain.cp_async_config(cfg), 90))
+
+
+def test_retire_first_needs_the_xa0_loop():
+    """RF = 1 reorders the XA = 0 k-loop: refused with XA = 1, or outside 0 and 1, with a message naming it."""
+    spec = get_spec("fused3_wg")
+    for bad in (dict(XA=1, RF=1), dict(XA=0, RF=2)):
+        with pytest.raises(ValueError, match="RF"):
+            spec.resolve(bad, 90)
+    assert spec.resolve(dict(XA=0, RF=1), 90)["RF"] == 1

@@ -30,6 +30,11 @@
 //   pipeline (stages, split buffers, mbarriers, a named barrier), instead of to two blocks of a cluster: the
 //   tile then ends with a block barrier and local shared-memory sums, not a cluster barrier (whose release
 //   is a GPU-wide memory barrier) and loads from another multiprocessor: 2.5 -> 1.2 us per block at n = 512.
+// * RF = 1 (wg64x32, XA = 0): chunk j - 1's wgmma are waited for before the proxy fence that makes chunk j's
+//   split visible to the wgmma, not after the barrier: the fence waits for the split's stores to land, and the
+//   two waits then overlap. wg64x32 per call (rotating inputs): n = 896 55.5 -> 54.7 us, 768 45.3 -> 45.0;
+//   kw64x32 at 512 unchanged; wg128x64 (longer wgmma per chunk, which the barrier then no longer overlaps)
+//   slower at 1024 (bench/NOTES.md, session 14).
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
 // Measured on the H200 (device time, an event pair per call; bench/results/h200_chain.md, session 11): n = 512
@@ -467,10 +472,14 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         for (int j = 0; j < nc; ++j) {
             arrive(j);
             split_y(j);  // (this runs while chunk j - 1's wgmma do)
+            // RF = 1: chunk j - 1's wgmma are waited for (and folded) before the proxy fence, which waits for
+            // this thread's stores of the split, so that the two waits overlap; RF = 0: after the barrier, which
+            // then overlaps the wgmma (longer with wider tiles: wg128x64 is faster so).
+            if (RF && j > 0) retire(j - 1);
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
             group_sync();
             refill(j - 1);  // every thread loaded chunk j - 1's X fragments before this barrier
-            if (j > 0) retire(j - 1);
+            if (!RF && j > 0) retire(j - 1);
             // X's fragments for this warpgroup's 64 rows, split in registers
             unsigned xb[BK / 8][4], xs[BK / 8][4];
             load_x(j, xb, xs);
