@@ -788,12 +788,3 @@ def test_cp_async_config():
     spec = get_spec("fused3_wg")
     for cfg in _chain.WG_CONFIGS.values():
         assert not spec.violations(spec.resolve(_chain.cp_async_config(cfg), 90))
-
-
-def test_retire_first_needs_the_xa0_loop():
-    """RF = 1 reorders the XA = 0 k-loop: refused with XA = 1, or outside 0 and 1, with a message naming it."""
-    spec = get_spec("fused3_wg")
-    for bad in (dict(XA=1, RF=1), dict(XA=0, RF=2)):
-        with pytest.raises(ValueError, match="RF"):
-            spec.resolve(bad, 90)
-    assert spec.resolve(dict(XA=0, RF=1), 90)["RF"] == 1
