@@ -37,6 +37,9 @@ CANDIDATES = {
     # session 14: wg64x32 waiting for the last chunk's wgmma after the barrier (RF = 0), as before
     "wg64x32rf0": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, RF=0),
     "kw64x32rf1": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, RF=1),
+    # session 15: the first phase-2 tile's C split in the grid barrier's wait (PC = 1), and without
+    "kw64x32pc": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1),
+    "kw64x32pc0": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=0),
 }
 
 

@@ -13,12 +13,13 @@ import io
 import pstats
 import statistics
 import time
+from pathlib import Path
 
 import cupy
 import numpy as np
 
 import cumm
-from cumm import _chain
+from cumm import _chain, _render
 from cumm._compile import NVRTC_OPTIONS, _arch_specific_kernel
 from cumm._ladder import get_spec
 from cumm._render import render
@@ -129,6 +130,9 @@ EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocess
     "wg128x64s5tma": dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, MINB=1, XA=0, TMA=1),
     # session 11: K split over two K groups of one block (KW = 2)
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
+    # session 15: the first phase-2 tile's C split in the grid barrier's wait (PC = 1), and without
+    "kw64x32pc": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1),
+    "kw64x32pc0": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=0),
 }
 
 
@@ -140,6 +144,12 @@ def instrumented(config: str, flags=(1, 1, 1)):
     start = "    const int rows = (m + BM - 1) / BM"
     assert src.count(start) == 1, "template changed: update the probe's anchors"
     body = src.replace(start, "    cumm_stamp(0);\n" + start, 1)
+    # fused3_wg with PC = 1: the barrier in two halves (C split between them), stamped as one
+    arrive = "        const unsigned long long arrival = cumm_grid_arrive(bar);"
+    wait = "        cumm_grid_wait(bar, arrival);"
+    if arrive in body:
+        body = body.replace(arrive, "        cumm_stamp(1);\n" + arrive, 1)
+        body = body.replace(wait, wait + "\n        cumm_stamp(2);", 1)
     bar, i = "    cumm_grid_barrier(bar);", 1
     while bar in body:  # stamps 2i - 1 and 2i around the i-th grid barrier
         body = body.replace(bar, f"    cumm_stamp({i});\n    cumm_grid_barrier(bar );\n    cumm_stamp({i + 1});", 1)
@@ -235,7 +245,11 @@ def main() -> None:
     p.add_argument("--configs", default=",".join([*_chain.TC_CONFIGS, *_chain.WG_CONFIGS]))
     p.add_argument("--no-host", action="store_true")
     p.add_argument("--grids", default="0", help="grid caps to time the phases with (0: as multi_dot launches)")
+    p.add_argument("--template", help="a directory whose kernel templates and headers replace the package's")
     a = p.parse_args()
+    if a.template:
+        own, folder = _render.template_text, Path(a.template)
+        _render.template_text = lambda f: (folder / f).read_text() if (folder / f).exists() else own(f)
     for n in map(int, a.n.split(",")):
         if not a.no_host:
             host_breakdown(n)

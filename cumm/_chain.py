@@ -199,10 +199,11 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # (512: 14.7 against wg64x32's 15.4; 384: 12.2 against 13.3), wg128x64 to 704 (every tile in one round; 704:
 # 26.2 against wg64x32's 33.6), wg64x32 to 896 (768: 43.2 against 49.4), wg128x64 to 4096 (device time at 4096:
 # 3351 us against cupy's 5347); fused3_tc is as fast up to 320. wg64x32 waits for a chunk's wgmma before the
-# next chunk's proxy fence (RF = 1: 896 55.5 -> 54.7 us per call, session 14). History and the configurations
-# that lost: bench/NOTES.md, sessions 7 to 14; tables: bench/results/h200_chain.md.
+# next chunk's proxy fence (RF = 1: 896 55.5 -> 54.7 us per call, session 14). kw64x32 splits its first
+# phase-2 tile's C while the grid barrier waits (PC = 1: 512 16.6 -> 16.0 us per call, session 15). History
+# and the configurations that lost: bench/NOTES.md, sessions 7 to 15; tables: bench/results/h200_chain.md.
 WG_CONFIGS: dict[str, dict[str, int]] = {
-    "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
+    "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1),
     "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, RF=1),
     "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
 }
@@ -470,12 +471,13 @@ _NAMED = {"fused3_tc": TC_CONFIGS, "fused3_wg": WG_CONFIGS}  # each persistent k
 def cp_async_config(cfg: Mapping[str, int]) -> dict[str, int]:
     """The fused3_wg configuration that runs chains with an unaligned operand in place of ``cfg`` (TMA = 1):
     cp.async copies, in chunks of at most 32 of K (that k-loop spills with 64), as many bytes in flight; K
-    split over a cluster where ``cfg`` splits it over K groups of one block (KW), if such a cluster is valid.
+    split over a cluster where ``cfg`` splits it over K groups of one block (KW), if such a cluster is valid;
+    C split chunk by chunk (PC = 0: PC = 1 copies it with the copy engine).
     K groups are correct with cp.async too (tested), but there compute-sanitizer's racecheck reports hazards
     that it also reports on a minimal correct kernel with the same barrier pattern (bench/race_named_barrier.py,
     bench/NOTES.md session 11), so it could not check this path; the cluster form it checks clean."""
     bk, kw, cl = min(cfg["BK"], 32), cfg.get("KW", 1), cfg.get("CL", 1)
-    out = {**cfg, "TMA": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
+    out = {**cfg, "TMA": 0, "PC": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
     if kw == 1 or cl * kw > 8 or cfg["BM"] % (cl * kw):  # (clusters of at most 8; each rank stores BM / CL rows)
         return out
     return {**out, "KW": 1, "CL": cl * kw}

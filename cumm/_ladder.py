@@ -91,9 +91,9 @@ def _tf32x3_smem(c):
 
 # fused3_wg's shared memory in bytes (see fused3_wg.cu): per K group (KW) its raw stages and split buffers of
 # Y^T, and a partial tile; with TMA = 1 dense stages on 1024-byte boundaries, three split buffers, an mbarrier
-# per stage and the alignment slack. The constraint below is the same formula.
+# per stage (PC = 1: and one for C's chunks) and the alignment slack. The constraint below is the same formula.
 _WG_SMEM = ("KW * (4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8))"
-            " + 8 * STAGES) + 1024 if TMA else"
+            " + 8 * (STAGES + PC)) + 1024 if TMA else"
             " 4 * KW * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8))")
 
 
@@ -337,7 +337,7 @@ REGISTRY: dict[str, KernelSpec] = {
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
             # session 9's wg128x32 tile (auto's choice at n = 512 then) with cp.async, which every shape takes
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, RF=0),
+            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, RF=0, PC=0),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -358,13 +358,17 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("RF in (0, 1)", "RF is 0 (the last chunk's wgmma waited for after the barrier) or 1 (before the"
                   " proxy fence)"),
                 C("RF == 0 or XA == 0", "RF=1 orders the XA=0 k-loop: use XA=0 with RF=1"),
+                C("PC in (0, 1)", "PC is 0 (phase 2 splits C chunk by chunk) or 1 (the first phase-2 tile's C split"
+                  " in the grid barrier's wait)"),
+                C("PC == 0 or (TMA == 1 and XA == 0)",
+                  "PC=1 copies C with the copy engine into the XA=0 k-loop: use TMA=1 and XA=0 with PC=1"),
                 C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
                 C(f"({_WG_SMEM}) <= 232448",
                   "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
                   " 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
-                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), RF=(0, 1)),
+                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), RF=(0, 1), PC=(0, 1)),
         ),
     ]
 }

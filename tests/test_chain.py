@@ -228,18 +228,28 @@ TMA_CONFIGS = [*_chain.WG_CONFIGS.values(), WG128X32,
                dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2),
                # chunk j - 1 retired before the proxy fence (RF = 1): two warpgroups per K group, four K groups
                dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, RF=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, RF=1)]
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, RF=1),
+               # the first phase-2 tile's C split in the grid barrier's wait (PC = 1, kw64x32's; and without it):
+               # one, two or four K groups, a cluster, RF = 1
+               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=0),
+               dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, XA=0, TMA=1, RF=1, PC=1),
+               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, PC=1),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, PC=1)]
 
 
 @gpu
 @pytest.mark.parametrize("config", TMA_CONFIGS, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 44, 300, 72), (513, 128, 4, 8), (1, 4, 4, 4), (4097, 8, 100, 4),
-                                  (1024, 256, 1024, 256), (37, 45, 300, 72), (37, 45, 777, 600)],
+                                  (1024, 256, 1024, 256), (37, 45, 300, 72), (37, 45, 777, 600),
+                                  (2049, 12, 260, 300)],
                          ids=lambda d: "x".join(map(str, d)))
 def test_fused3_wg_tma(config, dims, rng):
     """Chunks by the copy engine: aligned operands with tails in every dimension (the boxes' zero fill), chains
     with one chunk and ranks with none, blocks that walk several tiles (the stages' mbarrier phases go on across
-    tiles and phases); with A, or every operand, unaligned the same tiles run with cp.async (TMA = 0)."""
+    tiles and phases); with A, or every operand, unaligned the same tiles run with cp.async (TMA = 0). PC = 1:
+    blocks whose first phase-2 tile has C split ahead (K groups with 0 to 4 chunks), with no phase-1 tile
+    (37x44x300x72, 4097x8x100x4), with several tiles of each phase after it (2049x12x260x300), and chains whose
+    K groups have more chunks than fit (1024x256x1024x256, 37x45x777x600: every tile as with PC = 0)."""
     _check_wg(config, dims, rng)
 
 
@@ -776,12 +786,14 @@ def test_cluster_needs_sm90():
 
 def test_cp_async_config():
     """Chains with an unaligned operand run the named configuration's tiles by cp.async, in chunks of at most 32
-    of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64)."""
+    of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64), and C split chunk by chunk
+    (PC = 0: PC = 1 copies C with the copy engine)."""
     assert _chain.cp_async_config(_chain.WG_CONFIGS["wg64x32"]) == dict(
-        _chain.WG_CONFIGS["wg64x32"], TMA=0, BK=32, STAGES=4)
-    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0)
+        _chain.WG_CONFIGS["wg64x32"], TMA=0, PC=0, BK=32, STAGES=4)
+    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0, PC=0)
     assert _chain.cp_async_config(_chain.WG_CONFIGS["kw64x32"]) == dict(  # K groups -> a cluster of 2
-        _chain.WG_CONFIGS["kw64x32"], TMA=0, BK=32, STAGES=4, KW=1, CL=2)
+        _chain.WG_CONFIGS["kw64x32"], TMA=0, PC=0, BK=32, STAGES=4, KW=1, CL=2)
+    assert _chain.cp_async_config(dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1))["PC"] == 0
     assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
     # no valid cluster for that split (more than 8 blocks): the K groups stay (correct with cp.async too, tested)
     assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=4, STAGES=2, TMA=1, KW=4))["KW"] == 4

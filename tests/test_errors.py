@@ -212,10 +212,14 @@ def test_fused3_wg_xa_out_of_range(xa, message):
                                            (dict(BM=256, KW=4), r"at most 1024 threads.*BM=256.*KW=4"),
                                            (dict(TMA=1, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2"),
                                            (dict(XA=0, RF=2), r"RF is 0 .* or 1 .*RF=2"),
-                                           (dict(XA=1, RF=1), r"RF=1 orders the XA=0 k-loop.*XA=1.*RF=1")])
+                                           (dict(XA=1, RF=1), r"RF=1 orders the XA=0 k-loop.*XA=1.*RF=1"),
+                                           (dict(TMA=1, XA=0, PC=2), r"PC is 0 .* or 1 .*PC=2"),
+                                           (dict(TMA=0, XA=0, PC=1), r"PC=1 copies C with the copy engine.*PC=1"),
+                                           (dict(TMA=1, XA=1, PC=1), r"use TMA=1 and XA=0 with PC=1.*XA=1")])
 def test_fused3_wg_tma_config(over, message):
     """TMA = 1 needs X's chunk rows to be one swizzle span and its own shared-memory budget (dense stages, a
-    third split buffer, mbarriers); PA = 2 and RF = 1 need their k-loops (XA = 1, XA = 0); K groups (KW) multiply
+    third split buffer, mbarriers); PA = 2, RF = 1 and PC = 1 need their k-loops (XA = 1, XA = 0; PC = 1 the copy
+    engine too); K groups (KW) multiply
     the threads and the shared memory of a block; what breaks these is refused before compiling, with a
     message."""
     with pytest.raises(cumm.ConfigError, match=message):

@@ -81,6 +81,22 @@ constexpr int LDP = BN + 8;                // partial tile [BM][LDP] (float2 sto
 constexpr int OFF_SPLIT = STAGES * RAW, GROUP = OFF_SPLIT + NSPLIT * SPL, OFF_PART = KW * GROUP;
 constexpr int OFF_BAR = OFF_PART + KW * BM * LDP;  // TMA = 1: one mbarrier (8 bytes) per raw stage and group
 static_assert(!TMA || GROUP % 256 == 0, "each K group's raw stages start on a 1024-byte boundary");
+// PC = 1: the block's first phase-2 tile has all its chunks of Y (C) split before the k-loop, in the grid
+// barrier's wait. A K group's space then holds, from its start, X-only raw stages (XST floats each; C's raw
+// chunks land there first, dense, before they are split) and from PRE_OFF(n) the n split buffers.
+constexpr int XST = BM * BK;
+__host__ __device__ constexpr int pre_off(const int n) {
+    const int a = STAGES * XST, b = n * BK * BN;
+    return ((a > b ? a : b) + 255) / 256 * 256;
+}
+// the most chunks per K group that fit (a chain whose K group has more runs its first tile as any other)
+__host__ __device__ constexpr int nps() {
+    int n = 0;
+    while (n < 64 && (n + 1) * SPL + pre_off(n + 1) <= GROUP) ++n;
+    return n;
+}
+constexpr int NPS = nps();
+static_assert(!PC || (TMA && XA == 0 && NPS >= 1), "PC = 1 needs TMA = 1, XA = 0 and a split buffer's room");
 }  // namespace wg
 
 // Float offset of element (r, c) of X's raw chunk. TMA = 1: the copy engine's swizzle, which XORs the 16-byte
@@ -114,6 +130,35 @@ __device__ __forceinline__ uint4 cumm_wg_split4(float4 v, uint4& small) {
     cumm_wg_split(v.z, big.z, small.z);
     cumm_wg_split(v.w, big.w, small.w);
     return big;
+}
+
+// Y's raw chunk at base + OFF (BK x BN, rows LDY apart), split and transposed into the split buffer at Yb: Y^T
+// chunk (c, col) at its canonical place. tg: the thread in its K group (NTG threads). (OFF: a raw stage's Y
+// follows its X: as a constant here, the k-loop compiles as it did with this code written in it.)
+template <int OFF>
+__device__ __forceinline__ void cumm_wg_split_y(const float* const base, uint4* const Yb, const int tg) {
+    using namespace wg;
+    const float* const Yr = base + OFF;
+    constexpr int U = (BN * BK / 4 + NTG - 1) / NTG;
+    // All of a thread's loads first: the compiler cannot tell the raw stage from the split buffer apart, so
+    // a store between two loads would hold the second back (one shared-memory latency per piece, in turn).
+    float4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = tg + u * NTG, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
+        if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
+        // K slots 4 (c % 2) + e of step c / 2: chunk rows cumm_wg_kcol(e, c), e = 0 .. 3
+        const float* q = Yr + cumm_wg_kcol(0, c) * LDY + col;
+        v[u] = make_float4(q[0], q[WS * LDY], q[2 * WS * LDY], q[3 * WS * LDY]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = tg + u * NTG;
+        if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
+        uint4 small;
+        Yb[i] = cumm_wg_split4(v[u], small);
+        Yb[BN * BK / 4 + i] = small;
+    }
 }
 
 // Descriptor of a K-major, unswizzled shared-memory operand of R rows (see the layout above).
@@ -211,6 +256,26 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
     } while (!done);
 }
 
+// TMA = 1: mbarrier i (K group kg's stage s: i = kg * STAGES + s; PC = 1: K group kg's C chunks KW * STAGES + kg)
+__device__ __forceinline__ unsigned long long* cumm_wg_bar(float* const smem, const int i) {
+    return reinterpret_cast<unsigned long long*>(smem + wg::OFF_BAR) + i;
+}
+
+// Chunks [c0, c0 + nc) of K's KT chunks: part pi of CL * KW (cluster rank, then K group).
+__device__ __forceinline__ void cumm_wg_part(const int KT, const int pi, int& c0, int& nc) {
+    c0 = static_cast<int>(static_cast<long long>(KT) * pi / (CL * KW));
+    nc = static_cast<int>(static_cast<long long>(KT) * (pi + 1) / (CL * KW)) - c0;
+}
+
+// PC = 1: thread 0 of a K group copies its nc chunks of C (the block's first phase-2 tile: columns bn0..,
+// chunks c0..) dense into its space (raw) with the copy engine, completing on mbarrier `bar`.
+__device__ __forceinline__ void cumm_wg_preload(float* const raw, unsigned long long* const bar,
+                                                const CummTmap* const tc, const int bn0, const int c0,
+                                                const int nc) {
+    cumm_mbar_expect(bar, 4 * BK * BN * nc);
+    for (int j = 0; j < nc; ++j) cumm_tma_load(raw + j * BK * BN, tc, bn0, (c0 + j) * BK, bar);
+}
+
 // This cluster rank's share of the BM x BN tile O[bm0.., bn0..] = X @ Y (X: M x K, Y: K x N): the product
 // over its 1/CL of K, summed with the other ranks' through distributed shared memory. VX / VY / VO: 16-byte
 // accesses to X / Y / O are legal (common.cuh). Starts its cluster-barrier work with a wait and ends with an
@@ -221,13 +286,19 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
 // KW > 1: the block's warpgroups form KW K groups, each its own pipeline over 1 / KW of the rank's K (its own
 // stages, split buffers, mbarriers and named barrier; thread 0 of each group copies); the KW x CL partial tiles
 // are summed together, so K split within a block costs a block barrier where a cluster's costs a cluster one.
-template <int VX, int VY, int VO>
+// PRE = 1 (PC = 1, phase 2's first tile): every chunk of Y is already split (in the barrier's wait, see the
+// kernel), so the k-loop copies, waits for and reads X only. tc_next (PC = 1, phase 1's last tile of a block
+// whose first phase-2 tile has PRE = 1; else null): once every chunk's raw stage has been read, its K group
+// copies that tile's chunks of C (columns bn0_next..) into its raw stages, so that they land during the rest.
+template <int VX, int VY, int VO, int PRE>
 __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int K, const float* __restrict__ X,
                                              const int ldx, const float* __restrict__ Y, const int ldy,
                                              float* __restrict__ O, const int ldo, const int bm0, const int bn0,
                                              const int rank, float* const smem, const CummTmap* tx,
-                                             const CummTmap* ty, unsigned& seq) {
+                                             const CummTmap* ty, unsigned& seq, const CummTmap* tc_next = nullptr,
+                                             const int bn0_next = 0) {
     using namespace wg;
+    static_assert(!PRE || (PC && TMA && XA == 0), "the pre-split k-loop is PC = 1's (TMA = 1, XA = 0)");
     constexpr bool TM = TMA != 0;  // chunks by the copy engine (VX and VY then hold, see the #error above)
     // K group (from lane 0: the compiler then knows it is the same in the whole warp, and keeps the addresses
     // that follow from it, wgmma descriptors included, in uniform registers) and the thread in it
@@ -238,11 +309,10 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     float* const raw = smem + kg * GROUP;
     float* const split = raw + OFF_SPLIT;
     float* const part = smem + OFF_PART;
-    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(smem + OFF_BAR) + kg * STAGES;
+    unsigned long long* const bars = cumm_wg_bar(smem, kg * STAGES);
     // chunks of K; this rank's group kg takes [c0, c0 + nc): part rank * KW + kg of CL * KW
-    const int KT = (K + BK - 1) / BK, pi = rank * KW + kg;
-    const int c0 = static_cast<int>(static_cast<long long>(KT) * pi / (CL * KW));
-    const int nc = static_cast<int>(static_cast<long long>(KT) * (pi + 1) / (CL * KW)) - c0;
+    int c0, nc;
+    cumm_wg_part((K + BK - 1) / BK, rank * KW + kg, c0, nc);
     // the barrier of this K group's threads (the block's when KW = 1)
     auto group_sync = [&]() {
         if constexpr (KW == 1) {
@@ -252,9 +322,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         }
     };
     // Raw stage of chunk c0 + j: j % STAGES; with the copy engine the block's count of chunks goes on across
-    // tiles, so that each stage's mbarrier sees one phase per chunk.
+    // tiles, so that each stage's mbarrier sees one phase per chunk. PRE = 1: X-only stages.
     auto stage = [&](const int j) -> float* {
-        return raw + (TM ? (seq + j) % STAGES : j % STAGES) * RAW;
+        return raw + (TM ? (seq + j) % STAGES : j % STAGES) * (PRE ? XST : RAW);
     };
 
     // Copies of chunk c0 + j into its raw stage, zero-filled past M, N and K. Thread tg copies the
@@ -285,10 +355,10 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         float* const Yr = Xr + BM * LDX;
         if constexpr (TM) {
             unsigned long long* const bar = bars + (seq + j) % STAGES;
-            cumm_mbar_expect(bar, 4 * (BM * BK + BK * BN));
+            cumm_mbar_expect(bar, 4 * (BM * BK + (PRE ? 0 : BK * BN)));
 #pragma unroll
             for (int h = 0; h < BK / SPAN; ++h) cumm_tma_load(Xr + h * BM * SPAN, tx, k0 + h * SPAN, bm0, bar);
-            cumm_tma_load(Yr, ty, bn0, k0, bar);
+            if constexpr (!PRE) cumm_tma_load(Yr, ty, bn0, k0, bar);
         } else {
 #pragma unroll
             for (int u = 0; u < UX; ++u) {
@@ -348,34 +418,14 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
     // Descriptor of split buffer 0's Y^T big at k-step 0; another buffer, the small half or a k-step only adds
     // to the address field (16-byte units), which cannot carry: shared memory addresses are below 2^18.
-    const unsigned long long dy = cumm_wg_desc<BN>(split);
+    // PRE = 1: chunk j's own buffer j, from pre_off(nc) on.
+    const unsigned long long dy = cumm_wg_desc<BN>(PRE ? raw + pre_off(nc) : split);
     constexpr unsigned long long SMALL = BN * BK / 4, STEP = 2 * BN, BUF = SPL / 4;
-    auto buffer = [](const int j) { return NSPLIT == 2 ? (j & 1) : j % NSPLIT; };
+    auto buffer = [](const int j) { return PRE ? j : NSPLIT == 2 ? (j & 1) : j % NSPLIT; };
 
-    // Y's chunk j, split and transposed into its split buffer: Y^T chunk (c, col) at its canonical place.
+    // Y's chunk j, split and transposed into its split buffer
     auto split_y = [&](const int j) {
-        constexpr int U = (BN * BK / 4 + NTG - 1) / NTG;
-        const float* const Yr = stage(j) + BM * LDX;
-        uint4* const Yb = reinterpret_cast<uint4*>(split + buffer(j) * SPL);
-        // All of a thread's loads first: the compiler cannot tell the raw stage from the split buffer apart, so
-        // a store between two loads would hold the second back (one shared-memory latency per piece, in turn).
-        float4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int i = tg + u * NTG, col = i % BN, c = i / BN;  // consecutive threads: consecutive columns
-            if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
-            // K slots 4 (c % 2) + e of step c / 2: chunk rows cumm_wg_kcol(e, c), e = 0 .. 3
-            const float* q = Yr + cumm_wg_kcol(0, c) * LDY + col;
-            v[u] = make_float4(q[0], q[WS * LDY], q[2 * WS * LDY], q[3 * WS * LDY]);
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int i = tg + u * NTG;
-            if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
-            uint4 small;
-            Yb[i] = cumm_wg_split4(v[u], small);
-            Yb[BN * BK / 4 + i] = small;
-        }
+        cumm_wg_split_y<BM * LDX>(stage(j), reinterpret_cast<uint4*>(split + buffer(j) * SPL), tg);
     };
     // This warp's X fragments of every k-step of chunk j (rows 64 grp + 16 warp + g and + 8: the m16n8k8
     // A-fragment), split in registers. With K in cumm_wg_kcol's order a thread's values of all steps are runs
@@ -468,7 +518,20 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // buffers) or j - 3 (three), and every warpgroup waits for those before the barrier that precedes the
     // split: with cp.async the one in arrive(j) (XA = 0 waits for chunk j - 2 in round j - 1; XA = 1 in prepare
     // (j - 1)), with the copy engine, which has no barrier in arrive, round j - 1's (XA = 0) or prepare(j - 1)'s.
-    if constexpr (XA == 0) {
+    if constexpr (PRE) {
+        // No split, no proxy fence: the group's barrier only guards the refill of chunk j - 1's X stage.
+        for (int j = 0; j < nc; ++j) {
+            arrive(j);
+            if (j > 0 && j - 1 + STAGES < nc) {
+                group_sync();  // every thread loaded chunk j - 1's X fragments
+                refill(j - 1);
+            }
+            if (j > 0) retire(j - 1);
+            unsigned xb[BK / 8][4], xs[BK / 8][4];
+            load_x(j, xb, xs);
+            mma(j, xb, xs, false);
+        }
+    } else if constexpr (XA == 0) {
         for (int j = 0; j < nc; ++j) {
             arrive(j);
             split_y(j);  // (this runs while chunk j - 1's wgmma do)
@@ -531,9 +594,20 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
             }
         }
     }
+    if constexpr (PC) {
+        if (tc_next != nullptr) {  // (uniform in the block) every raw stage has been read: C's chunks go there
+            group_sync();
+            int c0n, ncn;
+            cumm_wg_part((N + BK - 1) / BK, rank * KW + kg, c0n, ncn);  // (phase 2's K is phase 1's N)
+            if (tg == 0) cumm_wg_preload(raw, cumm_wg_bar(smem, KW * STAGES + kg), tc_next, bn0_next, c0n, ncn);
+        }
+    }
     if constexpr (XA == 0) {
         if (nc > 0) retire(nc - 1);
     }
+    // PC = 1: nothing is in flight here; said outright, ptxas need not assume wgmma past this point on paths
+    // where nc is 0, and then serialize every wgmma of the kernel (C7518)
+    if constexpr (PC) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if constexpr (TM) seq += nc;
 
     // Accumulator 4q + i holds row 64 grp + 16 warp + g (+ 8 for i >= 2), column 8q + 2t (+ 1 for odd i): the
@@ -613,8 +687,8 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     float* const smem = reinterpret_cast<float*>(smem4) + ((1024 - cumm_smem(smem4) % 1024) % 1024) / 4;
     const CummTmap *ma = &tm_a, *mb = &tm_b, *mt = &tm_t, *mc = &tm_c;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < KW * STAGES; ++s)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cumm_smem(smem + wg::OFF_BAR + 2 * s)));
+        for (int s = 0; s < KW * (STAGES + PC); ++s)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cumm_smem(cumm_wg_bar(smem, s))));
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -625,21 +699,57 @@ extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
     unsigned seq = 0;  // chunks this block has taken by the copy engine
     const int rank = cumm_cluster_rank(), cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
     const int rows = (m + BM - 1) / BM;
-    const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN;
+    const int cols1 = (p + BN - 1) / BN, cols2 = (n + BN - 1) / BN, tiles1 = rows * cols1, tiles2 = rows * cols2;
+#if PC
+    // PC = 1: this block's first phase-2 tile (if it has one, and each K group's chunks fit: wg::NPS) gets its C
+    // copied once the block's phase-1 k-loops are done (their raw stages free) and split while the grid
+    // barrier waits, so that its k-loop has no Y to split: C does not depend on phase 1.
+    const int kg = KW == 1 ? 0 : __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / wg::NTG, 0);
+    const int tg = threadIdx.x % wg::NTG, bn0_pre = cluster % cols2 * BN;
+    const bool pre = cluster < tiles2 && ((p + BK - 1) / BK + CL * KW - 1) / (CL * KW) <= wg::NPS;
+    int c0_pre, nc_pre;
+    cumm_wg_part((p + BK - 1) / BK, rank * KW + kg, c0_pre, nc_pre);
+    float* const raw_pre = smem + kg * wg::GROUP;
+    if (pre && cluster >= tiles1 && tg == 0)  // no phase-1 tile: copy now
+        cumm_wg_preload(raw_pre, cumm_wg_bar(smem, KW * STAGES + kg), mc, bn0_pre, c0_pre, nc_pre);
+#else
+    constexpr bool pre = false;
+    constexpr int bn0_pre = 0;
+#endif
     cumm_cluster_arrive_relaxed();  // pairs with the first tile's wait (each tile waits, then arrives last)
-    for (int t = cluster; t < rows * cols1; t += clusters)
-        cumm_wg_tile<VEC_A, VEC_B, 1>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank, smem,
-                                      ma, mb, seq);
+    for (int t = cluster; t < tiles1; t += clusters)
+        cumm_wg_tile<VEC_A, VEC_B, 1, 0>(m, p, k, A, lda, B, ldb, T, ldt, t / cols1 * BM, t % cols1 * BN, rank,
+                                         smem, ma, mb, seq, pre && t + clusters >= tiles1 ? mc : nullptr, bn0_pre);
 #if TMA
     // T's stores (generic proxy) before the copy engine's reads of T (async proxy) in other blocks
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
 #endif
+#if PC
+    {
+        const unsigned long long arrival = cumm_grid_arrive(bar);
+        if (pre) {  // C's chunks, split into their buffers while the other blocks finish phase 1
+            cumm_mbar_wait(cumm_wg_bar(smem, KW * STAGES + kg), 0);
+            for (int j = 0; j < nc_pre; ++j)
+                cumm_wg_split_y<0>(raw_pre + j * BK * BN,
+                                reinterpret_cast<uint4*>(raw_pre + wg::pre_off(nc_pre) + j * wg::SPL), tg);
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic-proxy stores -> wgmma
+        }
+        cumm_grid_wait(bar, arrival);
+    }
+#else
     cumm_grid_barrier(bar);
+#endif
 #if TMA
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
 #endif
-    for (int t = cluster; t < rows * cols2; t += clusters)
-        cumm_wg_tile<1, VEC_C, VEC_C>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank, smem,
-                                      mt, mc, seq);
+    int t = cluster;
+    if (pre) {
+        cumm_wg_tile<1, VEC_C, VEC_C, PC>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank,
+                                          smem, mt, mc, seq);
+        t += clusters;
+    }
+    for (; t < tiles2; t += clusters)
+        cumm_wg_tile<1, VEC_C, VEC_C, 0>(m, n, p, T, ldt, C, ldc, E, lde, t / cols2 * BM, t % cols2 * BN, rank,
+                                         smem, mt, mc, seq);
     cumm_cluster_wait();  // no block exits while another rank may still read its partial tile
 }

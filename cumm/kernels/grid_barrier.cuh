@@ -30,6 +30,21 @@ __device__ __forceinline__ void cumm_grid_dependency_wait() {
 // are atomics on one word, so seeing the last one's value acquires every block's release). The barrier
 // needs every block resident at once: the caller sizes the grid by the occupancy API (and a waiter that sees
 // no release for ~4 s traps rather than hang).
+// Thread 0's wait for the release of the barrier it arrived at with `old` (its arrival atomic's value).
+__device__ __forceinline__ void cumm_grid_spin(unsigned* bar, const unsigned long long old) {
+    // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs, which the
+    // occupancy API does not see) would wait forever: after ~4 s, trap instead, so the call fails with a
+    // launch error rather than hanging.
+    const volatile unsigned long long* const w = reinterpret_cast<unsigned long long*>(bar);
+    const unsigned g = static_cast<unsigned>(old >> 32), n = gridDim.x;
+    const long long t0 = clock64();
+    for (unsigned long long v = *w; static_cast<unsigned>(v >> 32) == g && static_cast<unsigned>(v) != n;) {
+        __nanosleep(64);
+        if (clock64() - t0 > 8000000000LL) __trap();
+        v = *w;
+    }
+}
+
 __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
     __syncthreads();  // this block's stores to T are issued
     if (threadIdx.x == 0) {
@@ -39,18 +54,32 @@ __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
         if (static_cast<unsigned>(old) == gridDim.x - 1) {
             atomicAdd(word, (1ull << 32) - gridDim.x);
         } else {
-            // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs,
-            // which the occupancy API does not see) would wait forever: after ~4 s, trap instead, so the
-            // call fails with a launch error rather than hanging.
-            const volatile unsigned long long* const w = word;
-            const unsigned g = static_cast<unsigned>(old >> 32), n = gridDim.x;
-            const long long t0 = clock64();
-            for (unsigned long long v = *w; static_cast<unsigned>(v >> 32) == g && static_cast<unsigned>(v) != n;) {
-                __nanosleep(64);
-                if (clock64() - t0 > 8000000000LL) __trap();
-                v = *w;
-            }
+            cumm_grid_spin(bar, old);
         }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// The barrier in two halves, so that a block can work between its arrival and its wait on what does not
+// depend on the other blocks (fused3_wg's PC = 1): cumm_grid_arrive's value (thread 0's arrival atomic) goes
+// to cumm_grid_wait; the last block to arrive has released the barrier before it returns. (cumm_grid_barrier
+// is not written as the two: the kernels that use it then compile differently, and fused3_wg slower.)
+__device__ __forceinline__ unsigned long long cumm_grid_arrive(unsigned* bar) {
+    __syncthreads();
+    unsigned long long old = 0;
+    if (threadIdx.x == 0) {
+        unsigned long long* const word = reinterpret_cast<unsigned long long*>(bar);
+        __threadfence();
+        old = atomicAdd(word, 1ull);
+        if (static_cast<unsigned>(old) == gridDim.x - 1) atomicAdd(word, (1ull << 32) - gridDim.x);
+    }
+    return old;
+}
+
+__device__ __forceinline__ void cumm_grid_wait(unsigned* bar, const unsigned long long old) {
+    if (threadIdx.x == 0) {
+        if (static_cast<unsigned>(old) != gridDim.x - 1) cumm_grid_spin(bar, old);
         __threadfence();
     }
     __syncthreads();
