@@ -31,7 +31,7 @@ CANDIDATES = {
     "k64b64": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1),
     "k64b64s3": dict(BM=64, BN=32, BK=64, CL=2, STAGES=3, MINB=1, XA=0, TMA=1),
     # session 11: K split over two K groups of one block (KW = 2)
-    "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
+    # (kw64x32 itself: the named configuration, _chain.WG_CONFIGS; as it was before session 15: kw64x32pc0)
     "kw64x32k32": dict(BM=64, BN=32, BK=32, CL=1, STAGES=4, MINB=1, XA=0, TMA=1, KW=2),
     "kw64x64": dict(BM=64, BN=64, BK=32, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
     # session 14: wg64x32 waiting for the last chunk's wgmma after the barrier (RF = 0), as before

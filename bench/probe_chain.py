@@ -129,7 +129,7 @@ EXTRA = {  # candidate tile shapes for small chains: more warps per multiprocess
     "wg128x32tma": dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1),
     "wg128x64s5tma": dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, MINB=1, XA=0, TMA=1),
     # session 11: K split over two K groups of one block (KW = 2)
-    "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2),
+    # (kw64x32 itself: the named configuration, _chain.WG_CONFIGS; as it was before session 15: kw64x32pc0)
     # session 15: the first phase-2 tile's C split in the grid barrier's wait (PC = 1), and without
     "kw64x32pc": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1),
     "kw64x32pc0": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=0),
