@@ -35,6 +35,11 @@
 //   two waits then overlap. wg64x32 per call (rotating inputs): n = 896 55.5 -> 54.7 us, 768 45.3 -> 45.0;
 //   kw64x32 at 512 unchanged; wg128x64 (longer wgmma per chunk, which the barrier then no longer overlaps)
 //   slower at 1024 (bench/NOTES.md, session 14).
+// * PC = 1 (kw64x32): C does not depend on phase 1, and every block waits at the grid barrier. So each K group
+//   copies its chunks of C for the block's first phase-2 tile once its last phase-1 k-loop has read its raw
+//   stages, and splits them between its arrival at the barrier and its wait; that tile's k-loop (PRE) then copies
+//   and reads X (T) only: no split, no proxy fence. n = 512: phase 2 5.0 -> 3.8 us, phase 1 +0.3 (the copies'
+//   traffic), 16.6 -> 16.0 us per call (bench/NOTES.md, session 15).
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
 // Measured on the H200 (device time, an event pair per call; bench/results/h200_chain.md, session 11): n = 512
