@@ -88,7 +88,7 @@ constexpr int OFF_BAR = OFF_PART + KW * BM * LDP;  // TMA = 1: one mbarrier (8 b
 static_assert(!TMA || GROUP % 256 == 0, "each K group's raw stages start on a 1024-byte boundary");
 // PC = 1: the block's first phase-2 tile has all its chunks of Y (C) split before the k-loop, in the grid
 // barrier's wait. A K group's space then holds, from its start, X-only raw stages (XST floats each; C's raw
-// chunks land there first, dense, before they are split) and from PRE_OFF(n) the n split buffers.
+// chunks land there first, dense, before they are split) and from pre_off(n) the n split buffers.
 constexpr int XST = BM * BK;
 __host__ __device__ constexpr int pre_off(const int n) {
     const int a = STAGES * XST, b = n * BK * BN;
