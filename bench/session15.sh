@@ -8,6 +8,10 @@
 #            does not keep: git archive REV cumm/kernels | tar -x -C bench/_old --strip-components=2), REPS
 #            processes, CASES default the named configurations as the working tree has them
 #   phases15 bench/probe_chain.py's phase stamps at n = 512 (CONFIGS, default kw64x32pc0,kw64x32pc)
+#   variants each folder of VARIANTS (default bench/_v/*: copies of cumm/kernels files the tree does not keep, each
+#            replacing the package's file of that name) against the working tree: phase stamps of VCONFIG (default
+#            kw64x32pc), then ab_wg with VCASES (default kw64x32pc at 512 and 384) in REPS processes, L2-resident
+#            and rotating inputs with an event pair per call (session 15's runs 2 and 5 ran it as VARIANTS_RUN=1)
 # and every step of session14.sh, which it runs for other names.
 . "$(dirname "$0")/session_env.sh"
 for step in "$@"; do
@@ -34,26 +38,23 @@ for step in "$@"; do
       timeout 120 python3 bench/probe_chain.py --n 512 --configs ${CONFIGS:-kw64x32pc0,kw64x32pc} --no-host \
         > $OUT/phases15.log 2>&1
       echo "phases15 rc=$?"; cat $OUT/phases15.log ;;
+    variants)
+      for v in ${VARIANTS:-bench/_v/*}; do
+        timeout 120 python3 bench/probe_chain.py --n 512 --configs ${VCONFIG:-kw64x32pc} --no-host --template $v \
+          2>&1 | sed "s|^n=|$v: n=|"
+      done | tee $OUT/vphases.log
+      timeout 120 python3 bench/probe_chain.py --n 512 --configs ${VCONFIG:-kw64x32pc} --no-host \
+        | sed "s|^n=|tree: n=|" | tee -a $OUT/vphases.log
+      for v in ${VARIANTS:-bench/_v/*}; do
+        for i in $(seq ${REPS:-2}); do
+          for mode in "" "--rotate --per-call"; do
+            echo "== $v (old) vs the tree (new), rep $i ${mode:-L2}"
+            timeout 100 python3 bench/ab_wg.py --old $v --cases ${VCASES:-kw64x32pc:512,kw64x32pc:384} \
+              --batches 21 $mode
+          done
+        done
+      done 2>&1 | tee $OUT/vab.log | grep -v "^$" ;;
     *)
       OUT=$OUT bash "$here/session14.sh" "$step" ;;
   esac
 done
-# Variants of the template for one configuration: each folder of VARIANTS (default bench/_v/*, copies of
-# cumm/kernels files the tree does not keep) against the working tree, VCASES (default kw64x32pc at 512 and 384)
-# in REPS processes both ways, and their phase stamps (VCONFIG, default kw64x32pc).
-if [ -n "$VARIANTS_RUN" ]; then
-  for v in ${VARIANTS:-bench/_v/*}; do
-    timeout 120 python3 bench/probe_chain.py --n 512 --configs ${VCONFIG:-kw64x32pc} --no-host --template $v \
-      2>&1 | sed "s|^n=|$v: n=|"
-  done | tee $OUT/vphases.log
-  timeout 120 python3 bench/probe_chain.py --n 512 --configs ${VCONFIG:-kw64x32pc} --no-host | sed "s|^n=|tree: n=|" \
-    | tee -a $OUT/vphases.log
-  for v in ${VARIANTS:-bench/_v/*}; do
-    for i in $(seq ${REPS:-2}); do
-      for mode in "" "--rotate --per-call"; do
-        echo "== $v (old) vs the tree (new), rep $i ${mode:-L2}"
-        timeout 100 python3 bench/ab_wg.py --old $v --cases ${VCASES:-kw64x32pc:512,kw64x32pc:384} --batches 21 $mode
-      done
-    done
-  done 2>&1 | tee $OUT/vab.log | grep -v "^$"
-fi

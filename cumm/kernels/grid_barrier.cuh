@@ -27,15 +27,6 @@ __device__ __forceinline__ void cumm_grid_dependency_wait() {
 // (bench/NOTES.md, session 15).
 __device__ __forceinline__ void cumm_fence_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 
-// bar points to one 8-byte aligned 64-bit word, zeroed once: arrivals in its low half, a generation in its
-// high half. Each block adds 1 and learns the generation from the same atomic; the last to arrive moves
-// the count back to 0 and the generation on by one with a single atomic add of 2^32 - gridDim.x, so the
-// word serves every later launch on the stream and the release costs one atomic, not a reset, a fence and
-// a second atomic. A waiter leaves on either sign: the new generation, or the count at gridDim.x, which the
-// last arrival's own atomic leaves in memory until that reset lands (one round trip earlier; the arrivals
-// are atomics on one word, so seeing the last one's value acquires every block's release). The barrier
-// needs every block resident at once: the caller sizes the grid by the occupancy API (and a waiter that sees
-// no release for ~4 s traps rather than hang).
 // Thread 0's wait for the release of the barrier it arrived at with `old` (its arrival atomic's value).
 __device__ __forceinline__ void cumm_grid_spin(unsigned* bar, const unsigned long long old) {
     // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs, which the
@@ -51,14 +42,36 @@ __device__ __forceinline__ void cumm_grid_spin(unsigned* bar, const unsigned lon
     }
 }
 
+// Thread 0's arrival: a release fence, then the arrival atomic; its value (old) goes to the wait.
+__device__ __forceinline__ unsigned long long cumm_grid_count(unsigned* bar) {
+    cumm_fence_gpu();  // this block's T is visible device-wide before it counts as arrived
+    return atomicAdd(reinterpret_cast<unsigned long long*>(bar), 1ull);
+}
+
+// Whether the arrival that returned `old` was the last; that one releases the barrier (cumm_grid_release).
+__device__ __forceinline__ bool cumm_grid_last(const unsigned long long old) {
+    return static_cast<unsigned>(old) == gridDim.x - 1;
+}
+
+__device__ __forceinline__ void cumm_grid_release(unsigned* bar) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(bar), (1ull << 32) - gridDim.x);
+}
+
+// bar points to one 8-byte aligned 64-bit word, zeroed once: arrivals in its low half, a generation in its
+// high half. Each block adds 1 and learns the generation from the same atomic; the last to arrive moves
+// the count back to 0 and the generation on by one with a single atomic add of 2^32 - gridDim.x, so the
+// word serves every later launch on the stream and the release costs one atomic, not a reset, a fence and
+// a second atomic. A waiter leaves on either sign: the new generation, or the count at gridDim.x, which the
+// last arrival's own atomic leaves in memory until that reset lands (one round trip earlier; the arrivals
+// are atomics on one word, so seeing the last one's value acquires every block's release). The barrier
+// needs every block resident at once: the caller sizes the grid by the occupancy API (and a waiter that sees
+// no release for ~4 s traps rather than hang).
 __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
     __syncthreads();  // this block's stores to T are issued
     if (threadIdx.x == 0) {
-        unsigned long long* const word = reinterpret_cast<unsigned long long*>(bar);
-        cumm_fence_gpu();  // this block's T is visible device-wide before it counts as arrived
-        const unsigned long long old = atomicAdd(word, 1ull);
-        if (static_cast<unsigned>(old) == gridDim.x - 1) {
-            atomicAdd(word, (1ull << 32) - gridDim.x);
+        const unsigned long long old = cumm_grid_count(bar);
+        if (cumm_grid_last(old)) {
+            cumm_grid_release(bar);
         } else {
             cumm_grid_spin(bar, old);
         }
@@ -72,20 +85,18 @@ __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
 // to cumm_grid_wait; the last block to arrive has released the barrier before it returns. (cumm_grid_barrier
 // is not written as the two: the kernels that use it then compile differently, and fused3_wg slower.)
 __device__ __forceinline__ unsigned long long cumm_grid_arrive(unsigned* bar) {
-    __syncthreads();
+    __syncthreads();  // this block's stores to T are issued
     unsigned long long old = 0;
     if (threadIdx.x == 0) {
-        unsigned long long* const word = reinterpret_cast<unsigned long long*>(bar);
-        cumm_fence_gpu();
-        old = atomicAdd(word, 1ull);
-        if (static_cast<unsigned>(old) == gridDim.x - 1) atomicAdd(word, (1ull << 32) - gridDim.x);
+        old = cumm_grid_count(bar);
+        if (cumm_grid_last(old)) cumm_grid_release(bar);
     }
     return old;
 }
 
 __device__ __forceinline__ void cumm_grid_wait(unsigned* bar, const unsigned long long old) {
     if (threadIdx.x == 0) {
-        if (static_cast<unsigned>(old) != gridDim.x - 1) cumm_grid_spin(bar, old);
+        if (!cumm_grid_last(old)) cumm_grid_spin(bar, old);
         cumm_fence_gpu();
     }
     __syncthreads();
