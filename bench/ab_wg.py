@@ -40,6 +40,9 @@ CANDIDATES = {
     # session 15: the first phase-2 tile's C split in the grid barrier's wait (PC = 1), and without
     "kw64x32pc": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1),
     "kw64x32pc0": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=0),
+    # session 16: x_big's two products as one wgmma of N = 2 BN (MN = 1, wg128x64's now), and without
+    "wg128x64mn0": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1, MN=0),
+    "kw64x32mn": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1, MN=1),
 }
 
 

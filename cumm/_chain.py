@@ -205,7 +205,7 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 WG_CONFIGS: dict[str, dict[str, int]] = {
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1),
     "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, RF=1),
-    "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1),
+    "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, XA=0, TMA=1, MN=1),
 }
 # (largest m*p*(k + n), configuration or None where fused3_tc is as fast): kernel="auto" on compute capability 9.0
 WG_RULE = ((2 * 320**3, None), (2 * 512**3, "kw64x32"), (2 * 704**3, "wg128x64"), (2 * 896**3, "wg64x32"),
@@ -472,12 +472,13 @@ def cp_async_config(cfg: Mapping[str, int]) -> dict[str, int]:
     """The fused3_wg configuration that runs chains with an unaligned operand in place of ``cfg`` (TMA = 1):
     cp.async copies, in chunks of at most 32 of K (that k-loop spills with 64), as many bytes in flight; K
     split over a cluster where ``cfg`` splits it over K groups of one block (KW), if such a cluster is valid;
-    C split chunk by chunk (PC = 0: PC = 1 copies it with the copy engine).
+    C split chunk by chunk (PC = 0: PC = 1 copies it with the copy engine); three wgmma of N = BN per k-step
+    (MN = 0: with MN = 1 the cp.async k-loop spills).
     K groups are correct with cp.async too (tested), but there compute-sanitizer's racecheck reports hazards
     that it also reports on a minimal correct kernel with the same barrier pattern (bench/race_named_barrier.py,
     bench/NOTES.md session 11), so it could not check this path; the cluster form it checks clean."""
     bk, kw, cl = min(cfg["BK"], 32), cfg.get("KW", 1), cfg.get("CL", 1)
-    out = {**cfg, "TMA": 0, "PC": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
+    out = {**cfg, "TMA": 0, "PC": 0, "MN": 0, "BK": bk, "STAGES": cfg["STAGES"] * cfg["BK"] // bk}
     if kw == 1 or cl * kw > 8 or cfg["BM"] % (cl * kw):  # (clusters of at most 8; each rank stores BM / CL rows)
         return out
     return {**out, "KW": 1, "CL": cl * kw}

@@ -337,7 +337,8 @@ REGISTRY: dict[str, KernelSpec] = {
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
             # session 9's wg128x32 tile (auto's choice at n = 512 then) with cp.async, which every shape takes
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, RF=0, PC=0),
+            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, RF=0, PC=0,
+                          MN=0),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -362,13 +363,19 @@ REGISTRY: dict[str, KernelSpec] = {
                   " in the grid barrier's wait)"),
                 C("PC == 0 or (TMA == 1 and XA == 0)",
                   "PC=1 copies C with the copy engine into the XA=0 k-loop: use TMA=1 and XA=0 with PC=1"),
+                C("MN in (0, 1)", "MN is 0 (three wgmma of N = BN per k-step) or 1 (x_big's two products as one"
+                  " of N = 2 BN)"),
+                C("MN == 0 or (BN <= 64 and ST == 1)",
+                  "MN=1 puts Y's big and small halves into one wgmma of N = 2 BN (at most 128 here) with the small"
+                  " terms' ST=1 accumulators: use BN <= 64 and ST=1 with MN=1"),
                 C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
                 C(f"({_WG_SMEM}) <= 232448",
                   "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
                   " 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
-                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), RF=(0, 1), PC=(0, 1)),
+                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), RF=(0, 1), PC=(0, 1),
+                       MN=(0, 1)),
         ),
     ]
 }

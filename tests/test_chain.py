@@ -190,7 +190,10 @@ def _check_wg(config, dims, rng):
                                     dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, XA=0, KW=4),
                                     # chunk j - 1 retired before the proxy fence (RF = 1), with cp.async
                                     dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=0, KW=2, RF=1),
-                                    dict(BM=128, BN=64, BK=24, CL=4, STAGES=3, XA=0, RF=1)],
+                                    dict(BM=128, BN=64, BK=24, CL=4, STAGES=3, XA=0, RF=1),
+                                    # x_big's two products as one wgmma of N = 2 BN (MN = 1), with cp.async
+                                    dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, XA=1, PA=2, MN=1),
+                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3, XA=0, MN=1)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
                                   (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
@@ -234,7 +237,13 @@ TMA_CONFIGS = [*_chain.WG_CONFIGS.values(), WG128X32,
                dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=0),
                dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, XA=0, TMA=1, RF=1, PC=1),
                dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, PC=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, PC=1)]
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, PC=1),
+               # x_big's two products as one wgmma of N = 2 BN (MN = 1; wg128x64's) and without it: N = 64 and
+               # 128, BK = 64's two big accumulators, K groups with PC = 1, XA = 1 with PA = 2, RF = 1
+               dict(_chain.WG_CONFIGS["wg128x64"], MN=0),
+               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1, MN=1),
+               dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, PA=2, MN=1),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, RF=1, MN=1)]
 
 
 @gpu
@@ -787,12 +796,14 @@ def test_cluster_needs_sm90():
 def test_cp_async_config():
     """Chains with an unaligned operand run the named configuration's tiles by cp.async, in chunks of at most 32
     of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64), and C split chunk by chunk
-    (PC = 0: PC = 1 copies C with the copy engine)."""
+    (PC = 0: PC = 1 copies C with the copy engine) and three wgmma per k-step (MN = 0: with MN = 1 that k-loop
+    spills)."""
     assert _chain.cp_async_config(_chain.WG_CONFIGS["wg64x32"]) == dict(
-        _chain.WG_CONFIGS["wg64x32"], TMA=0, PC=0, BK=32, STAGES=4)
-    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(_chain.WG_CONFIGS["wg128x64"], TMA=0, PC=0)
+        _chain.WG_CONFIGS["wg64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4)
+    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(
+        _chain.WG_CONFIGS["wg128x64"], TMA=0, PC=0, MN=0)
     assert _chain.cp_async_config(_chain.WG_CONFIGS["kw64x32"]) == dict(  # K groups -> a cluster of 2
-        _chain.WG_CONFIGS["kw64x32"], TMA=0, PC=0, BK=32, STAGES=4, KW=1, CL=2)
+        _chain.WG_CONFIGS["kw64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4, KW=1, CL=2)
     assert _chain.cp_async_config(dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1))["PC"] == 0
     assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
     # no valid cluster for that split (more than 8 blocks): the K groups stay (correct with cp.async too, tested)

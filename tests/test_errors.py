@@ -215,13 +215,16 @@ def test_fused3_wg_xa_out_of_range(xa, message):
                                            (dict(XA=1, RF=1), r"RF=1 orders the XA=0 k-loop.*XA=1.*RF=1"),
                                            (dict(TMA=1, XA=0, PC=2), r"PC is 0 .* or 1 .*PC=2"),
                                            (dict(TMA=0, XA=0, PC=1), r"PC=1 copies C with the copy engine.*PC=1"),
-                                           (dict(TMA=1, XA=1, PC=1), r"use TMA=1 and XA=0 with PC=1.*XA=1")])
+                                           (dict(TMA=1, XA=1, PC=1), r"use TMA=1 and XA=0 with PC=1.*XA=1"),
+                                           (dict(MN=2), r"MN is 0 .* or 1 .*MN=2"),
+                                           (dict(BN=128, MN=1), r"use BN <= 64 and ST=1 with MN=1.*BN=128"),
+                                           (dict(ST=2, MN=1), r"use BN <= 64 and ST=1 with MN=1.*ST=2")])
 def test_fused3_wg_tma_config(over, message):
     """TMA = 1 needs X's chunk rows to be one swizzle span and its own shared-memory budget (dense stages, a
     third split buffer, mbarriers); PA = 2, RF = 1 and PC = 1 need their k-loops (XA = 1, XA = 0; PC = 1 the copy
-    engine too); K groups (KW) multiply
-    the threads and the shared memory of a block; what breaks these is refused before compiling, with a
-    message."""
+    engine too); K groups (KW) multiply the threads and the shared memory of a block; MN = 1's wgmma of N = 2 BN
+    exists up to BN = 64 and sums the small terms in one accumulator (ST = 1); what breaks these is refused before
+    compiling, with a message."""
     with pytest.raises(cumm.ConfigError, match=message):
         cumm.kernel_spec("fused3_wg").resolve(over, 90)
 

@@ -40,6 +40,11 @@
 //   stages, and splits them between its arrival at the barrier and its wait; that tile's k-loop (PRE) then copies
 //   and reads X (T) only: no split, no proxy fence. n = 512: phase 2 5.0 -> 3.8 us, phase 1 +0.3 (the copies'
 //   traffic), 16.6 -> 16.0 us per call (bench/NOTES.md, session 15).
+// * MN = 1 (wg128x64): Y's big and small halves of a K piece lie side by side (2 BN rows of the split
+//   buffer), so x_big's two products (big * big and x_big * y_small) are one wgmma of N = 2 BN instead of two
+//   of N = BN, summed apart in the two halves of one accumulator: 16 wgmma a chunk of 32 instead of 24, and the
+//   wider ones run nearer the tensor cores' rate. wg128x64 at n = 1024: 62.2 -> 60.3 us per call; kw64x32 at
+//   512 unchanged, wg64x32 spills (bench/NOTES.md, session 16).
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
 // Measured on the H200 (device time, an event pair per call; bench/results/h200_chain.md, session 11): n = 512
@@ -51,7 +56,8 @@
 // Canonical K-major layout (no swizzle) of an R-row operand chunk: 8 rows x 4 floats (16 bytes) form a
 // "core matrix" of 128 contiguous bytes; chunk c of row r (columns 4c .. 4c + 3) lies at float (c * R + r) * 4.
 // Core matrices adjacent in K lie 16 * R bytes apart (the descriptor's leading byte offset), those adjacent
-// in rows 128 bytes apart (its stride byte offset).
+// in rows 128 bytes apart (its stride byte offset). MN = 1: the split buffer's rows are Y^T big's BN, then
+// Y^T small's BN, per K piece (R = 2 BN); MN = 0: all of Y^T big, then all of Y^T small (R = BN each).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "fused3_wg uses wgmma, which only sm_90a has: compile with -arch=sm_90a"
 #endif
@@ -161,8 +167,9 @@ __device__ __forceinline__ void cumm_wg_split_y(const float* const base, uint4* 
         const int i = tg + u * NTG;
         if ((BN * BK / 4) % NTG != 0 && i >= BN * BK / 4) break;
         uint4 small;
-        Yb[i] = cumm_wg_split4(v[u], small);
-        Yb[BN * BK / 4 + i] = small;
+        const int o = MN ? i + i / BN * BN : i;  // (MN = 1: K piece i / BN's rows are 2 BN apart)
+        Yb[o] = cumm_wg_split4(v[u], small);
+        Yb[o + (MN ? BN : BN * BK / 4)] = small;
     }
 }
 
@@ -415,7 +422,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 
     // running sum; a chunk's big * big and its two small terms (ST = 2: the second small term in pt, so that
     // a chunk's wgmma form three chains of BK / 8 on their accumulators, not one of BK / 4 and one of BK / 8)
-    float acc[BN / 2], pb[BN / 2], ps[BN / 2], pt[BN / 2], pb2[BN / 2];  // pb2: the second half (NB = 2)
+    // MN = 1: pb and pb2 twice as wide, x_big * y_small in their second halves
+    constexpr int NPB = MN ? BN : BN / 2;
+    float acc[BN / 2], pb[NPB], ps[BN / 2], pt[BN / 2], pb2[NPB];  // pb2: the second half of K (NB = 2)
     // chunks per fold of the small terms: 256 of K, a multiple of PA (see retire); with cp.async every PA (its
     // k-loop is at the register limit, and the conditional fold spills there)
     constexpr int SF = TMA ? PA * (256 / (BK * PA) > 1 ? 256 / (BK * PA) : 1) : PA;
@@ -424,8 +433,8 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
     // Descriptor of split buffer 0's Y^T big at k-step 0; another buffer, the small half or a k-step only adds
     // to the address field (16-byte units), which cannot carry: shared memory addresses are below 2^18.
     // PRE = 1: chunk j's own buffer j, from pre_off(nc) on.
-    const unsigned long long dy = cumm_wg_desc<BN>(PRE ? raw + pre_off(nc) : split);
-    constexpr unsigned long long SMALL = BN * BK / 4, STEP = 2 * BN, BUF = SPL / 4;
+    const unsigned long long dy = cumm_wg_desc<MN ? 2 * BN : BN>(PRE ? raw + pre_off(nc) : split);
+    constexpr unsigned long long SMALL = MN ? BN : BN * BK / 4, STEP = MN ? 4 * BN : 2 * BN, BUF = SPL / 4;
     auto buffer = [](const int j) { return PRE ? j : NSPLIT == 2 ? (j & 1) : j % NSPLIT; };
 
     // Y's chunk j, split and transposed into its split buffer
@@ -480,10 +489,10 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
         if constexpr (ST == 2) cumm_wg_pin(pt);
         if constexpr (NB == 2) cumm_wg_pin(pb2);
 #pragma unroll
-        for (int q = 0; q < BN / 2; ++q) acc[q] += pb[q];
+        for (int q = 0; q < BN / 2; ++q) acc[q] += MN ? pb[q] + pb[(NPB - BN / 2) + q] : pb[q];
         if constexpr (NB == 2) {
 #pragma unroll
-            for (int q = 0; q < BN / 2; ++q) acc[q] += pb2[q];
+            for (int q = 0; q < BN / 2; ++q) acc[q] += MN ? pb2[q] + pb2[(NPB - BN / 2) + q] : pb2[q];
         }
         if (i % SF == SF - 1 || i == nc - 1) {
 #pragma unroll
@@ -499,12 +508,17 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #pragma unroll
         for (int s = 0; s < BK / 8; ++s) {
             cumm_wgmma<BN>(ps, xs[s], b + s * STEP, j % SF != 0 || s > 0);
+#if MN
+            // x_big against Y big and Y small side by side: both products in one wgmma
+            cumm_wgmma<2 * BN>(s >= SB ? pb2 : pb, xb[s], b + s * STEP, more || s % SB > 0);
+#else
             if constexpr (ST == 2) {
                 cumm_wgmma<BN>(pt, xb[s], b + SMALL + s * STEP, j % SF != 0 || s > 0);
             } else {
                 cumm_wgmma<BN>(ps, xb[s], b + SMALL + s * STEP, 1);
             }
             cumm_wgmma<BN>(s >= SB ? pb2 : pb, xb[s], b + s * STEP, more || s % SB > 0);
+#endif
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     };

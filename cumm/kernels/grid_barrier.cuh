@@ -21,24 +21,33 @@ __device__ __forceinline__ void cumm_grid_dependency_wait() {
 #endif
 }
 
-// The barrier's fences: a release fence before the arrival atomic, an acquire fence after the release is seen
-// (PTX's release and acquire patterns; the atomics themselves are relaxed). __threadfence() is fence.sc.gpu,
+// The barrier's fences: a release fence before the arrival atomic, and in the last block to arrive an acquire
+// fence after it (PTX's release and acquire patterns; the atomics themselves are relaxed; the other blocks
+// acquire by their loads of the word, cumm_grid_spin). __threadfence() is fence.sc.gpu,
 // stronger than they need: with fence.acq_rel.gpu wg128x64 at n = 1024 takes 0.45 us less per call
 // (bench/NOTES.md, session 15).
 __device__ __forceinline__ void cumm_fence_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 
-// Thread 0's wait for the release of the barrier it arrived at with `old` (its arrival atomic's value).
+// Thread 0's wait for the release of the barrier it arrived at with `old` (its arrival atomic's value). Every
+// read of the word is an acquire load (ld.acquire.gpu): the one that sees the release synchronizes with every
+// block's arrival (the arrivals are atomics on the word, so each one's release heads a sequence that the
+// release's value ends), so no fence follows. (A relaxed poll and then fence.acq_rel.gpu, as before session 16,
+// cost ~0.15 us more per call at n = 512: bench/NOTES.md, session 16.)
+__device__ __forceinline__ unsigned long long cumm_grid_load(const unsigned* bar) {
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(bar) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ void cumm_grid_spin(unsigned* bar, const unsigned long long old) {
     // A grid that cannot be resident at once (e.g. an MPS client limited to part of the SMs, which the
     // occupancy API does not see) would wait forever: after ~4 s, trap instead, so the call fails with a
     // launch error rather than hanging.
-    const volatile unsigned long long* const w = reinterpret_cast<unsigned long long*>(bar);
     const unsigned g = static_cast<unsigned>(old >> 32), n = gridDim.x;
     const long long t0 = clock64();
-    for (unsigned long long v = *w; static_cast<unsigned>(v >> 32) == g && static_cast<unsigned>(v) != n;) {
-        __nanosleep(64);
+    for (unsigned long long v = cumm_grid_load(bar);
+         static_cast<unsigned>(v >> 32) == g && static_cast<unsigned>(v) != n; v = cumm_grid_load(bar)) {
         if (clock64() - t0 > 8000000000LL) __trap();
-        v = *w;
     }
 }
 
@@ -48,7 +57,8 @@ __device__ __forceinline__ unsigned long long cumm_grid_count(unsigned* bar) {
     return atomicAdd(reinterpret_cast<unsigned long long*>(bar), 1ull);
 }
 
-// Whether the arrival that returned `old` was the last; that one releases the barrier (cumm_grid_release).
+// Whether the arrival that returned `old` was the last; that one releases the barrier (cumm_grid_release) and,
+// having read the other arrivals' count with a relaxed atomic, acquires with a fence.
 __device__ __forceinline__ bool cumm_grid_last(const unsigned long long old) {
     return static_cast<unsigned>(old) == gridDim.x - 1;
 }
@@ -72,10 +82,10 @@ __device__ __forceinline__ void cumm_grid_barrier(unsigned* bar) {
         const unsigned long long old = cumm_grid_count(bar);
         if (cumm_grid_last(old)) {
             cumm_grid_release(bar);
+            cumm_fence_gpu();
         } else {
             cumm_grid_spin(bar, old);
         }
-        cumm_fence_gpu();
     }
     __syncthreads();
 }
@@ -96,8 +106,11 @@ __device__ __forceinline__ unsigned long long cumm_grid_arrive(unsigned* bar) {
 
 __device__ __forceinline__ void cumm_grid_wait(unsigned* bar, const unsigned long long old) {
     if (threadIdx.x == 0) {
-        if (!cumm_grid_last(old)) cumm_grid_spin(bar, old);
-        cumm_fence_gpu();
+        if (cumm_grid_last(old)) {
+            cumm_fence_gpu();
+        } else {
+            cumm_grid_spin(bar, old);
+        }
     }
     __syncthreads();
 }
