@@ -22,7 +22,7 @@ for step in "$@"; do
       c=${CASES:-kw64x32pc0/kw64x32pc:512,kw64x32pc0/kw64x32pc:448,kw64x32pc0/kw64x32pc:384,kw64x32pc0/kw64x32pc:256}
       for i in $(seq ${REPS:-2}); do
         for mode in "" "--rotate --per-call"; do
-          echo "== PC = 0 (old) against PC = 1 (new), rep $i ${mode:-L2}"
+          echo "== each case's first configuration (old) against its second (new), rep $i ${mode:-L2}"
           timeout 100 python3 bench/ab_wg.py --cases $c --batches 21 $mode
         done
       done 2>&1 | tee $OUT/abpc.log | grep -v "^$" ;;

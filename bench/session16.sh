@@ -9,14 +9,9 @@
 . "$(dirname "$0")/session_env.sh"
 for step in "$@"; do
   case $step in
-    abmn)
-      c=${CASES:-wg128x64mn0/wg128x64:640,wg128x64mn0/wg128x64:1024,wg128x64mn0/wg128x64:2048,kw64x32/kw64x32mn:512,wg64x32/wg128x64:768,wg64x32/wg128x64:896}
-      for i in $(seq ${REPS:-2}); do
-        for mode in "" "--rotate --per-call"; do
-          echo "== first (old) against second (new), rep $i ${mode:-L2}"
-          timeout 150 python3 bench/ab_wg.py --cases $c --batches 21 $mode
-        done
-      done 2>&1 | tee $OUT/abmn.log | grep -v "^$" ;;
+    abmn)  # (session15.sh's abpc with these cases; its log is abpc.log, run6's was abmn.log)
+      CASES=${CASES:-wg128x64mn0/wg128x64:640,wg128x64mn0/wg128x64:1024,wg128x64mn0/wg128x64:2048,kw64x32/kw64x32mn:512,wg64x32/wg128x64:768,wg64x32/wg128x64:896} \
+        OUT=$OUT bash "$here/session15.sh" abpc ;;
     *)
       OUT=$OUT bash "$here/session15.sh" "$step" ;;
   esac
