@@ -200,8 +200,10 @@ TC_RULE = ((2 * 768**3, "tc32x32"), (2 * 1536**3, "tc64x64"), (2 * 3072**3, "tc1
 # 26.2 against wg64x32's 33.6), wg64x32 to 896 (768: 43.2 against 49.4), wg128x64 to 4096 (device time at 4096:
 # 3351 us against cupy's 5347); fused3_tc is as fast up to 320. wg64x32 waits for a chunk's wgmma before the
 # next chunk's proxy fence (RF = 1: 896 55.5 -> 54.7 us per call, session 14). kw64x32 splits its first
-# phase-2 tile's C while the grid barrier waits (PC = 1: 512 16.6 -> 16.0 us per call, session 15). History
-# and the configurations that lost: bench/NOTES.md, sessions 7 to 15; tables: bench/results/h200_chain.md.
+# phase-2 tile's C while the grid barrier waits (PC = 1: 512 16.6 -> 16.0 us per call, session 15). wg128x64
+# multiplies X's big half by Y's big and small halves in one wgmma of N = 128 (MN = 1: 1024 61.9 -> 60.3 us per
+# call, 2048 413 -> 397; still slower than wg64x32 at 768 and 896; session 16). History and the configurations
+# that lost: bench/NOTES.md, sessions 7 to 16; tables: bench/results/h200_chain.md.
 WG_CONFIGS: dict[str, dict[str, int]] = {
     "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, XA=0, TMA=1, KW=2, PC=1),
     "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, XA=0, TMA=1, RF=1),

@@ -31,8 +31,9 @@ __device__ __forceinline__ void cumm_fence_gpu() { asm volatile("fence.acq_rel.g
 // Thread 0's wait for the release of the barrier it arrived at with `old` (its arrival atomic's value). Every
 // read of the word is an acquire load (ld.acquire.gpu): the one that sees the release synchronizes with every
 // block's arrival (the arrivals are atomics on the word, so each one's release heads a sequence that the
-// release's value ends), so no fence follows. (A relaxed poll and then fence.acq_rel.gpu, as before session 16,
-// cost ~0.15 us more per call at n = 512: bench/NOTES.md, session 16.)
+// release's value ends), so no fence follows. (A relaxed poll, a nanosleep and then fence.acq_rel.gpu, as before
+// session 16, cost kw64x32 ~0.2 us more per call at n = 512, wg64x32 ~0.3 at 768; the nanosleep alone made no
+// difference: bench/NOTES.md, session 16.)
 __device__ __forceinline__ unsigned long long cumm_grid_load(const unsigned* bar) {
     unsigned long long v;
     asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(bar) : "memory");
