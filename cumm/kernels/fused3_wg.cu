@@ -43,7 +43,7 @@
 // * MN = 1 (wg128x64): Y's big and small halves of a K piece lie side by side (2 BN rows of the split
 //   buffer), so x_big's two products (big * big and x_big * y_small) are one wgmma of N = 2 BN instead of two
 //   of N = BN, summed apart in the two halves of one accumulator: 16 wgmma a chunk of 32 instead of 24, and the
-//   wider ones run nearer the tensor cores' rate. wg128x64 at n = 1024: 62.2 -> 60.3 us per call; kw64x32 at
+//   wider ones run nearer the tensor cores' rate. wg128x64 at n = 1024: 61.9 -> 60.3 us per call; kw64x32 at
 //   512 unchanged, wg64x32 spills (bench/NOTES.md, session 16).
 // * PA = 2 sums two chunks in the tensor cores per fold; ST = 2 keeps the two small terms in their own
 //   accumulators. Both measured within a few per cent of PA = ST = 1 (bench/NOTES.md, session 9).
