@@ -270,9 +270,9 @@ def _arch_specific_kernel(spec: KernelSpec, cfg: Config, name: str, source: str,
 
 # template -> its extern "C" functions; every auxiliary kernel is listed here (the CPU tests compile them all)
 AUX_KERNELS: dict[str, tuple[str, ...]] = {
-    "splitk_reduce.cu": ("cumm_splitk_reduce",),
-    "edge_strip.cu": ("cumm_edge_rows", "cumm_edge_cols"),
-    "repack.cu": ("cumm_repack", "cumm_unpack"),
+    "auxiliary/splitk_reduce.cu": ("cumm_splitk_reduce",),
+    "auxiliary/edge_strip.cu": ("cumm_edge_rows", "cumm_edge_cols"),
+    "auxiliary/repack.cu": ("cumm_repack", "cumm_unpack"),
 }
 
 

@@ -30,7 +30,7 @@ ENABLED = os.environ.get("CUMM_EDGES", "1").strip() != "0"
 EDGE_ROWS = 16  # as in edge_strip.cu: the thickest strip its kernels take
 JB = 128        # columns of a strip per block (EDGE_JB)
 KT = 32         # slab depth (EDGE_KT); slices of K are whole slabs
-TEMPLATE = "edge_strip.cu"
+TEMPLATE = "auxiliary/edge_strip.cu"
 NAMES = ("cumm_edge_rows", "cumm_edge_cols")
 BLOCKS_PER_SM = 16  # strip blocks to aim for per multiprocessor (slices of K supply them): loads in flight
 

@@ -113,7 +113,7 @@ REGISTRY: dict[str, KernelSpec] = {
     for s in [
         KernelSpec(
             name="naive",
-            template="naive.cu",
+            template="gemm/01_naive.cu",
             summary="one thread per element of C; threads run down columns (uncoalesced)",
             defaults=dict(BS=32),
             block=lambda c: (c["BS"], c["BS"], 1),
@@ -123,7 +123,7 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="coalesced",
-            template="coalesced.cu",
+            template="gemm/02_coalesced.cu",
             summary="consecutive threads along a row of C: B loads and C stores coalesce",
             defaults=dict(BS=32),
             block=lambda c: (c["BS"] * c["BS"], 1, 1),
@@ -133,7 +133,7 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="smem",
-            template="smem.cu",
+            template="gemm/03_smem.cu",
             summary="shared-memory cache blocking with BS x BS tiles",
             defaults=dict(BS=32),
             block=lambda c: (c["BS"] * c["BS"], 1, 1),
@@ -143,7 +143,7 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="blocktile_1d",
-            template="blocktile_1d.cu",
+            template="gemm/04_blocktile_1d.cu",
             summary="each thread computes TM results down a column of C",
             defaults=dict(BM=64, BN=64, BK=8, TM=8),
             block=lambda c: (c["BM"] * c["BN"] // c["TM"], 1, 1),
@@ -158,7 +158,7 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="blocktile_2d",
-            template="blocktile_2d.cu",
+            template="gemm/05_blocktile_2d.cu",
             summary="each thread computes a TM x TN tile as outer products from shared memory",
             defaults=dict(BM=128, BN=128, BK=32, TM=8, TN=8),
             block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
@@ -175,7 +175,7 @@ REGISTRY: dict[str, KernelSpec] = {
             name="vectorized",
             # No stage_out: its scalar-store variant runs faster than its 16-byte one (H200, 4096^3: 3.43 against
             # 3.61 ms, the codegen of the main loop differs), so an unaligned C is best written in place.
-            template="vectorized.cu",
+            template="gemm/06_vectorized.cu",
             vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="16-byte global loads/stores; A transposed in shared memory, read as float4",
             defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
@@ -195,7 +195,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="bank_conflict_free",
             stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
-            template="bank_conflict_free.cu",
+            template="gemm/07_bank_conflict_free.cu",
             vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
             defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8, SWIZZLE=1, PAD=4),
@@ -219,7 +219,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="warptile",
             stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
-            template="warptile.cu",
+            template="gemm/08_warptile.cu",
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
             vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="block -> warp -> thread tiling; conflict-free LDS.128 per warp sub-tile",
@@ -234,7 +234,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="double_buffer",
             stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
-            template="double_buffer.cu",
+            template="gemm/09_double_buffer.cu",
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
             vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
@@ -249,8 +249,8 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="tf32x3",
             stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
-            template="tf32x3.cu",
-            headers=("tf32x3_tile.cuh",),
+            template="gemm/10_tf32x3.cu",
+            headers=("include/tf32x3_tile.cuh",),
             min_cc=80,  # mma.sync with TF32 operands
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
             vector_loads=True,  # cumm_cp_async_chunk<VEC_A> and <VEC_B>: 16-byte copies, never past K or N
@@ -271,8 +271,8 @@ REGISTRY: dict[str, KernelSpec] = {
         # of the second product; the grid depends on m alone (CL blocks, one cluster, per BM-row panel).
         KernelSpec(
             name="fused3",
-            template="fused3.cu",
-            headers=("cluster.cuh",),
+            template="chain/fused3.cu",
+            headers=("include/cluster.cuh",),
             summary="A @ B @ C in one kernel: a cluster of CL blocks per BM-row panel, T = A @ B kept on chip",
             kind="chain",
             defaults=dict(BM=32, BN=128, BK=32, CL=1, PCH=4, TM=8, TN=8, KS=4, MINB=1),
@@ -302,8 +302,8 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="fused3_tc",
-            template="fused3_tc.cu",
-            headers=("tf32x3_tile.cuh", "grid_barrier.cuh"),
+            template="chain/fused3_tc.cu",
+            headers=("include/tf32x3_tile.cuh", "include/grid_barrier.cuh"),
             min_cc=80,
             summary="A @ B @ C in one persistent tensor-core launch (tf32x3 tiles): T = A @ B via L2, a grid barrier",
             kind="chain",
@@ -324,8 +324,8 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="fused3_wg",
-            template="fused3_wg.cu",
-            headers=("cluster.cuh", "grid_barrier.cuh"),
+            template="chain/fused3_wg.cu",
+            headers=("include/cluster.cuh", "include/grid_barrier.cuh"),
             min_cc=90,
             arch_specific=True,  # wgmma: sm_90a only
             summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks"

@@ -14,7 +14,7 @@ from importlib import resources
 
 from ._spec import Config, KernelSpec
 
-COMMON_HEADER = "common.cuh"
+COMMON_HEADER = "include/common.cuh"
 # Alignment flags, in order: 16-byte accesses on A, B, C are legal (see common.cuh).
 FLAG_NAMES = ("VEC_A", "VEC_B", "VEC_C")
 ALIGNED = (1, 1, 1)

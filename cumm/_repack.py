@@ -41,7 +41,7 @@ KERNEL_FLOPS_PER_S = 40e12  # the vector-load rungs at large sizes; slower kerne
 MAX_COPY_FRACTION = 0.03  # repack when the copy costs at most this fraction of the product
 
 _LANES = 4  # floats per 16-byte load
-COPY_TEMPLATE, COPY_NAME, UNPACK_NAME = "repack.cu", "cumm_repack", "cumm_unpack"
+COPY_TEMPLATE, COPY_NAME, UNPACK_NAME = "auxiliary/repack.cu", "cumm_repack", "cumm_unpack"
 COPY_THREADS = 256  # one float4 of the buffer per thread
 COPY_MAX_ROW_BLOCKS = 65535  # gridDim.y; the kernel strides over further rows
 

@@ -23,7 +23,7 @@ from ._ladder import REGISTRY, get_spec
 from ._spec import cdiv
 
 MAX_SPLITS = 65535  # gridDim.z limit
-REDUCE_TEMPLATE = "splitk_reduce.cu"
+REDUCE_TEMPLATE = "auxiliary/splitk_reduce.cu"
 REDUCE_NAME = "cumm_splitk_reduce"
 REDUCE_THREADS = 256
 REDUCE_MAX_BLOCKS = 8192  # a grid-stride loop covers the rest

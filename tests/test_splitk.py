@@ -64,7 +64,7 @@ def test_device_slice_function_matches_the_mirror(tmp_path):
     cxx = shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no host C++ compiler (g++ or clang++)")
-    src = template_text("common.cuh")
+    src = template_text("include/common.cuh")
     fn = src[src.index("__device__ __forceinline__ int2 cumm_k_slice") : src.index("#define CUMM_SPLIT_K")]
     (tmp_path / "ks.cpp").write_text(
         "#include <algorithm>\n#include <cstdio>\ntypedef long long i64;\nstruct int2 { int x, y; };\n"
@@ -105,7 +105,7 @@ def test_spec_flag_matches_the_templates():
 def test_split_spec_needs_bk():
     base = REGISTRY["smem"]
     with pytest.raises(ValueError, match="BK"):
-        type(base)(name="x", template="smem.cu", summary="", defaults=dict(BS=32), block=base.block,
+        type(base)(name="x", template="gemm/03_smem.cu", summary="", defaults=dict(BS=32), block=base.block,
                    grid=base.grid, split_k=True)
 
 
