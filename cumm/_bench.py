@@ -21,18 +21,26 @@ import math
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from ._timing import (  # noqa: F401 - re-exported: the benchmark's timing is _timing's
+    BUDGET_S,
+    DEFAULT_REPEAT,
+    DEFAULT_WARMUP,
+    MIN_RUNS,
+    gpu_unavailable,
+    host_us,
+    n_input_sets,
+    planned_runs,
+    sample_ms,
+    time_ms,
+)
 
 Shape = tuple[int, int, int]
 Row = dict[str, object]
 
 CUBLAS = "cublas"  # the baseline's name in results
 DEFAULT_SIZES = (1024, 2048, 4096)
-DEFAULT_WARMUP = 3
-DEFAULT_REPEAT = 20
-BUDGET_S = 2.0  # timed runs per (kernel, shape) stop at about this, but never below MIN_RUNS
-MIN_RUNS = 3
 TOLERANCE = 1e-4  # relative Frobenius error against float64; FP32 kernels land near 1e-6
 L2_FALLBACK_BYTES = 60 * 2**20  # H200; used only if the device does not report its L2 size
 TF32_VARS = ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
@@ -83,20 +91,6 @@ def check_tf32(environ: Mapping[str, str] | None = None) -> None:
 
 def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
-
-
-def n_input_sets(operand_bytes: int, set_bytes: int, l2_bytes: int, free_bytes: int) -> int:
-    """How many (A, B, C) sets to rotate over: enough that the operands exceed 2x L2, at least 2,
-    and no more than half the free device memory holds."""
-    want = 2 * l2_bytes // operand_bytes + 1
-    fit = free_bytes // (2 * set_bytes)
-    return max(2, min(want, fit))
-
-
-def planned_runs(est_ms: float, repeat: int, budget_s: float, min_runs: int = MIN_RUNS) -> int:
-    """Timed runs for a call taking about ``est_ms``: ``repeat``, cut to the time budget but kept >= min_runs."""
-    affordable = int(budget_s * 1e3 / max(est_ms, 1e-6))
-    return min(repeat, max(min_runs, affordable))
 
 
 def make_row(kernel: str, shape: Shape, *, ms: float | None, rel_err: float | None, runs: int = 0,
@@ -265,18 +259,6 @@ def plot(results: Sequence[Mapping], path: str, *, title: str | None = None) -> 
 # GPU side
 # ---------------------------------------------------------------------------------------------------
 
-def gpu_unavailable() -> str | None:
-    """None if a CUDA GPU is usable, else why not."""
-    try:
-        import cupy
-
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # no driver, a driver too old for the runtime, no device
-        first = str(e).splitlines()[0] if str(e) else ""
-        return f"no CUDA GPU available ({type(e).__name__}: {first})"
-    return None if n > 0 else "no CUDA GPU available (0 devices)"
-
-
 def device_info() -> dict[str, str]:
     import cupy
 
@@ -291,45 +273,6 @@ def device_info() -> dict[str, str]:
         "cupy": cupy.__version__,
         "cuda": f"{rt // 1000}.{rt % 1000 // 10}",
     }
-
-
-def sample_ms(fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT,
-              budget_s: float = BUDGET_S, min_runs: int = MIN_RUNS) -> list[float]:
-    """Per-call device times (ms) of ``fn`` by CUDA events, warm-up excluded.
-
-    Runs ``repeat`` times, fewer if that would exceed ``budget_s`` (never below ``min_runs``).
-    """
-    import cupy
-
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    est, spent = math.inf, 0.0
-    for _ in range(max(1, warmup)):  # synchronized: these also estimate a call's time for the budget
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        est = cupy.cuda.get_elapsed_time(start, end)
-        spent += est
-        if spent > budget_s * 500:  # a slow kernel: half the budget is enough warming
-            break
-    runs = planned_runs(est, repeat, budget_s, min_runs)
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
-    if est < 1.0:
-        # An untimed leader keeps the GPU busy while the host queues the timed calls; otherwise each start
-        # event would fire on an idle GPU and the host's launch latency would be timed as kernel time.
-        fn()
-    for s, e in events:
-        s.record()
-        fn()
-        e.record()
-    events[-1][1].synchronize()
-    return [cupy.cuda.get_elapsed_time(s, e) for s, e in events]
-
-
-def time_ms(fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT,
-            budget_s: float = BUDGET_S) -> float:
-    """Median device time (ms) of ``fn`` over ``repeat`` CUDA-event timed runs after ``warmup`` calls."""
-    return statistics.median(sample_ms(fn, warmup=warmup, repeat=repeat, budget_s=budget_s))
 
 
 def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None) -> list[tuple]:
@@ -492,18 +435,6 @@ def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
     rng = cupy.random.default_rng()
     a = rng.standard_normal((M, K), dtype=cupy.float32)
     b = rng.standard_normal((K, N), dtype=cupy.float32)
-    dev = cupy.cuda.Device()
-
-    def per_call_us(f: Callable[[], object]) -> float:
-        for _ in range(warmup):  # compiles, fills the plan cache and the memory pool
-            f()
-        dev.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            f()
-        dev.synchronize()
-        return (time.perf_counter() - t0) / calls * 1e6
-
-    cumm_us = per_call_us(lambda: cumm.matmul(a, b))
-    cupy_us = per_call_us(lambda: cupy.matmul(a, b))
+    cumm_us = host_us(lambda: cumm.matmul(a, b), calls, warmup)
+    cupy_us = host_us(lambda: cupy.matmul(a, b), calls, warmup)
     return {"shape": [M, N, K], "calls": calls, "cumm_us": cumm_us, "cupy_us": cupy_us, "ratio": cumm_us / cupy_us}

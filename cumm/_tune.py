@@ -76,6 +76,7 @@ from ._compile import compile_offline
 from ._ladder import REGISTRY, get_spec
 from ._render import COMMON_HEADER, template_text
 from ._spec import KernelSpec, cdiv
+from ._timing import back_to_back_ms, rotation_sets
 
 try:
     import fcntl
@@ -114,7 +115,6 @@ PRUNE_FACTOR = 1.5
 LIKELY_SPILL_PENALTY = 0.5
 MIN_REPS, MAX_REPS, SAMPLE_MS = 10, 50, 100.0
 WARMUP = 2
-SPIN_MS = 2.0
 ASSUMED_TFLOPS = 30.0  # planning estimate (H200: the top rungs reach 40-42 at 4096^3-8192^3); sizes the default count
 
 STANDARD_SHAPES: list[tuple[int, int, int]] = [
@@ -475,49 +475,6 @@ def candidates(kernel: str, M: int, N: int, K: int, *, device: DeviceInfo = H200
 # Timing on the GPU
 # ---------------------------------------------------------------------------------------------------
 
-_SPIN_SRC = r"""
-extern "C" __global__ void cumm_spin(unsigned long long ns) {
-    unsigned long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-}
-"""
-_spin_kernels: dict[int, object] = {}
-
-
-def _spin(device_id: int, ms: float) -> None:
-    """Keep the GPU busy for ``ms`` so the launches queued behind it start back to back."""
-    import cupy
-    import numpy as np
-
-    k = _spin_kernels.get(device_id)
-    if k is None:
-        k = _spin_kernels[device_id] = cupy.RawKernel(_SPIN_SRC, "cumm_spin")
-    k((1,), (1,), (np.uint64(int(ms * 1e6)),))
-
-
-def _measure(launch, nsets: int, reps: int, device_id: int) -> list[float]:
-    """Milliseconds of each of ``reps`` launches (rotating over ``nsets`` input sets), event-timed."""
-    import cupy
-
-    events = [cupy.cuda.Event() for _ in range(reps + 1)]
-    _spin(device_id, SPIN_MS)
-    events[0].record()
-    for i in range(reps):
-        launch(i % nsets)
-        events[i + 1].record()
-    events[-1].synchronize()
-    return [cupy.cuda.get_elapsed_time(events[i], events[i + 1]) for i in range(reps)]
-
-
-def _n_sets(M: int, N: int, K: int, l2_bytes: int) -> int:
-    """Input sets to rotate so that consecutive launches do not find their operands in L2."""
-    per_set = 4 * (M * K + K * N + M * N)
-    if per_set >= 2 * l2_bytes:
-        return 1
-    return int(max(2, min(64, math.ceil(3 * l2_bytes / per_set), (1 << 30) // per_set)))
-
-
 @dataclass
 class TuneResult:
     """The outcome of :func:`tune`: the best verified configuration and every measurement."""
@@ -633,7 +590,7 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
 
         # Operands: random normal, rotated when L2 would hold one set; a float64 reference for set 0.
         rng = cupy.random.default_rng(seed)
-        nsets = _n_sets(M, N, K, dev.l2_bytes)
+        nsets = rotation_sets(4 * (M * K + K * N + M * N), dev.l2_bytes)
         f32 = cupy.float32
         As = [rng.standard_normal((M, K), dtype=f32) for _ in range(nsets)]
         Bs = [rng.standard_normal((K, N), dtype=f32) for _ in range(nsets)]
@@ -667,13 +624,13 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
                 def launch(s, plan=plan):
                     plan.launch(M, N, K, 1.0, As[s], K, Bs[s], N, 0.0, Cs[s], N)
 
-                warm = _measure(launch, nsets, WARMUP, dev_id)[-1]
+                warm = back_to_back_ms(lambda i: launch(i % nsets), WARMUP)[-1]
                 if best is not None and warm > PRUNE_FACTOR * best["ms"]:
                     row.update(status="pruned", reason=f"warm-up {warm:.4f} ms > {PRUNE_FACTOR} x best",
                                ms=None, warmup_ms=warm)
                 else:
                     reps = int(min(MAX_REPS, max(MIN_REPS, math.ceil(SAMPLE_MS / max(warm, 1e-3)))))
-                    times = _measure(launch, nsets, reps, dev_id)
+                    times = back_to_back_ms(lambda i: launch(i % nsets), reps)
                     ms = statistics.median(times)
                     row.update(status="timed", reason=None, ms=ms, tflops=flops / (ms * 1e9), reps=reps,
                                min_ms=min(times), warmup_ms=warm)
