@@ -3,8 +3,8 @@
 1. A configuration passed by the caller runs on ``top(cc)``, as given.
 2. Otherwise the tuned tables (``cumm/tuned/*.json`` shipped with the package, then the user's
    ``tuned.json`` in the cache dir, which wins) are searched for this GPU (name and compute capability)
-   and dtype; the entry whose shape bucket is nearest in log2 space (within ``_tune.MAX_DISTANCE``) gives
-   the kernel and its configuration. See ``_tune`` for the format and for how entries are made.
+   and dtype; the entry whose shape bucket is nearest in log2 space (within ``_store.MAX_DISTANCE``) gives
+   the kernel and its configuration. See ``_store`` for the format and for how entries are made.
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
    64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
 
@@ -16,7 +16,7 @@ a tuned entry's optional ``"split_k"`` field (else 1), otherwise ``split_count``
 tile grid has fewer blocks than the GPU has multiprocessors and K is deep.
 
 The answer of step 2 is memoized per (device, shape bucket), so the per-call path reads no file and scans
-no table after the first call for a bucket; ``clear_cache()`` forgets it (``_tune`` calls it after saving).
+no table after the first call for a bucket; ``clear_cache()`` forgets it (called whenever ``_store``'s tables change).
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 
+from . import _store
 from ._ladder import REGISTRY
 from ._spec import cdiv
+from ._store import bucket
 
 # Fastest rung per compute capability on the H200 (bench/NOTES.md); tuned entries override.
 TOP_BY_CC = ((80, "tf32x3"), (0, "warptile"))  # (minimum compute capability, kernel), first match wins
@@ -47,18 +49,6 @@ _tuned: dict[tuple[int, int, int, int], tuple[str, dict[str, int], int] | None] 
 _MISS = object()
 
 
-def bucket_dim(x: int) -> int:
-    """``x`` rounded to the nearest power of two in log space (1 for x <= 1); exact integer arithmetic."""
-    if x <= 1:
-        return 1
-    p = 1 << (x.bit_length() - 1)  # p <= x < 2p; round up when log2(x) - log2(p) > 1/2, i.e. x*x > 2*p*p
-    return 2 * p if x * x > 2 * p * p else p
-
-
-def bucket(M: int, N: int, K: int) -> tuple[int, int, int]:
-    return bucket_dim(M), bucket_dim(N), bucket_dim(K)
-
-
 def _sms(device_id: int) -> int:
     n = _sm_count.get(device_id)
     if n is None:
@@ -68,7 +58,7 @@ def _sms(device_id: int) -> int:
     return n
 
 
-def _device_key(device_id: int) -> tuple[str, int]:
+def device_key(device_id: int) -> tuple[str, int]:
     """(GPU name, compute capability as an int such as 90) of ``device_id``; memoized."""
     key = _device_keys.get(device_id)
     if key is None:
@@ -104,11 +94,9 @@ def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
 
 
 def _lookup(device_id: int, b: tuple[int, int, int]) -> tuple[str, dict[str, int], int] | None:
-    from . import _tune
-
     try:
-        gpu, cc = _device_key(device_id)
-        entry = _tune.lookup(gpu, cc, DTYPE, *b)
+        gpu, cc = device_key(device_id)
+        entry = _store.lookup(gpu, cc, DTYPE, *b)
     except Exception as e:  # a broken table must never break matmul: fall back to the heuristic
         warnings.warn(f"cumm: tuned-table lookup failed ({type(e).__name__}: {e}); using the heuristic",
                       RuntimeWarning, stacklevel=3)
@@ -135,7 +123,7 @@ def select(M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | N
             hit = _tuned[key] = _lookup(device_id, b)
         if hit is not None and (split_k is None or split_k == 1 or REGISTRY[hit[0]].split_k):
             return hit if split_k is None else (hit[0], hit[1], split_k)
-    kernel = top(_device_key(device_id)[1])
+    kernel = top(device_key(device_id)[1])
     if config is None:
         config = SMALL_TILES[kernel] if cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
     if split_k is not None:
@@ -147,3 +135,6 @@ def select(M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | N
 def clear_cache() -> None:
     """Forget memoized tuned answers (after a table changed); device facts stay cached."""
     _tuned.clear()
+
+
+_store.on_change(clear_cache)

@@ -7,7 +7,7 @@ subcommand runs.
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -95,6 +95,13 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     t.add_argument("--standard", action="store_true", help="tune the standard kernels and shapes")
     t.add_argument("--max-configs", type=_positive, default=None, metavar="N",
                    help="try at most N configurations per kernel and shape")
+    t.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="seconds per shape (default 150; also CUMM_TUNE_BUDGET_S)")
+    t.add_argument("--out", metavar="PATH",
+                   help="also merge the winners into this table, e.g. cumm/tuned/h200.json (also CUMM_TUNE_OUT)")
+    t.add_argument("--plan", action="store_true",
+                   help="no GPU: print the configurations an H200 would time (compiled offline unless --no-compile)")
+    t.add_argument("--no-compile", action="store_true", help="with --plan: skip the offline compiles")
     for sp in (b, t):
         sp.set_defaults(subparser=sp)  # errors found after parsing are reported by the subcommand's parser
     return p
@@ -107,15 +114,19 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
     if args.command == "tune":
         if not args.standard and (args.kernel is None or not args.shape):
             args.subparser.error("give --kernel and --shape, or --standard")
-        try:  # lazily: the tuner is imported only when asked for
-            _tune = importlib.import_module("cumm._tune")
-        except ModuleNotFoundError as e:
-            if e.name != "cumm._tune":
-                raise
-            print("cumm tune: the tuner (cumm._tune) is not part of this installation", file=sys.stderr)
-            return 1
-        return int(_tune.cli(kernel=args.kernel, shapes=list(args.shape), standard=args.standard,
-                             max_configs=args.max_configs))
+        if args.budget is not None and not args.budget > 0:
+            args.subparser.error(f"--budget must be a positive number of seconds, got {args.budget}")
+        if args.out:
+            os.environ["CUMM_TUNE_OUT"] = os.path.abspath(args.out)
+        if args.budget is not None:
+            os.environ["CUMM_TUNE_BUDGET_S"] = str(args.budget)
+        from . import _tune  # lazily: the tuner's imports are needed only here
+
+        if args.plan:
+            return _tune.print_plan(args.kernel, list(args.shape), args.standard, args.max_configs,
+                                    compile=not args.no_compile)
+        return int(_tune.tune_shapes(kernel=args.kernel, shapes=list(args.shape), standard=args.standard,
+                                     max_configs=args.max_configs))
     return _run_bench(args, command=f"{prog} {shlex.join(argv)}")
 
 

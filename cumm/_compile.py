@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ._errors import CompileError, ConfigError, SharedMemoryError
 from ._render import ALIGNED, render
 from ._spec import Config, KernelSpec
+from ._store import cache_dir
 
 # CuPy adds -ftz=true and its own -arch when it compiles; offline compiles add the same so that the
 # register report matches what runs.
@@ -241,8 +242,6 @@ def _arch_specific_kernel(spec: KernelSpec, cfg: Config, name: str, source: str,
     import hashlib
 
     from cupy.cuda import function, nvrtc
-
-    from ._tune import cache_dir
 
     options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={spec.target(cc)}"]
     key = hashlib.sha256("\0".join([source, *options, str(nvrtc.getVersion())]).encode()).hexdigest()[:24]

@@ -155,11 +155,11 @@ def fake_tune(monkeypatch):
     calls = []
     mod = types.ModuleType("cumm._tune")
 
-    def cli(kernel, shapes, standard, max_configs):
+    def tune_shapes(kernel, shapes, standard, max_configs):
         calls.append((kernel, shapes, standard, max_configs))
         return 0
 
-    mod.cli = cli
+    mod.tune_shapes = tune_shapes
     monkeypatch.setitem(sys.modules, "cumm._tune", mod)
     monkeypatch.setattr(cumm, "_tune", mod, raising=False)
     return calls
@@ -178,5 +178,5 @@ def test_tune_standard(fake_tune):
 
 
 def test_tune_exit_code_passes_through(fake_tune, monkeypatch):
-    monkeypatch.setattr(sys.modules["cumm._tune"], "cli", lambda **kw: 3)
+    monkeypatch.setattr(sys.modules["cumm._tune"], "tune_shapes", lambda **kw: 3)
     assert _cli.main(["tune", "--standard"]) == 3

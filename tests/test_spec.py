@@ -95,7 +95,8 @@ def test_cc_defaults_and_space_name_known_parameters(spec):
 
 def test_spec_rejects_unknown_parameters_in_cc_defaults_and_space():
     base = REGISTRY["naive"]
-    common = dict(name="x", template="gemm/01_naive.cu", summary="s", defaults=dict(BS=32), block=base.block, grid=base.grid)
+    common = dict(name="x", template="gemm/01_naive.cu", summary="s", defaults=dict(BS=32), block=base.block,
+                  grid=base.grid)
     with pytest.raises(ValueError, match=r"cc_defaults\[90\].*\['BX'\]"):
         KernelSpec(**common, cc_defaults={90: {"BX": 16}})
     with pytest.raises(ValueError, match=r"space names unknown parameters \['BX'\]"):

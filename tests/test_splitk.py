@@ -8,7 +8,7 @@ import re
 import pytest
 
 import cumm
-from cumm import _auto, _splitk, _tune
+from cumm import _auto, _splitk, _store
 from cumm._ladder import REGISTRY, get_spec
 from cumm._render import template_text
 from cumm._spec import cdiv
@@ -151,18 +151,18 @@ def test_split_count_invariants():
 def fake_h200(tmp_path, monkeypatch):
     """Device 0 looks like an H200, no tuned tables but the test's own; nothing touches a GPU."""
     monkeypatch.setenv("CUMM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(_tune, "shipped_tables", lambda: [])
-    monkeypatch.setattr(_tune, "_warned", set())
-    monkeypatch.setattr(_auto, "_device_key", lambda device_id: (GPU, CC))
+    monkeypatch.setattr(_store, "shipped_tables", lambda: [])
+    monkeypatch.setattr(_store, "_warned", set())
+    monkeypatch.setattr(_auto, "device_key", lambda device_id: (GPU, CC))
     monkeypatch.setattr(_auto, "_sms", lambda device_id: H200_SMS)
-    _tune.clear_caches()
+    _store.clear_caches()
     yield
-    _tune.clear_caches()
+    _store.clear_caches()
 
 
 def _entry(kernel, shape, **extra):
     cfg = get_spec(kernel).resolve(None, CC)
-    e = _tune.make_entry(GPU, CC, kernel, "float32", shape, cfg, 2 * math.prod(shape) / 3e10, 30.0)
+    e = _store.make_entry(GPU, CC, kernel, "float32", shape, cfg, 2 * math.prod(shape) / 3e10, 30.0)
     e.update(extra)
     return e
 
@@ -179,19 +179,19 @@ def test_select_splits_the_motivating_case(fake_h200):
 
 
 def test_select_tuned_entries_and_split(fake_h200):
-    _tune.save_entries([_entry("warptile", (64, 64, 4096))])
+    _store.save_entries([_entry("warptile", (64, 64, 4096))])
     assert _auto.select(64, 64, 4096, 0)[2] == 1  # a tuned entry without "split_k": no split
     assert _auto.select(64, 64, 4096, 0, split_k=4)[2] == 4
-    _tune.save_entries([_entry("warptile", (64, 64, 4096), split_k=8)])
+    _store.save_entries([_entry("warptile", (64, 64, 4096), split_k=8)])
     _auto.clear_cache()
     assert _auto.select(64, 64, 4096, 0) == ("warptile", dict(get_spec("warptile").resolve(None, CC)), 8)
-    _tune.save_entries([_entry("warptile", (64, 64, 4096), split_k="eight")])
+    _store.save_entries([_entry("warptile", (64, 64, 4096), split_k="eight")])
     _auto.clear_cache()
     assert _auto.select(64, 64, 4096, 0)[2] == 1  # malformed: ignored
 
 
 def test_select_skips_a_tuned_kernel_without_split_when_split_is_asked(fake_h200):
-    _tune.save_entries([_entry("vectorized", (64, 64, 4096), split_k=4)])
+    _store.save_entries([_entry("vectorized", (64, 64, 4096), split_k=4)])
     assert _auto.select(64, 64, 4096, 0)[:2] == ("vectorized", dict(get_spec("vectorized").resolve(None, CC)))
     assert _auto.select(64, 64, 4096, 0)[2] == 1  # the field is ignored for a kernel without split-K
     assert _auto.select(64, 64, 4096, 0, split_k=4) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 4)
@@ -297,8 +297,8 @@ def test_auto_splits_the_motivating_case(rng, tmp_path, monkeypatch):
 
     M, N, K = 64, 64, 4096
     monkeypatch.setenv("CUMM_CACHE_DIR", str(tmp_path))  # the heuristic, not a tuned entry
-    monkeypatch.setattr(_tune, "shipped_tables", lambda: [])
-    _tune.clear_caches()
+    monkeypatch.setattr(_store, "shipped_tables", lambda: [])
+    _store.clear_caches()
     kernel, _, splits = _auto.select(M, N, K, cupy.cuda.runtime.getDevice())
     assert splits > 1 and get_spec(kernel).split_k
     a, b, ref = _operands(rng, M, N, K)
@@ -309,7 +309,7 @@ def test_auto_splits_the_motivating_case(rng, tmp_path, monkeypatch):
     cumm.matmul(a, b, out=again)
     assert bool((again == out).all()), "split-K must be deterministic"
     assert rel_err(cumm.matmul(a, b, split_k=1), ref) < TOL
-    _tune.clear_caches()
+    _store.clear_caches()
 
 
 @pytest.mark.gpu

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cumm import _auto, _tune
-from cumm._ladder import get_spec
+from cumm import _auto, _cli, _space, _store, _tune
+from cumm._ladder import REGISTRY, get_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP_RUNGS = ["warptile", "double_buffer"]
@@ -25,17 +25,17 @@ GPU, CC = "NVIDIA H200", 90
 def cache(tmp_path, monkeypatch):
     """A private CUMM_CACHE_DIR, no shipped tables, fresh caches and warn-once state."""
     monkeypatch.setenv("CUMM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(_tune, "shipped_tables", lambda: [])
-    monkeypatch.setattr(_tune, "_warned", set())
-    _tune.clear_caches()
+    monkeypatch.setattr(_store, "shipped_tables", lambda: [])
+    monkeypatch.setattr(_store, "_warned", set())
+    _store.clear_caches()
     yield tmp_path
-    _tune.clear_caches()
+    _store.clear_caches()
 
 
 @pytest.fixture
 def fake_device(monkeypatch):
     """Device 0 looks like an H200 without touching a GPU."""
-    monkeypatch.setattr(_auto, "_device_key", lambda device_id: (GPU, CC))
+    monkeypatch.setattr(_auto, "device_key", lambda device_id: (GPU, CC))
     monkeypatch.setattr(_auto, "_sms", lambda device_id: 132)
     _auto.clear_cache()
     yield
@@ -46,7 +46,7 @@ def _entry(k="warptile", shape=(4096, 4096, 4096), tile=None, tflops=40.0, gpu=G
     """A table entry for kernel ``k`` with ``tile`` overriding its defaults; ``over`` replaces fields."""
     cfg = get_spec(k).resolve(tile, cc)
     ms = 2 * math.prod(shape) / (tflops * 1e9)
-    e = _tune.make_entry(gpu, cc, k, "float32", shape, cfg, ms, tflops)
+    e = _store.make_entry(gpu, cc, k, "float32", shape, cfg, ms, tflops)
     e.update(over)
     return e
 
@@ -59,8 +59,8 @@ def _entry(k="warptile", shape=(4096, 4096, 4096), tile=None, tflops=40.0, gpu=G
 @pytest.mark.parametrize("kernel", TOP_RUNGS)
 def test_enumeration_is_deterministic_and_valid(kernel):
     spec = get_spec(kernel)
-    a, total = _tune.enumerate_configs(spec, CC)
-    b, _ = _tune.enumerate_configs(spec, CC)
+    a, total = _space.enumerate_configs(spec, CC)
+    b, _ = _space.enumerate_configs(spec, CC)
     assert a == b and a, "enumeration is empty or not deterministic"
     assert total == math.prod(len(v) for v in spec.space.values())
     assert len(a) < total, "the constraints should remove something from the raw product"
@@ -72,15 +72,15 @@ def test_enumeration_is_deterministic_and_valid(kernel):
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (512, 512, 512), (128, 4096, 4096), (8192, 8192, 64)])
 def test_candidates_plan_is_deterministic_nonempty_and_filtered(kernel, shape):
     spec = get_spec(kernel)
-    p1 = _tune.candidates(kernel, *shape, device=_tune.H200, compile=False)
-    p2 = _tune.candidates(kernel, *shape, device=_tune.H200, compile=False)
+    p1 = _space.candidates(kernel, *shape, device=_space.H200, compile=False)
+    p2 = _space.candidates(kernel, *shape, device=_space.H200, compile=False)
     assert p1.configs == p2.configs and p1.configs
-    assert len(p1.configs) <= _tune.DEFAULT_MAX_CONFIGS
-    keys = [_tune._cfg_key(spec, c) for c in p1.configs]
+    assert len(p1.configs) <= _space.DEFAULT_MAX_CONFIGS
+    keys = [_space.config_key(spec, c) for c in p1.configs]
     assert len(set(keys)) == len(keys), "duplicates in the plan"
     for cfg in p1.configs:
         assert spec.violations(cfg) == []
-        assert _tune.static_reject(spec, cfg, *shape, _tune.H200) is None
+        assert _space.static_reject(spec, cfg, *shape, _space.H200) is None
     c = p1.counts
     assert c["space"] > c["constraint_ok"] >= c["ranked"] >= len(p1.configs)
     # The plan is diverse: several tile shapes (grids) among the first configurations.
@@ -91,47 +91,47 @@ def test_candidates_plan_is_deterministic_nonempty_and_filtered(kernel, shape):
 def test_static_filter_rules():
     spec = get_spec("double_buffer")
     base = spec.resolve(None, CC)
-    h = _tune.H200
+    h = _space.H200
     # 128 accumulators per thread under a 128-register cap (256 threads, 2 blocks/SM): certain spill.
     cfg = dict(base, BM=128, BN=256, WM=64, WN=64, WNITER=4, TM=4, TN=4, NUM_THREADS=256, MINB=2)
     assert spec.violations(cfg) == []
-    assert "spill" in _tune.static_reject(spec, cfg, 4096, 4096, 4096, h)
+    assert "spill" in _space.static_reject(spec, cfg, 4096, 4096, 4096, h)
     # MINB=2 at 128 threads leaves the same 255-register cap as MINB=1: a duplicate.
     cfg = dict(base, BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)
     assert spec.violations(cfg) == []
-    assert "duplicate" in _tune.static_reject(spec, cfg, 4096, 4096, 4096, h)
-    assert _tune.static_reject(spec, dict(cfg, MINB=1), 4096, 4096, 4096, h) is None
+    assert "duplicate" in _space.static_reject(spec, cfg, 4096, 4096, 4096, h)
+    assert _space.static_reject(spec, dict(cfg, MINB=1), 4096, 4096, 4096, h) is None
     # A 128-row tile for a 64-row problem: the 64-row tile covers it.
-    assert "larger than needed" in _tune.static_reject(spec, dict(base, MINB=1), 64, 4096, 4096, h)
+    assert "larger than needed" in _space.static_reject(spec, dict(base, MINB=1), 64, 4096, 4096, h)
     # More shared memory than the device allows.
-    small = _tune.DeviceInfo("tiny", 90, 132, smem_optin=16 * 1024, smem_per_sm=16 * 1024, l2_bytes=1 << 20)
-    assert "shared memory" in _tune.static_reject(spec, base, 4096, 4096, 4096, small)
+    small = _space.DeviceInfo("tiny", 90, 132, smem_optin=16 * 1024, smem_per_sm=16 * 1024, l2_bytes=1 << 20)
+    assert "shared memory" in _space.static_reject(spec, base, 4096, 4096, 4096, small)
 
 
 def test_register_cap():
-    h = _tune.H200
-    assert _tune.register_cap(256, 1, h) == 255
-    assert _tune.register_cap(256, 2, h) == 128
-    assert _tune.register_cap(128, 2, h) == 255
-    assert _tune.register_cap(384, 1, h) == 168
+    h = _space.H200
+    assert _space.register_cap(256, 1, h) == 255
+    assert _space.register_cap(256, 2, h) == 128
+    assert _space.register_cap(128, 2, h) == 255
+    assert _space.register_cap(384, 1, h) == 168
 
 
 @pytest.mark.parametrize("n", [1, 3, 7])
 def test_max_configs_is_honored_in_the_plan(n):
-    p = _tune.candidates("warptile", 2048, 2048, 2048, device=_tune.H200, max_configs=n, compile=False)
+    p = _space.candidates("warptile", 2048, 2048, 2048, device=_space.H200, max_configs=n, compile=False)
     assert len(p.configs) == n
-    assert p.configs == _tune.candidates("warptile", 2048, 2048, 2048, max_configs=10, compile=False).configs[:n]
+    assert p.configs == _space.candidates("warptile", 2048, 2048, 2048, max_configs=10, compile=False).configs[:n]
 
 
 def test_max_configs_must_be_positive():
     with pytest.raises(ValueError, match="max_configs"):
-        _tune.candidates("warptile", 64, 64, 64, max_configs=0, compile=False)
+        _space.candidates("warptile", 64, 64, 64, max_configs=0, compile=False)
 
 
 def test_default_count_fits_the_budget():
-    assert _tune.default_count(8192, 8192, 8192, _tune.DEFAULT_BUDGET_S) == _tune.DEFAULT_MAX_CONFIGS
-    assert _tune.default_count(8192, 8192, 8192, 10) < _tune.DEFAULT_MAX_CONFIGS
-    assert _tune.default_count(1 << 16, 1 << 16, 1 << 16, 1) == 1
+    assert _space.default_count(8192, 8192, 8192, _space.DEFAULT_BUDGET_S) == _space.DEFAULT_MAX_CONFIGS
+    assert _space.default_count(8192, 8192, 8192, 10) < _space.DEFAULT_MAX_CONFIGS
+    assert _space.default_count(1 << 16, 1 << 16, 1 << 16, 1) == 1
 
 
 def test_offline_compile_filter_with_max_configs():
@@ -142,20 +142,20 @@ def test_offline_compile_filter_with_max_configs():
         nvrtc.getVersion()
     except Exception as e:  # pragma: no cover - no NVRTC library
         pytest.skip(f"NVRTC unavailable: {type(e).__name__}: {e}")
-    p = _tune.candidates("warptile", 512, 512, 512, device=_tune.H200, max_configs=2)
+    p = _space.candidates("warptile", 512, 512, 512, device=_space.H200, max_configs=2)
     assert 1 <= len(p.configs) <= 2
-    by = {_tune._cfg_key(get_spec("warptile"), r["config"]): r for r in p.rows}
+    by = {_space.config_key(get_spec("warptile"), r["config"]): r for r in p.rows}
     for cfg in p.configs:
-        r = by[_tune._cfg_key(get_spec("warptile"), cfg)]
+        r = by[_space.config_key(get_spec("warptile"), cfg)]
         assert r["status"] == "candidate" and r["spill_bytes"] == 0
         assert r["registers"] * r["threads"] <= 65536
     for r in p.rows:
         assert r["status"] in ("candidate", "rejected", "skipped")
         if r["status"] == "rejected":
             assert r["reason"]
-    plan = _tune.candidates("warptile", 512, 512, 512, device=_tune.H200, max_configs=50, compile=False).configs
-    order = [_tune._cfg_key(get_spec("warptile"), c) for c in plan]
-    got = [order.index(_tune._cfg_key(get_spec("warptile"), c)) for c in p.configs]
+    plan = _space.candidates("warptile", 512, 512, 512, device=_space.H200, max_configs=50, compile=False).configs
+    order = [_space.config_key(get_spec("warptile"), c) for c in plan]
+    got = [order.index(_space.config_key(get_spec("warptile"), c)) for c in p.configs]
     assert got == sorted(got), "survivors keep the plan's order"
 
 
@@ -166,39 +166,39 @@ def test_offline_compile_filter_with_max_configs():
 
 @pytest.mark.parametrize("x", [*range(1, 300), 1000, 1447, 1448, 1449, 4095, 4097, 5792, 5793, 8192, 10**6])
 def test_bucket_is_nearest_power_of_two_in_log_space(x):
-    b = _auto.bucket_dim(x)
+    b = _store.bucket_dim(x)
     assert b & (b - 1) == 0
     assert b == 2 ** round(math.log2(x))
 
 
 def test_bucket_of_nonpositive_is_one():
-    assert _auto.bucket(0, 1, 3) == (1, 1, 4)
+    assert _store.bucket(0, 1, 3) == (1, 1, 4)
 
 
 def test_nearest_bucket_lookup(cache):
-    _tune.save_entries([
+    _store.save_entries([
         _entry(shape=(4096, 4096, 4096), tile=dict(BK=8), tflops=40.0),
         _entry(shape=(8192, 8192, 256), tile=dict(BK=32), tflops=30.0),
         _entry(shape=(512, 512, 512), tile=dict(BM=64, BN=64, WM=32, WN=32, NUM_THREADS=128, MINB=1),
                tflops=10.0),
     ])
-    assert _tune.lookup(GPU, CC, "float32", 4000, 4000, 4000)["config"]["BK"] == 8
-    assert _tune.lookup(GPU, CC, "float32", 6000, 6000, 6000)["config"]["BK"] == 8  # (13,13,13) nearest 4096^3
-    assert _tune.lookup(GPU, CC, "float32", 8192, 8192, 300)["config"]["BK"] == 32
-    assert _tune.lookup(GPU, CC, "float32", 400, 600, 512)["shape"] == [512, 512, 512]
-    assert _tune.lookup(GPU, CC, "float32", 16, 16, 16) is None  # farther than MAX_DISTANCE
-    assert _tune.lookup(GPU, CC, "float32", 16, 16, 16, max_distance=100)["shape"] == [512, 512, 512]
-    assert _tune.lookup("NVIDIA A100", CC, "float32", 4096, 4096, 4096) is None
-    assert _tune.lookup(GPU, 80, "float32", 4096, 4096, 4096) is None
-    assert _tune.lookup(GPU, CC, "float64", 4096, 4096, 4096) is None
+    assert _store.lookup(GPU, CC, "float32", 4000, 4000, 4000)["config"]["BK"] == 8
+    assert _store.lookup(GPU, CC, "float32", 6000, 6000, 6000)["config"]["BK"] == 8  # (13,13,13) nearest 4096^3
+    assert _store.lookup(GPU, CC, "float32", 8192, 8192, 300)["config"]["BK"] == 32
+    assert _store.lookup(GPU, CC, "float32", 400, 600, 512)["shape"] == [512, 512, 512]
+    assert _store.lookup(GPU, CC, "float32", 16, 16, 16) is None  # farther than MAX_DISTANCE
+    assert _store.lookup(GPU, CC, "float32", 16, 16, 16, max_distance=100)["shape"] == [512, 512, 512]
+    assert _store.lookup("NVIDIA A100", CC, "float32", 4096, 4096, 4096) is None
+    assert _store.lookup(GPU, 80, "float32", 4096, 4096, 4096) is None
+    assert _store.lookup(GPU, CC, "float64", 4096, 4096, 4096) is None
 
 
 def test_same_bucket_prefers_the_faster_kernel(cache):
-    _tune.save_entries([_entry("warptile", tflops=40.0), _entry("double_buffer", tflops=42.0)])
-    assert _tune.lookup(GPU, CC, "float32", 4096, 4096, 4096)["kernel"] == "double_buffer"
-    _tune.save_entries([_entry("warptile", tflops=45.0)])  # same key: replaced
-    assert _tune.lookup(GPU, CC, "float32", 4096, 4096, 4096)["kernel"] == "warptile"
-    assert len(_tune.tuned_entries(GPU, CC)) == 2
+    _store.save_entries([_entry("warptile", tflops=40.0), _entry("double_buffer", tflops=42.0)])
+    assert _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)["kernel"] == "double_buffer"
+    _store.save_entries([_entry("warptile", tflops=45.0)])  # same key: replaced
+    assert _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)["kernel"] == "warptile"
+    assert len(_store.tuned_entries(GPU, CC)) == 2
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -209,49 +209,49 @@ def test_same_bucket_prefers_the_faster_kernel(cache):
 def test_cache_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("CUMM_CACHE_DIR", str(tmp_path / "a"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert _tune.user_table_path() == tmp_path / "a" / "tuned.json"
+    assert _store.user_table_path() == tmp_path / "a" / "tuned.json"
     monkeypatch.delenv("CUMM_CACHE_DIR")
-    assert _tune.user_table_path() == tmp_path / "x" / "cumm" / "tuned.json"
+    assert _store.user_table_path() == tmp_path / "x" / "cumm" / "tuned.json"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "h"))
-    assert _tune.user_table_path() == tmp_path / "h" / ".cache" / "cumm" / "tuned.json"
+    assert _store.user_table_path() == tmp_path / "h" / ".cache" / "cumm" / "tuned.json"
 
 
 def test_round_trip(cache):
     e = _entry(tile=dict(BK=32, MINB=1), timed=12)
-    path = _tune.save_entries([e])
+    path = _store.save_entries([e])
     assert path == cache / "tuned.json"
     doc = json.loads(path.read_text())
-    assert doc["schema"] == _tune.SCHEMA
+    assert doc["schema"] == _store.SCHEMA
     (key, stored), = doc["entries"].items()
     assert key == "NVIDIA H200|sm_90|warptile|float32|4096x4096x4096"
     for field in ("config", "ms", "tflops", "template_hash", "schema", "bucket", "shape", "gpu", "cc", "kernel"):
         assert stored[field] == e[field]
-    assert stored["template_hash"] == _tune._template_hash(get_spec("warptile"))
-    got = _tune.lookup(GPU, CC, "float32", 4096, 4096, 4096)
+    assert stored["template_hash"] == _store.template_hash(get_spec("warptile"))
+    got = _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)
     assert got["config"] == e["config"] and got["timed"] == 12
     assert not list(cache.glob("*.tmp")), "temporary files left behind"
 
 
 def test_changed_template_invalidates(cache, monkeypatch):
-    _tune.save_entries([_entry(), _entry("double_buffer", shape=(2048, 2048, 2048))])
-    assert len(_tune.tuned_entries(GPU, CC)) == 2
-    real = _tune._template_hash
-    monkeypatch.setattr(_tune, "_template_hash", lambda spec: "0" * 16 if spec.name == "warptile" else real(spec))
-    _tune.clear_caches()
-    assert [e["kernel"] for e in _tune.tuned_entries(GPU, CC)] == ["double_buffer"]
-    assert _tune.lookup(GPU, CC, "float32", 4096, 4096, 4096)["kernel"] == "double_buffer"  # next nearest
+    _store.save_entries([_entry(), _entry("double_buffer", shape=(2048, 2048, 2048))])
+    assert len(_store.tuned_entries(GPU, CC)) == 2
+    real = _store.template_hash
+    monkeypatch.setattr(_store, "template_hash", lambda spec: "0" * 16 if spec.name == "warptile" else real(spec))
+    _store.clear_caches()
+    assert [e["kernel"] for e in _store.tuned_entries(GPU, CC)] == ["double_buffer"]
+    assert _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)["kernel"] == "double_buffer"  # next nearest
 
 
 def test_unusable_entries_are_ignored(cache):
-    _tune.save_entries([
-        _entry(shape=(1024, 1024, 1024), schema=_tune.SCHEMA + 1),  # a future schema
+    _store.save_entries([
+        _entry(shape=(1024, 1024, 1024), schema=_store.SCHEMA + 1),  # a future schema
         _entry(shape=(2048, 2048, 2048), kernel="no_such_kernel"),
         _entry(shape=(4096, 4096, 4096), config={"BM": 96}),  # violates the constraints
         _entry(shape=(8192, 8192, 8192), config={"NOT_A_PARAM": 1}),
         _entry(shape=(512, 512, 512), ms="fast"),
     ])
-    assert _tune.tuned_entries(GPU, CC) == []
+    assert _store.tuned_entries(GPU, CC) == []
     doc = json.loads((cache / "tuned.json").read_text())
     assert len(doc["entries"]) == 5, "entries another version may use must survive a merge"
 
@@ -260,22 +260,22 @@ def test_corrupt_table_is_tolerated(cache):
     path = cache / "tuned.json"
     path.write_text('{"schema": 1, "entries": {"x": ')  # truncated
     with pytest.warns(RuntimeWarning, match="unreadable"):
-        assert _tune.tuned_entries(GPU, CC) == []
-    _tune.clear_caches()
+        assert _store.tuned_entries(GPU, CC) == []
+    _store.clear_caches()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _tune.tuned_entries(GPU, CC) == []  # warned once only
-        assert _tune.lookup(GPU, CC, "float32", 64, 64, 64) is None
-    _tune.save_entries([_entry()])  # a writer replaces it and keeps the bad file aside
+        assert _store.tuned_entries(GPU, CC) == []  # warned once only
+        assert _store.lookup(GPU, CC, "float32", 64, 64, 64) is None
+    _store.save_entries([_entry()])  # a writer replaces it and keeps the bad file aside
     assert (cache / "tuned.json.corrupt").read_text().startswith('{"schema": 1')
-    assert len(_tune.tuned_entries(GPU, CC)) == 1
+    assert len(_store.tuned_entries(GPU, CC)) == 1
 
 
 @pytest.mark.parametrize("text", ["[1, 2]", '{"entries": [1]}', "\x00\x01", ""])
 def test_wrong_structure_is_tolerated(cache, text):
     (cache / "tuned.json").write_text(text)
     with pytest.warns(RuntimeWarning):
-        assert _tune.tuned_entries(GPU, CC) == []
+        assert _store.tuned_entries(GPU, CC) == []
 
 
 def test_concurrent_writers_threads_and_processes(cache):
@@ -286,17 +286,17 @@ def test_concurrent_writers_threads_and_processes(cache):
 
     def thread_writer(i):
         for j in range(per):
-            _tune.save_entries([_entry(shape=shape(i, j))])
+            _store.save_entries([_entry(shape=shape(i, j))])
 
     code = (
         "import math, sys\n"
-        "from cumm import _tune\n"
+        "from cumm import _store\n"
         "from cumm._ladder import get_spec\n"
         "i = int(sys.argv[1])\n"
         f"for j in range({per}):\n"
         "    s = (2 ** (i + 1), 2 ** (j + 1), 64)\n"
         "    cfg = get_spec('warptile').resolve(None, 90)\n"
-        "    _tune.save_entries([_tune.make_entry('NVIDIA H200', 90, 'warptile', 'float32', s, cfg, 1.0, 1.0)])\n"
+        "    _store.save_entries([_store.make_entry('NVIDIA H200', 90, 'warptile', 'float32', s, cfg, 1.0, 1.0)])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CUMM_CACHE_DIR": str(cache)}
     procs = [subprocess.Popen([sys.executable, "-c", code, str(n_threads + i)], env=env) for i in range(n_procs)]
@@ -315,33 +315,33 @@ def test_concurrent_writers_threads_and_processes(cache):
 
 
 def test_shipped_tables_are_well_formed():
-    for t in _tune.shipped_tables():
+    for t in _store.shipped_tables():
         doc = json.loads(t.read_text())
-        assert doc["schema"] == _tune.SCHEMA
+        assert doc["schema"] == _store.SCHEMA
         for key, e in doc["entries"].items():
-            assert _tune._well_formed(e), key
-            assert key == _tune.entry_key(e)
+            assert _store._well_formed(e), key
+            assert key == _store.entry_key(e)
 
 
 def test_shipped_tables_match_the_current_templates():
     """An edited template (or common.cuh, or a shared header) voids its tuned entries: re-tune, then ship."""
-    for t in _tune.shipped_tables():
+    for t in _store.shipped_tables():
         for key, e in json.loads(t.read_text())["entries"].items():
-            assert e["template_hash"] == _tune._template_hash(get_spec(e["kernel"])), (
+            assert e["template_hash"] == _store.template_hash(get_spec(e["kernel"])), (
                 f"{t.name}: {key} was tuned for another version of {e['kernel']}'s source")
 
 
 def test_shipped_and_user_tables_merge_user_wins(cache, monkeypatch, tmp_path):
     shipped = tmp_path / "shipped"
     shipped.mkdir()
-    _tune.save_entries([_entry(tile=dict(BK=8)), _entry(shape=(512, 512, 512), tile=dict(BK=8))],
+    _store.save_entries([_entry(tile=dict(BK=8)), _entry(shape=(512, 512, 512), tile=dict(BK=8))],
                        shipped / "h200.json")
-    monkeypatch.setattr(_tune, "shipped_tables", lambda: [shipped / "h200.json"])
-    _tune.clear_caches()
-    assert _tune.lookup(GPU, CC, "float32", 4096, 4096, 4096)["config"]["BK"] == 8
-    _tune.save_entries([_entry(tile=dict(BK=32))])  # the user's table
-    assert _tune.lookup(GPU, CC, "float32", 4096, 4096, 4096)["config"]["BK"] == 32
-    assert _tune.lookup(GPU, CC, "float32", 512, 512, 512)["config"]["BK"] == 8
+    monkeypatch.setattr(_store, "shipped_tables", lambda: [shipped / "h200.json"])
+    _store.clear_caches()
+    assert _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)["config"]["BK"] == 8
+    _store.save_entries([_entry(tile=dict(BK=32))])  # the user's table
+    assert _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)["config"]["BK"] == 32
+    assert _store.lookup(GPU, CC, "float32", 512, 512, 512)["config"]["BK"] == 8
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -350,7 +350,7 @@ def test_shipped_and_user_tables_merge_user_wins(cache, monkeypatch, tmp_path):
 
 
 def test_auto_public_names():
-    assert _auto.top(CC) in _tune.REGISTRY
+    assert _auto.top(CC) in REGISTRY
     get_spec(_auto.top(CC)).check(get_spec(_auto.top(CC)).resolve(_auto.SMALL_TILES[_auto.top(CC)], CC))
 
 
@@ -366,20 +366,20 @@ def test_select_falls_back_to_the_heuristic(cache, fake_device):
 
 def test_select_uses_a_tuned_entry(cache, fake_device, monkeypatch):
     cfg = get_spec("warptile").resolve(dict(BK=32, MINB=1), CC)
-    _tune.save_entries([_entry("warptile", shape=(4096, 4096, 4096), tile=cfg)])
+    _store.save_entries([_entry("warptile", shape=(4096, 4096, 4096), tile=cfg)])
     assert _auto.select(4000, 4100, 3000, 0) == ("warptile", cfg, 1)
     assert _auto.select(64, 64, 64, 0) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 1)  # too far: heuristic
     # Memoized per (device, bucket): no table is read again for this bucket.
-    monkeypatch.setattr(_tune, "tuned_entries", lambda *a, **k: pytest.fail("table scanned again"))
-    monkeypatch.setattr(_tune, "read_table", lambda *a, **k: pytest.fail("file read again"))
+    monkeypatch.setattr(_store, "tuned_entries", lambda *a, **k: pytest.fail("table scanned again"))
+    monkeypatch.setattr(_store, "read_table", lambda *a, **k: pytest.fail("file read again"))
     for _ in range(3):
         assert _auto.select(4096, 4096, 4096, 0) == ("warptile", cfg, 1)
     assert _auto.select(3500, 5000, 4096, 0) == ("warptile", cfg, 1)  # same bucket
 
 
 def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
-    _tune.save_entries([_entry("warptile")])
-    monkeypatch.setattr(_auto, "_device_key", lambda device_id: ("NVIDIA A100-SXM4-80GB", 80))
+    _store.save_entries([_entry("warptile")])
+    monkeypatch.setattr(_auto, "device_key", lambda device_id: ("NVIDIA A100-SXM4-80GB", 80))
     monkeypatch.setattr(_auto, "_sms", lambda device_id: 108)
     _auto.clear_cache()
     assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(CC), None, 1)
@@ -387,7 +387,7 @@ def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
 
 def test_saving_refreshes_select(cache, fake_device):
     assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(CC), None, 1)
-    _tune.save_entries([_entry("warptile")])
+    _store.save_entries([_entry("warptile")])
     assert _auto.select(4096, 4096, 4096, 0)[0] == "warptile"
 
 
@@ -395,7 +395,7 @@ def test_select_survives_a_broken_lookup(cache, fake_device, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(_tune, "lookup", boom)
+    monkeypatch.setattr(_store, "lookup", boom)
     with pytest.warns(RuntimeWarning, match="heuristic"):
         assert _auto.select(8192, 8192, 8192, 0) == (_auto.top(CC), None, 1)
 
@@ -406,9 +406,9 @@ def test_select_survives_a_broken_lookup(cache, fake_device, monkeypatch):
 
 
 def test_cli_argument_errors(capsys):
-    assert _tune.cli(None, [], False, None) == 2
-    assert _tune.cli("no_such_kernel", [(64, 64, 64)], False, None) == 2
-    assert _tune.cli("warptile", [(64, 64)], False, None) == 2
+    assert _tune.tune_shapes(None, [], False, None) == 2
+    assert _tune.tune_shapes("no_such_kernel", [(64, 64, 64)], False, None) == 2
+    assert _tune.tune_shapes("warptile", [(64, 64)], False, None) == 2
     err = capsys.readouterr().err
     assert "--standard" in err and "no_such_kernel" in err
 
@@ -420,7 +420,8 @@ def test_standard_shapes():
 
 
 def test_plan_command_runs_without_a_gpu(capsys):
-    assert _tune.main(["--plan", "--no-compile", "--kernel", "warptile", "--max-configs", "3", "1024"]) == 0
+    argv = ["tune", "--plan", "--no-compile", "--kernel", "warptile", "--max-configs", "3", "--shape", "1024x1024x1024"]
+    assert _cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "warptile 1024x1024x1024: 3 candidates" in out
 
@@ -443,8 +444,8 @@ def test_tune_returns_a_verified_config_and_persists_it(cache):
     assert sum(1 for r in res.table if r.get("ms") is not None) <= 4
     assert res.elapsed_s < 180
     assert Path(res.saved_to) == cache / "tuned.json"
-    gpu, cc = _auto._device_key(0)
-    got = _tune.lookup(gpu, cc, "float32", 512, 512, 512)
+    gpu, cc = _auto.device_key(0)
+    got = _store.lookup(gpu, cc, "float32", 512, 512, 512)
     assert got["config"] == res.config and got["kernel"] == "warptile"
     # kernel="auto" now runs the tuned configuration, correctly.
     _auto.clear_cache()
@@ -469,7 +470,7 @@ def test_tune_unaligned_shape_without_saving(cache):
 def test_cli_writes_both_tables(cache, tmp_path, monkeypatch, capsys):
     out = tmp_path / "out" / "h200.json"
     monkeypatch.setenv("CUMM_TUNE_OUT", str(out))
-    assert _tune.cli(None, [(256, 256, 256)], False, 2) == 0
+    assert _tune.tune_shapes(None, [(256, 256, 256)], False, 2) == 0
     doc = json.loads(out.read_text())
     assert len(doc["entries"]) == 1  # the faster of the two top rungs only
     assert json.loads((cache / "tuned.json").read_text())["entries"] == doc["entries"]
