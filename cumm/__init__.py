@@ -21,7 +21,8 @@ from ._chain import multi_dot
 from ._compile import CompiledKernel, compile_offline
 from ._errors import CompileError, ConfigError, SharedMemoryError
 from ._ladder import REGISTRY, get_spec
-from ._matmul import SUPPORTED_DTYPES, matmul
+from ._matmul import matmul
+from ._operands import SUPPORTED_DTYPES
 from ._spec import KernelSpec
 from ._tune import tune
 

@@ -40,7 +40,8 @@ from cupy_backends.cuda.api import driver as _driver
 
 from ._compile import device_kernel
 from ._ladder import get_spec
-from ._matmul import _INT32_MAX, _check_operand, _check_out, _row_major, compute_capability, matmul
+from ._matmul import matmul
+from ._operands import INT32_MAX, check_operand, check_out, compute_capability, row_major
 
 KERNELS = ("auto", "fused3", "fused3_tc", "fused3_wg", "pairwise")
 _F32 = np.dtype(np.float32)
@@ -147,11 +148,11 @@ def _launch(config, flags, dev, ints) -> _Launch:
 def _operands(a, b, c, out):
     """Row-major operands of a fused chain, their leading dimensions, alignment flags (VEC_C covers C and E)
     and data pointers."""
-    a, lda = _row_major(a, "arrays[0]", copy_ok=True)
-    b, ldb = _row_major(b, "arrays[1]", copy_ok=True)
-    c, ldc = _row_major(c, "arrays[2]", copy_ok=True)
-    e, lde = _row_major(out, "out", copy_ok=False)
-    if max(lda, ldb, ldc, lde) > _INT32_MAX:
+    a, lda = row_major(a, "arrays[0]", copy_ok=True)
+    b, ldb = row_major(b, "arrays[1]", copy_ok=True)
+    c, ldc = row_major(c, "arrays[2]", copy_ok=True)
+    e, lde = row_major(out, "out", copy_ok=False)
+    if max(lda, ldb, ldc, lde) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
     pa, pb, pc, pe = a.data.ptr, b.data.ptr, c.data.ptr, e.data.ptr
     flags = (int(pa % 16 == 0 and lda % 4 == 0), int(pb % 16 == 0 and ldb % 4 == 0),
@@ -711,7 +712,7 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     if kernel in _FORCED and len(arrays) != 3:
         raise ValueError(f"kernel={kernel!r} multiplies exactly three arrays, got {len(arrays)}")
     for i, x in enumerate(arrays):
-        _check_operand(x, f"arrays[{i}]")
+        check_operand(x, f"arrays[{i}]")
     shapes = [x.shape for x in arrays]
     dims = [shapes[0][0]]
     for i, (rows, cols) in enumerate(shapes):
@@ -726,7 +727,7 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         if x.data.device_id != dev:
             raise ValueError(f"arrays[0] is on device {dev} and arrays[{i}] on device {x.data.device_id}; "
                              "put all on one device")
-    if max(dims) > _INT32_MAX:
+    if max(dims) > INT32_MAX:
         raise ValueError(f"dimensions must be below 2**31, got {dims}")
     m, n = dims[0], dims[-1]
     if out is None:
@@ -735,7 +736,7 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         if out.data.ptr & 15:  # the fast path's key for out=None assumes a 16-byte aligned E (the pool's are)
             fast_key = None
     else:
-        _check_out(out, arrays, m, n, dev)
+        check_out(out, arrays, m, n, dev)
 
     if len(arrays) == 2:
         return matmul(arrays[0], arrays[1], out=out)

@@ -14,13 +14,10 @@ import numpy as np
 from . import _auto, _edges, _repack, _splitk
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
-
-SUPPORTED_DTYPES = ("float32",)
-_INT32_MAX = 2**31 - 1
-_F32 = np.dtype(np.float32)
+from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major
 
 
-class _Plan:
+class Plan:
     __slots__ = ("spec", "cfg", "kern", "block", "smem", "tile", "_slots")
 
     def __init__(self, spec, cfg, kern):
@@ -50,7 +47,7 @@ class _Plan:
         out, ldo = c, ldc
         if splits > 1:  # grid z = slices of K; each writes raw partials (alpha 1, beta 0) into a workspace
             grid = (grid[0], grid[1], splits)
-            c, ldc = cupy.empty((splits, M, N), dtype=_F32), N
+            c, ldc = cupy.empty((splits, M, N), dtype=F32), N
         if grid[1] > 65535 or grid[2] > 65535:
             raise ValueError(
                 f"kernel {self.spec.name!r} with {self.cfg} needs a grid of {grid} blocks for a {M}x{N}x{K} "
@@ -64,18 +61,8 @@ class _Plan:
             _splitk.reduce(c, splits, M, N, alpha, beta, out, ldo)
 
 
-_plans: dict[tuple, _Plan] = {}
-_cc: dict[int, int] = {}
-
-
-def compute_capability(device_id: int) -> int:
-    cc = _cc.get(device_id)
-    if cc is None:
-        cc = _cc[device_id] = int(cupy.cuda.Device(device_id).compute_capability)
-    return cc
-
-
-def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, int, int], device_id: int) -> _Plan:
+_plans: dict[tuple, Plan] = {}
+def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, int, int], device_id: int) -> Plan:
     key = (kernel, None if config is None else tuple(sorted(config.items())), flags, device_id)
     plan = _plans.get(key)
     if plan is None:
@@ -86,44 +73,12 @@ def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, in
         spec.check_cc(cc, f"device {device_id}",
                       f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}")
         cfg = spec.resolve(config, cc)
-        plan = _plans[key] = _Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id))
+        plan = _plans[key] = Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id))
     return plan
 
 
 def gemm_kernels_list() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
-
-
-def _check_operand(x, name: str) -> None:
-    if not isinstance(x, cupy.ndarray):
-        raise TypeError(
-            f"{name} must be a cupy.ndarray, got {type(x).__module__}.{type(x).__name__}; "
-            f"move it to the GPU first with cupy.asarray({name})"
-        )
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (a matrix), got a {x.ndim}-D array of shape {x.shape}")
-    if x.dtype != _F32:
-        raise TypeError(f"{name} has dtype {x.dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
-
-
-def _row_major(x, name: str, copy_ok: bool):
-    """(array, leading dimension) with unit column stride; copies only when allowed and needed."""
-    rows, cols = x.shape
-    s0, s1 = x.strides  # tested first: x.flags builds a Flags object per call
-    if (s1 == 4 or cols <= 1) and s0 > 0 and s0 % 4 == 0 and s0 // 4 >= cols:
-        return x, s0 // 4
-    if x.flags.c_contiguous:
-        return x, max(cols, 1)
-    if not copy_ok:
-        raise ValueError(
-            f"{name} must be C-contiguous (or row-major with unit column stride); got strides {x.strides} "
-            f"for shape {x.shape}: pass cupy.ascontiguousarray({name}) and copy back"
-        )
-    return cupy.ascontiguousarray(x), max(cols, 1)
-
-
-def _aligned(x, ld: int) -> int:
-    return int(x.data.ptr % 16 == 0 and ld % 4 == 0)
 
 
 def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = None, out=None,
@@ -132,8 +87,8 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     (kernels with ``split_k`` in their spec); None: 1, or the heuristic's choice for kernel="auto"."""
     if split_k is not None:
         split_k = _splitk.check_arg(split_k, kernel)
-    _check_operand(a, "a")
-    _check_operand(b, "b")
+    check_operand(a, "a")
+    check_operand(b, "b")
     M, K = a.shape
     K2, N = b.shape
     if K != K2:
@@ -141,15 +96,15 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     dev = a.data.device_id  # (x.device builds a Device object per call)
     if b.data.device_id != dev:
         raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
-    if max(M, N, K) > _INT32_MAX:
+    if max(M, N, K) > INT32_MAX:
         raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
     alpha, beta = float(alpha), float(beta)
     if out is None:
         if beta != 0.0:
             raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
-        out = cupy.empty((M, N), dtype=_F32)
+        out = cupy.empty((M, N), dtype=F32)
     else:
-        _check_out(out, (a, b), M, N, dev, ("a", "b"))
+        check_out(out, (a, b), M, N, dev, ("a", "b"))
 
     if M == 0 or N == 0:
         return out
@@ -160,18 +115,18 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
             out *= np.float32(beta)
         return out
 
-    a, lda = _row_major(a, "a", copy_ok=True)
-    b, ldb = _row_major(b, "b", copy_ok=True)
-    c, ldc = _row_major(out, "out", copy_ok=False)
-    if max(lda, ldb, ldc) > _INT32_MAX:
+    a, lda = row_major(a, "a", copy_ok=True)
+    b, ldb = row_major(b, "b", copy_ok=True)
+    c, ldc = row_major(out, "out", copy_ok=False)
+    if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
 
     if kernel == "auto":
         kernel, config, split_k = _auto.select(M, N, K, dev, config, split_k)
-    flags = (_aligned(a, lda), _aligned(b, ldb), _aligned(c, ldc))
+    flags = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
     if _repack.ENABLED and not (flags[0] and flags[1]):  # scalar loads of A or B: a padded copy may pay
         a, lda, b, ldb = _repack.prepare(get_spec(kernel), M, N, K, a, lda, b, ldb, flags)
-        flags = (_aligned(a, lda), _aligned(b, ldb), flags[2])
+        flags = (aligned(a, lda), aligned(b, ldb), flags[2])
     splits = 1
     if split_k is not None and split_k > 1:  # only the slices that get at least one slab of K
         splits = _splitk.effective_splits(K, split_k, _splitk.slab(kernel, config, compute_capability(dev)))
@@ -199,25 +154,10 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     return out
 
 
-def _run(plan: _Plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev) -> None:
+def _run(plan: Plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev) -> None:
     """The plan's kernel on the first mm x nn of C; the thin remainders, if any, as edge strips (_edges.py)."""
     plan.launch(mm, nn, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
     if mm != M or nn != N:
         _edges.run(M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, _auto._sms(dev), dev)
 
 
-def _check_out(out, inputs, M: int, N: int, dev: int, names=None) -> None:
-    """out must be a float32 (M, N) array on ``dev`` sharing no memory with any input (matmul, multi_dot)."""
-    names = names or [f"arrays[{i}]" for i in range(len(inputs))]
-    if not isinstance(out, cupy.ndarray):
-        raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
-    if out.dtype != _F32:
-        raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
-    if out.shape != (M, N):
-        shapes = " x ".join(str(x.shape) for x in inputs)
-        raise ValueError(f"out has shape {out.shape}; the product {shapes} needs ({M}, {N})")
-    if out.data.device_id != dev:
-        raise ValueError(f"out is on device {out.data.device_id} but the inputs are on device {dev}")
-    for name, x in zip(names, inputs, strict=True):
-        if cupy.may_share_memory(out, x):
-            raise ValueError(f"out overlaps {name} in memory; the product reads it while writing out: pass a new array")

@@ -93,12 +93,12 @@ def _record_runs(monkeypatch) -> list:
 @pytest.fixture
 def strips(monkeypatch):
     """Force strips wherever a remainder is thin (a wave of one block), and count how often they ran."""
-    monkeypatch.setattr(_matmul._Plan, "slots", lambda self, dev: 1)
+    monkeypatch.setattr(_matmul.Plan, "slots", lambda self, dev: 1)
     return _record_runs(monkeypatch)
 
 
 def _tile(kernel):
-    from cumm._matmul import compute_capability
+    from cumm._operands import compute_capability
 
     cfg = REGISTRY[kernel].resolve(None, compute_capability(0))
     return cfg["BM"], cfg["BN"]

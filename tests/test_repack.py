@@ -313,7 +313,7 @@ def test_staged_output_with_edge_strips(rng, staging, monkeypatch):
 
     from cumm import _edges, _matmul
 
-    monkeypatch.setattr(_matmul._Plan, "slots", lambda self, dev: 1)
+    monkeypatch.setattr(_matmul.Plan, "slots", lambda self, dev: 1)
     monkeypatch.setattr(_edges, "ENABLED", True)
     m, n, k = 259, 261, 77  # 128 x 256 tiles: remainders 3 and 5
     a = rng.standard_normal((m, k), dtype=cupy.float32)

@@ -1,0 +1,71 @@
+"""Argument checks and operand layouts shared by ``cumm.matmul`` and ``cumm.multi_dot``.
+
+Each check raises with a message naming the argument, what is wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+SUPPORTED_DTYPES = ("float32",)
+INT32_MAX = 2**31 - 1
+F32 = np.dtype(np.float32)
+
+_cc: dict[int, int] = {}
+
+
+def compute_capability(device_id: int) -> int:
+    cc = _cc.get(device_id)
+    if cc is None:
+        cc = _cc[device_id] = int(cupy.cuda.Device(device_id).compute_capability)
+    return cc
+
+
+def check_operand(x, name: str) -> None:
+    if not isinstance(x, cupy.ndarray):
+        raise TypeError(
+            f"{name} must be a cupy.ndarray, got {type(x).__module__}.{type(x).__name__}; "
+            f"move it to the GPU first with cupy.asarray({name})"
+        )
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (a matrix), got a {x.ndim}-D array of shape {x.shape}")
+    if x.dtype != F32:
+        raise TypeError(f"{name} has dtype {x.dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
+
+
+def row_major(x, name: str, copy_ok: bool):
+    """(array, leading dimension) with unit column stride; copies only when allowed and needed."""
+    rows, cols = x.shape
+    s0, s1 = x.strides  # tested first: x.flags builds a Flags object per call
+    if (s1 == 4 or cols <= 1) and s0 > 0 and s0 % 4 == 0 and s0 // 4 >= cols:
+        return x, s0 // 4
+    if x.flags.c_contiguous:
+        return x, max(cols, 1)
+    if not copy_ok:
+        raise ValueError(
+            f"{name} must be C-contiguous (or row-major with unit column stride); got strides {x.strides} "
+            f"for shape {x.shape}: pass cupy.ascontiguousarray({name}) and copy back"
+        )
+    return cupy.ascontiguousarray(x), max(cols, 1)
+
+
+def aligned(x, ld: int) -> int:
+    return int(x.data.ptr % 16 == 0 and ld % 4 == 0)
+
+
+def check_out(out, inputs, M: int, N: int, dev: int, names=None) -> None:
+    """out must be a float32 (M, N) array on ``dev`` sharing no memory with any input (matmul, multi_dot)."""
+    names = names or [f"arrays[{i}]" for i in range(len(inputs))]
+    if not isinstance(out, cupy.ndarray):
+        raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
+    if out.dtype != F32:
+        raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
+    if out.shape != (M, N):
+        shapes = " x ".join(str(x.shape) for x in inputs)
+        raise ValueError(f"out has shape {out.shape}; the product {shapes} needs ({M}, {N})")
+    if out.data.device_id != dev:
+        raise ValueError(f"out is on device {out.data.device_id} but the inputs are on device {dev}")
+    for name, x in zip(names, inputs, strict=True):
+        if cupy.may_share_memory(out, x):
+            raise ValueError(f"out overlaps {name} in memory; the product reads it while writing out: pass a new array")
