@@ -275,6 +275,17 @@ REGISTRY: dict[str, KernelSpec] = {
             headers=("include/cluster.cuh",),
             summary="A @ B @ C in one kernel: a cluster of CL blocks per BM-row panel, T = A @ B kept on chip",
             kind="chain",
+            # From device-time sweeps on an H200 (bench/chain.py --configs; docs/chain.md):
+            # bm32: a 32-row panel per cluster of 4 blocks; 128-wide slices of T and panels of E; 8 x 8 thread
+            #   tiles (64 FFMA per 4 LDS.128) and 32-deep slabs split over 4 k-slices: 256 threads, 113 KB of
+            #   shared memory (a 512-column chunk of T, then stages or partial tiles). 43 us at n = 512 (bm16: 50).
+            # bm16: a 16-row panel per cluster of 8; 32-wide slices; 4 x 4 thread tiles over 4 k-slices: 128
+            #   threads, 33 KB, several blocks per multiprocessor. Small chains, which are latency-bound: 9.5 us at
+            #   n = 128 and 16 us at n = 256 (bm32: 17 and 26).
+            configs={
+                "bm32": dict(BM=32, BN=128, BK=32, CL=4, PCH=1, TM=8, TN=8, KS=4, MINB=1),
+                "bm16": dict(BM=16, BN=32, BK=32, CL=8, PCH=1, TM=4, TN=4, KS=4, MINB=2),
+            },
             defaults=dict(BM=32, BN=128, BK=32, CL=1, PCH=4, TM=8, TN=8, KS=4, MINB=1),
             cc_defaults={90: dict(CL=4, PCH=1), 100: dict(CL=4, PCH=1), 120: dict(CL=4, PCH=1)},
             block=lambda c: (c["KS"] * (c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
@@ -307,6 +318,15 @@ REGISTRY: dict[str, KernelSpec] = {
             min_cc=80,
             summary="A @ B @ C in one persistent tensor-core launch (tf32x3 tiles): T = A @ B via L2, a grid barrier",
             kind="chain",
+            persistent=True,
+            # Tile shapes by chain size (cumm/_chain/rules.py), from device-time sweeps on an H200: small tiles
+            # while the chain is small (more tiles than multiprocessors), larger ones as it grows.
+            configs={
+                "tc32x32": dict(BM=32, BN=32, BK=64, WM=16, WN=16, STAGES=4, NUM_THREADS=128, MINB=1),
+                "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+                "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+                "tc128x128": dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, NUM_THREADS=256, MINB=1),
+            },
             block=lambda c: (c["NUM_THREADS"] * c["KS"], 1, 1),
             # tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
             grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
@@ -331,6 +351,16 @@ REGISTRY: dict[str, KernelSpec] = {
             summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks"
             " or over warpgroups of one block",
             kind="chain",
+            persistent=True,
+            # BM x BN tiles, each tile's K split over a cluster of CL blocks or (KW = 2) over two warpgroups of
+            # one block; TMA = 1: chunks by the copy engine for 16-byte aligned operands (others run the
+            # cp.async form of the same tiles, cumm/_chain/plans.py). Each is the fastest measured at some chain
+            # size on the H200 (cumm/_chain/rules.py, docs/chain.md).
+            configs={
+                "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, TMA=1, KW=2, PC=1),
+                "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, TMA=1, RF=1),
+                "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, TMA=1, MN=1),
+            },
             block=lambda c: (2 * c["BM"] * c["KW"], 1, 1),  # a warpgroup (128 threads) per 64 rows, per K group
             # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the
             # GPU holds at once

@@ -69,6 +69,11 @@ class KernelSpec:
     arch_specific: bool = False
     # Shared device code (files in cumm/kernels) rendered between common.cuh and the template, in order.
     headers: tuple[str, ...] = ()
+    # Named configurations (each overrides some defaults), e.g. the tile shapes a chain kernel's size rule picks.
+    configs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # A persistent chain kernel: one launch of at most the resident blocks, a scratch array for T and a grid
+    # barrier between its phases (the caller passes T, its leading dimension and the barrier word).
+    persistent: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
@@ -81,6 +86,12 @@ class KernelSpec:
         unknown = set(self.space) - set(self.defaults)
         if unknown:
             raise ValueError(f"{self.name}: space names unknown parameters {sorted(unknown)}")
+        for cname, over in self.configs.items():
+            unknown = set(over) - set(self.defaults)
+            if unknown:
+                raise ValueError(f"{self.name}: configuration {cname!r} names unknown parameters {sorted(unknown)}")
+        object.__setattr__(self, "configs", MappingProxyType({k: MappingProxyType(dict(v))
+                                                              for k, v in self.configs.items()}))
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -92,8 +103,14 @@ class KernelSpec:
             cfg.update(self.cc_defaults.get(cc, {}))
         return cfg
 
-    def resolve(self, overrides: Mapping[str, int] | None = None, cc: int | None = None) -> dict[str, int]:
-        """Defaults for ``cc`` updated with ``overrides``; raises ConfigError naming what is wrong."""
+    def resolve(self, overrides: Mapping[str, int] | str | None = None, cc: int | None = None) -> dict[str, int]:
+        """Defaults for ``cc`` updated with ``overrides`` (a mapping, or the name of one of ``configs``);
+        raises ConfigError naming what is wrong."""
+        if isinstance(overrides, str):
+            if overrides not in self.configs:
+                raise ConfigError(f"kernel {self.name!r} has no configuration named {overrides!r}; its named "
+                                  f"configurations are {list(self.configs)}")
+            overrides = self.configs[overrides]
         cfg = self.default_config(cc)
         if overrides:
             unknown = [k for k in overrides if k not in cfg]

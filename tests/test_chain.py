@@ -22,9 +22,15 @@ from hypothesis import strategies as st
 
 import cumm
 from cumm import _chain
+from cumm._chain import launch, order, plans, rules, tmaps
 from cumm._ladder import get_spec
 
 from .conftest import rel_err
+
+# the chain kernels' named configurations (their specs' data)
+CONFIGS = get_spec("fused3").configs
+TC_CONFIGS = get_spec("fused3_tc").configs
+WG_CONFIGS = get_spec("fused3_wg").configs
 
 TOL = 1e-5
 gpu = pytest.mark.gpu
@@ -150,7 +156,7 @@ def test_fused3_tc_configs(config, dims, rng):
 
     a, b, c = _chain_arrays(rng, dims)
     out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
-    _chain._fused3_tc(a, b, c, out, {**_chain.TC_CONFIG, **config}, cupy.cuda.runtime.getDevice())
+    plans.fused(a, b, c, out, "fused3_tc", {**TC_CONFIGS["tc32x64"], **config}, cupy.cuda.runtime.getDevice())
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
     assert rel_err(out, ref) < TOL
 
@@ -166,13 +172,13 @@ def _check_wg(config, dims, rng):
     _skip_unless_runs("fused3_wg")
     a, b, c = _chain_arrays(rng, dims)
     out = cupy.full((dims[0], dims[3]), math.nan, dtype=cupy.float32)
-    _chain._fused3_wg(a, b, c, out, config, cupy.cuda.runtime.getDevice())
+    plans.fused(a, b, c, out, "fused3_wg", config, cupy.cuda.runtime.getDevice())
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64) @ c.astype(cupy.float64)
     assert rel_err(out, ref) < TOL
 
 
 @gpu
-@pytest.mark.parametrize("config", [*_chain.WG_CONFIGS.values(), dict(BM=128, BN=32, BK=8, CL=1, STAGES=2),
+@pytest.mark.parametrize("config", [*WG_CONFIGS.values(), dict(BM=128, BN=32, BK=8, CL=1, STAGES=2),
                                     dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
                                     dict(BM=256, BN=32, BK=16, CL=8, STAGES=2),
                                     dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
@@ -207,7 +213,7 @@ def test_fused3_wg_configs(config, dims, rng):
 
 # fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 64, 32, 16, 8), both k-loops, 1 to
 # 4 warpgroups, 2 to 8 stages
-TMA_CONFIGS = [*_chain.WG_CONFIGS.values(), WG128X32,
+TMA_CONFIGS = [*WG_CONFIGS.values(), WG128X32,
                dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, XA=0, TMA=1),
                dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, XA=0, TMA=1),
                dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, XA=0, TMA=1),
@@ -240,7 +246,7 @@ TMA_CONFIGS = [*_chain.WG_CONFIGS.values(), WG128X32,
                dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, PC=1),
                # x_big's two products as one wgmma of N = 2 BN (MN = 1; wg128x64's) and without it: N = 64 and
                # 128, BK = 64's two big accumulators, K groups with PC = 1, XA = 1 with PA = 2, RF = 1
-               dict(_chain.WG_CONFIGS["wg128x64"], MN=0),
+               dict(WG_CONFIGS["wg128x64"], MN=0),
                dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1, MN=1),
                dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, PA=2, MN=1),
                dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, RF=1, MN=1)]
@@ -272,8 +278,8 @@ def test_tensor_maps_from_template_match_the_driver(bk):
 
     _skip_unless_runs("fused3_wg")
     x = cupy.empty((1000, 1000), cupy.float32)
-    spec = _chain._MapSpec(0, 1000, 1000, 1000, bk, 128, {8: 1, 16: 2, 32: 3}[bk])
-    maps, arena = _chain._Maps(spec), _chain._arena
+    spec = tmaps.MapSpec(0, 1000, 1000, 1000, bk, 128, {8: 1, 16: 2, 32: 3}[bk])
+    maps, arena = tmaps.Maps(spec), tmaps.arena
 
     def made(ptr):
         with arena.lock:
@@ -281,10 +287,10 @@ def test_tensor_maps_from_template_match_the_driver(bk):
         return arena.rows[(address - arena.base) // 128]
 
     for offset in (0, 16, 4096, 12345 * 16, (1 << 20) + 32, (1 << 33) + 16 * 777, 0):
-        ref = _chain._aligned_map()
-        _chain._encode(x.data.ptr + offset, spec, ref)
+        ref = tmaps.aligned_map()
+        tmaps.encode(x.data.ptr + offset, spec, ref)
         assert np.array_equal(made(x.data.ptr + offset), ref), hex(offset)
-    other = _chain._Maps(spec)
+    other = tmaps.Maps(spec)
     with arena.lock:
         for i in range(arena.ROWS):  # every row handed on
             arena.take(other, i)
@@ -304,13 +310,13 @@ def test_fused3_wg_tma_maps_follow_pointers(rng):
     for _ in range(2):
         for x, out in zip(sets, outs, strict=True):
             out.fill(math.nan)
-            _chain._fused3_wg(*x, out, cfg, dev)
+            plans.fused(*x, out, "fused3_wg", cfg, dev)
     for x, out in zip(sets, outs, strict=True):
         assert rel_err(out, _ref(x)) < TOL
 
 
 @gpu
-@pytest.mark.parametrize("config", sorted(_chain.CONFIGS))
+@pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (64, 64, 64, 64)],
                          ids=lambda d: "x".join(map(str, d)))
 def test_every_config(config, dims, rng):
@@ -319,7 +325,7 @@ def test_every_config(config, dims, rng):
 
     arrays = _chain_arrays(rng, dims)
     out = _poisoned(dims[0], dims[-1])
-    _chain._fused3(*arrays, out, config, cupy.cuda.runtime.getDevice())
+    plans.fused(*arrays, out, "fused3", config, cupy.cuda.runtime.getDevice())
     assert rel_err(out, _ref(arrays)) < TOL, config
 
 
@@ -394,7 +400,7 @@ def test_back_to_back_persistent(pdl, rng, monkeypatch):
     x = [rng.standard_normal((n, n), dtype=cupy.float32) / math.sqrt(n) for _ in range(3)]
     calls = {k: functools.partial(cumm.multi_dot, kernel=k) for k in ("fused3_wg", "fused3_tc") if _runs(k)}
     if _runs("fused3_wg"):  # and the copy engine's chunks, whose reads of A go through another proxy
-        calls["fused3_wg TMA=1"] = lambda y, out: _chain._fused3_wg(*y, out, TMA_CONFIGS[0], dev)
+        calls["fused3_wg TMA=1"] = lambda y, out: plans.fused(*y, out, "fused3_wg", TMA_CONFIGS[0], dev)
     kernels = list(calls)
     steps, outs = [], []
     a = x[0]
@@ -416,8 +422,8 @@ def test_back_to_back_persistent(pdl, rng, monkeypatch):
 
 def test_pdl_safe():
     """PDL only where an early start cannot leave a grid-barrier kernel's clusters without room."""
-    assert _chain.pdl_safe(1, 264, 264) and _chain.pdl_safe(2, 128, 132)
-    assert not _chain.pdl_safe(2, 132, 132) and not _chain.pdl_safe(4, 120, 248)
+    assert launch.pdl_safe(1, 264, 264) and launch.pdl_safe(2, 128, 132)
+    assert not launch.pdl_safe(2, 132, 132) and not launch.pdl_safe(4, 120, 248)
 
 
 @gpu
@@ -431,21 +437,21 @@ def test_back_to_back_every_cluster_resident(rng):
     sets = [_chain_arrays(rng, (n, n, n, n)) for _ in range(3)]
     outs = [_poisoned(n, n) for _ in sets]
     for i in range(60):
-        _chain._fused3_wg(*sets[i % 3], outs[i % 3], cfg, dev)
+        plans.fused(*sets[i % 3], outs[i % 3], "fused3_wg", cfg, dev)
     for x, out in zip(sets, outs, strict=True):
         assert rel_err(out, _ref(x)) < TOL
 
 
-def _counted(monkeypatch, name):
-    """Count the calls of _chain.<name> (still calling it)."""
+def _counted(monkeypatch, module, name):
+    """Count the calls of module.<name> (still calling it)."""
     calls = []
-    real = getattr(_chain, name)
+    real = getattr(module, name)
 
     def counted(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_chain, name, counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
 
 
@@ -460,7 +466,7 @@ def test_fast_path(kernel, rng, monkeypatch):
 
     _skip_unless_runs(kernel)
     monkeypatch.setattr(_chain, "_fast", {})
-    checked = _counted(monkeypatch, "_operands")  # (the checked path's, never the fast path's)
+    checked = _counted(monkeypatch, plans, "operands")  # (the checked path's, never the fast path's)
     dims = (131, 97, 93, 145)  # (auto fuses it: A @ B first costs fewer multiply-adds)
     m, k, p, n = dims
     _check(_chain_arrays(rng, dims), kernel)
@@ -592,25 +598,25 @@ def _leaves(node):
 @given(st.lists(st.integers(min_value=1, max_value=300), min_size=3, max_size=8))
 def test_chain_order_is_optimal(dims):
     best = _brute(dims, 0, len(dims) - 2)
-    cost, _ = _chain.chain_cost(dims)
+    cost, _ = order.chain_cost(dims)
     assert cost == best
-    order = _chain.chain_order(dims)
-    assert _leaves(order) == list(range(len(dims) - 1))
-    r, c, f = _order_cost(dims, order)
+    best_order = order.chain_order(dims)
+    assert _leaves(best_order) == list(range(len(dims) - 1))
+    r, c, f = _order_cost(dims, best_order)
     assert (r, c, f) == (dims[0], dims[-1], best)
 
 
 def test_chain_order_examples():
-    assert _chain.chain_order([10, 20]) == 0
-    assert _chain.chain_order([4096, 64, 4096, 64]) == (0, (1, 2))  # A @ (B @ C): 64x fewer multiply-adds
-    assert _chain.chain_order([64, 4096, 64, 4096]) == ((0, 1), 2)
+    assert order.chain_order([10, 20]) == 0
+    assert order.chain_order([4096, 64, 4096, 64]) == (0, (1, 2))  # A @ (B @ C): 64x fewer multiply-adds
+    assert order.chain_order([64, 4096, 64, 4096]) == ((0, 1), 2)
     # the textbook example (CLRS 15.2): 15125 scalar multiplications, ((A1 (A2 A3)) ((A4 A5) A6))
     dims = [30, 35, 15, 5, 10, 20, 25]
-    assert _chain.chain_cost(dims)[0] == 15125
-    assert _chain.chain_order(dims) == ((0, (1, 2)), ((3, 4), 5))
+    assert order.chain_cost(dims)[0] == 15125
+    assert order.chain_order(dims) == ((0, (1, 2)), ((3, 4), 5))
     for _ in range(20):
         d = [random.randint(1, 50) for _ in range(random.randint(3, 7))]
-        assert _chain.chain_cost(d)[0] == _brute(d, 0, len(d) - 2)
+        assert order.chain_cost(d)[0] == _brute(d, 0, len(d) - 2)
 
 
 def test_errors_without_gpu():
@@ -630,20 +636,23 @@ def test_registry():
     assert "fused3" not in cumm.kernels()
     assert "multi_dot" in cumm.__all__
     spec = cumm.kernel_spec("fused3")
-    for name, cfg in _chain.CONFIGS.items():
+    for name, cfg in CONFIGS.items():
         assert not spec.violations(spec.resolve(cfg, 90)), name
     assert spec.resolve(None, 80)["CL"] == 1 and spec.resolve(None, 90)["CL"] == 4
     bad = spec.violations(dict(spec.resolve(None, 90), BK=48))
     assert any("BN % BK" in v for v in bad)
     with pytest.raises(cumm.ConfigError, match="227 KB"):
         spec.resolve(dict(BM=64, BN=128, PCH=8), 90)
-    assert spec.grid(spec.resolve(_chain.CONFIGS["bm32"], 90), 512, 512, 512) == (64, 1, 1)  # 16 clusters of 4
-    assert spec.grid(spec.resolve(_chain.CONFIGS["bm16"], 90), 100, 1, 1) == (56, 1, 1)     # 7 clusters of 8
-    assert spec.block(spec.resolve(_chain.CONFIGS["bm32"], 90)) == (256, 1, 1)
+    assert spec.grid(spec.resolve(CONFIGS["bm32"], 90), 512, 512, 512) == (64, 1, 1)  # 16 clusters of 4
+    assert spec.grid(spec.resolve(CONFIGS["bm16"], 90), 100, 1, 1) == (56, 1, 1)     # 7 clusters of 8
+    assert spec.block(spec.resolve(CONFIGS["bm32"], 90)) == (256, 1, 1)
 
 
 def test_auto_rule():
-    sel = _chain.select
+    def sel(m, k, p, n, cc):
+        got = rules.select(m, k, p, n, cc, lambda kernel, c: get_spec(kernel).supports(c))
+        return got and got[1]
+
     assert sel(512, 512, 512, 512, 90) == "kw64x32"  # fused3_wg from n = 321 to 4096 on sm_90 (H200 sweeps)
     assert sel(384, 384, 384, 384, 90) == "kw64x32"
     assert sel(513, 513, 513, 513, 90) == "wg128x64"
@@ -670,22 +679,23 @@ def test_auto_rule():
     assert sel(512, 512, 512, 512, 75) is None
     assert sel(1, 300, 7, 1, 90) == "bm16"
     assert sel(5, 0, 3, 7, 90) is None
-    for name in _chain.TC_CONFIGS.values():
+    for name in TC_CONFIGS.values():
         cumm.kernel_spec("fused3_tc").check(cumm.kernel_spec("fused3_tc").resolve(name, 90))
-    assert _chain.wg_forced(2 * 64**3) == "kw64x32" and _chain.wg_forced(2 * 4096**3) == "wg128x64"
-    assert {name for _, name in _chain.WG_RULE if name} == set(_chain.WG_CONFIGS)
+    assert rules.forced("fused3_wg", 1, 2 * 64**3) == "kw64x32"
+    assert rules.forced("fused3_wg", 1, 2 * 4096**3) == "wg128x64"
+    assert {name for _, name in rules.FUSED3_WG.steps if name} == set(WG_CONFIGS)
 
 
 def test_wg_maps():
     """fused3_wg's tensor-map arguments mirror CUMM_WG_ARGS (A, B, T, C): boxes of X's chunk (BK x BM, rows
     swizzled) and Y's (BN x BK); none without TMA."""
-    spec, cfg = _chain._MapSpec, dict(WG128X32, TMA=1)
+    spec, cfg = tmaps.MapSpec, dict(WG128X32, TMA=1)
     ints = (37, 44, 300, 72, 48, 300, 76, 72, 300)  # m k p n lda ldb ldc lde ldt
-    assert _chain.wg_maps(cfg, ints) == (spec(0, 44, 37, 48, 32, 128, 3), spec(1, 300, 44, 300, 32, 32, 0),
+    assert plans.tensor_maps(cfg, ints) == (spec(0, 44, 37, 48, 32, 128, 3), spec(1, 300, 44, 300, 32, 32, 0),
                                          spec(4, 300, 37, 300, 32, 128, 3), spec(2, 72, 300, 76, 32, 32, 0))
-    assert _chain.wg_maps(dict(cfg, BK=16), ints)[0].swizzle == 2
-    assert _chain.wg_maps(dict(cfg, BK=8), ints)[2].swizzle == 1
-    assert _chain.wg_maps(dict(cfg, TMA=0), ints) == ()
+    assert plans.tensor_maps(dict(cfg, BK=16), ints)[0].swizzle == 2
+    assert plans.tensor_maps(dict(cfg, BK=8), ints)[2].swizzle == 1
+    assert plans.tensor_maps(dict(cfg, TMA=0), ints) == ()
 
 
 def test_tensor_maps_host_logic(monkeypatch):
@@ -701,26 +711,26 @@ def test_tensor_maps_host_logic(monkeypatch):
 
     def replace(address, ptr):
         replaced.append(ptr)
-        _chain._arena.rows[(address - _chain._arena.base) // 128][0] = ptr
+        tmaps.arena.rows[(address - tmaps.arena.base) // 128][0] = ptr
         return 0
 
-    monkeypatch.setattr(_chain, "_encode", encode)
-    monkeypatch.setattr(_chain, "_tmap_fn", lambda name, argtypes: replace)
-    monkeypatch.setattr(_chain, "_arena", _chain._Arena())
-    arena = _chain._arena
-    spec = _chain._MapSpec(0, 300, 37, 300, 32, 128, 3)
-    maps = _chain._Maps(spec)
+    monkeypatch.setattr(tmaps, "encode", encode)
+    monkeypatch.setattr(tmaps, "tmap_fn", lambda name, argtypes: replace)
+    monkeypatch.setattr(tmaps, "arena", tmaps.Arena())
+    arena = tmaps.arena
+    spec = tmaps.MapSpec(0, 300, 37, 300, 32, 128, 3)
+    maps = tmaps.Maps(spec)
     ptrs = [0x7F0000000000 + 256 * i for i in range(5)] + [0x7F0000000000 + (1 << 33) + 16]
     with arena.lock:
         addresses = [maps.make(p) for p in ptrs]
     assert replaced == ptrs[1:]
     for p, address in zip(ptrs, addresses, strict=True):
-        ref = _chain._aligned_map()
+        ref = tmaps.aligned_map()
         encode(p, spec, ref)
         assert maps.known[p] == address and address % 64 == 0
         assert np.array_equal(arena.rows[(address - arena.base) // 128], ref)
     with arena.lock:
-        other = _chain._Maps(spec)
+        other = tmaps.Maps(spec)
         for i in range(arena.ROWS - len(ptrs)):  # hand every other row out once: the first map's row is next
             arena.take(other, i)
         assert ptrs[0] in maps.known
@@ -728,14 +738,14 @@ def test_tensor_maps_host_logic(monkeypatch):
     assert ptrs[0] not in maps.known and ptrs[1] in maps.known
 
 
-@pytest.mark.parametrize("config", sorted(_chain.WG_CONFIGS))
+@pytest.mark.parametrize("config", sorted(WG_CONFIGS))
 def test_wg_configs_compile(config):
     """Each named fused3_wg configuration compiles for sm_90a (unaligned operands run it with TMA = 0, as
     multi_dot does); ptxas's spills stay as small as measured (the 255-register configurations spill 32-96
     bytes, bench/NOTES.md session 7)."""
     for aligned in (True, False):
-        cfg = _chain.WG_CONFIGS[config]
-        cfg = cfg if aligned else _chain.cp_async_config(cfg)  # as multi_dot runs it
+        cfg = WG_CONFIGS[config]
+        cfg = cfg if aligned else plans.cp_async_config(cfg)  # as multi_dot runs it
         r = cumm.compile("fused3_wg", cfg, arch="sm_90", aligned=aligned)
         if not r.log:
             pytest.skip(f"NVRTC {'.'.join(map(str, _nvrtc_version()))} returned no ptxas report")
@@ -744,11 +754,11 @@ def test_wg_configs_compile(config):
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("config", [None, *sorted(_chain.CONFIGS)])
+@pytest.mark.parametrize("config", [None, *sorted(CONFIGS)])
 def test_offline_compile_no_spills(arch, config):
-    over = None if config is None else dict(_chain.CONFIGS[config])
+    over = None if config is None else dict(CONFIGS[config])
     if over is not None and arch == "sm_80":  # what _chain runs without clusters
-        over = _chain.no_cluster(over)
+        over = plans.no_cluster(over)
     for aligned in (True, False):
         r = cumm.compile("fused3", over, arch=arch, aligned=aligned)
         if not r.log:  # seen with NVRTC 13.2 on the H200 machine: no ptxas report, so nothing to check
@@ -768,13 +778,13 @@ def test_launch_structures_match_cuda_h():
     cuLaunchKernelEx: sizes and field offsets as the C compiler lays them out on 64-bit Linux."""
     import ctypes
 
-    cfg, attr = _chain._LaunchConfig, _chain._LaunchAttribute
+    cfg, attr = launch.LaunchConfig, launch.LaunchAttribute
     assert ctypes.sizeof(cfg) == 56 and ctypes.sizeof(attr) == 72
     assert (cfg.smem.offset, cfg.stream.offset, cfg.attrs.offset, cfg.num_attrs.offset) == (24, 32, 40, 48)
-    assert attr.value.offset == 8 and _chain._PROGRAMMATIC_STREAM_SERIALIZATION == 6
+    assert attr.value.offset == 8 and launch.PROGRAMMATIC_STREAM_SERIALIZATION == 6
 
 
-@pytest.mark.parametrize("kernel", sorted(set(_chain.PERSISTENT.values())))
+@pytest.mark.parametrize("kernel", sorted(n for n in cumm.kernels("chain") if get_spec(n).persistent))
 def test_persistent_kernels_wait_first(kernel):
     """A PDL launch may start while its predecessor still runs: every persistent kernel's first statement must be
     the dependency wait (before it reads its inputs, the barrier word or the scratch the predecessor uses)."""
@@ -798,16 +808,16 @@ def test_cp_async_config():
     of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64), and C split chunk by chunk
     (PC = 0: PC = 1 copies C with the copy engine) and three wgmma per k-step (MN = 0: with MN = 1 that k-loop
     spills)."""
-    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg64x32"]) == dict(
-        _chain.WG_CONFIGS["wg64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4)
-    assert _chain.cp_async_config(_chain.WG_CONFIGS["wg128x64"]) == dict(
-        _chain.WG_CONFIGS["wg128x64"], TMA=0, PC=0, MN=0)
-    assert _chain.cp_async_config(_chain.WG_CONFIGS["kw64x32"]) == dict(  # K groups -> a cluster of 2
-        _chain.WG_CONFIGS["kw64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4, KW=1, CL=2)
-    assert _chain.cp_async_config(dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1))["PC"] == 0
-    assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
+    assert plans.cp_async_config(WG_CONFIGS["wg64x32"]) == dict(
+        WG_CONFIGS["wg64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4)
+    assert plans.cp_async_config(WG_CONFIGS["wg128x64"]) == dict(
+        WG_CONFIGS["wg128x64"], TMA=0, PC=0, MN=0)
+    assert plans.cp_async_config(WG_CONFIGS["kw64x32"]) == dict(  # K groups -> a cluster of 2
+        WG_CONFIGS["kw64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4, KW=1, CL=2)
+    assert plans.cp_async_config(dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1))["PC"] == 0
+    assert plans.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
     # no valid cluster for that split (more than 8 blocks): the K groups stay (correct with cp.async too, tested)
-    assert _chain.cp_async_config(dict(BM=64, BN=32, BK=16, CL=4, STAGES=2, TMA=1, KW=4))["KW"] == 4
+    assert plans.cp_async_config(dict(BM=64, BN=32, BK=16, CL=4, STAGES=2, TMA=1, KW=4))["KW"] == 4
     spec = get_spec("fused3_wg")
-    for cfg in _chain.WG_CONFIGS.values():
-        assert not spec.violations(spec.resolve(_chain.cp_async_config(cfg), 90))
+    for cfg in WG_CONFIGS.values():
+        assert not spec.violations(spec.resolve(plans.cp_async_config(cfg), 90))

@@ -178,20 +178,20 @@ def test_matmul_plan_on_too_old_a_gpu(monkeypatch):
 
 
 def test_fused3_tc_on_too_old_a_gpu(monkeypatch):
-    from cumm import _chain
+    from cumm._chain import plans as _chain
 
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: 75)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_tc' needs compute capability 8\.0.*use kernel='fused3'"):
-        _chain._tc_plan("tc32x64", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
+        _chain.plan("fused3_tc", "tc32x64", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
 
 
 @pytest.mark.parametrize("cc", [80, 100])
 def test_fused3_wg_off_sm_90(monkeypatch, cc):
-    from cumm import _chain
+    from cumm._chain import plans as _chain
 
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: cc)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_wg'.*9\.0.*use kernel='fused3' or 'pairwise'"):
-        _chain._persistent_plan("fused3_wg", "wg64x32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
+        _chain.plan("fused3_wg", "wg64x32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
 
 
 @pytest.mark.parametrize("xa, message", [(2, r"XA is 0 .* or 1 .*XA=2"),

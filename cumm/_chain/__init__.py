@@ -1,0 +1,205 @@
+"""``cumm.multi_dot``: a chain of matrix products, numpy.linalg.multi_dot semantics for 2-D float32 cupy arrays.
+
+Two arrays are one ``cumm.matmul``. Three arrays (m x k, k x p, p x n) run a fused kernel when fusing pays
+(``rules``), else two ``cumm.matmul`` calls in the cheaper order. Four or more arrays are multiplied pairwise
+in the order of least multiply-adds (``order``).
+
+The fused kernels are the registry's chain kernels (``cumm.kernels("chain")``), each with named
+configurations in its spec; ``plans`` turns a kernel and configuration into a cached launch for a shape,
+``launch`` launches it through the driver (programmatic dependent launch for the persistent ones) and
+``tmaps`` makes the copy engine's tensor maps. How the kernels work and what they measure: docs/chain.md.
+
+A three-array call that fuses is checked and planned once per key (kernel=, the operands' shapes, strides,
+devices and pointer misalignment; see ``_fast_call``): later calls with that key test only what depends on the
+pointers (out overlapping an input) and launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import NamedTuple
+
+import cupy
+import numpy as np
+
+from .._ladder import REGISTRY
+from .._matmul import matmul
+from .._operands import INT32_MAX, check_operand, check_out, compute_capability
+from . import plans, rules
+from .launch import Launch
+from .order import chain_order
+
+__all__ = ["multi_dot"]
+
+CHAIN_KERNELS = tuple(n for n, s in REGISTRY.items() if s.kind == "chain")
+KERNELS = ("auto", *CHAIN_KERNELS, "pairwise")
+_F32 = np.dtype(np.float32)
+_CACHE_MAX = plans.LAUNCH_CACHE_MAX
+
+_chosen: dict[tuple, tuple[str, str] | None] = {}  # (m, k, p, n, device) -> rules.select()'s answer
+
+
+def _supports(kernel: str, cc: int) -> bool:
+    return REGISTRY[kernel].supports(cc)
+
+
+class _Fast(NamedTuple):
+    """A three-array chain's fused launch, kept under multi_dot's key of a call that passed every check."""
+
+    launch: Launch
+    dev: int
+    shape: tuple[int, int]  # the result's
+    spans: tuple[int, int, int, int]  # bytes from A's, B's, C's and E's pointer to the end of its last element
+
+
+# multi_dot's fast path. The key holds everything its checks and its plan depend on except the pointers:
+# kernel=, each operand's shape, strides and device (dtypes are tested first), out's (or None when multi_dot
+# allocates it) and the pointers' misalignment from 16 bytes. A call with a known key needs only the overlap
+# test of out against the inputs (from the spans) before its launch: at n = 512 on the H200's host, 14.9 us per
+# call against 25.4 through the checks and plan lookups (docs/chain.md).
+_fast: dict[tuple, _Fast] = {}
+_ND = cupy.ndarray
+
+
+def _fast_call(arrays, kernel: str, out):
+    """(E, None) where the call was launched by the fast path, else (None, the key to remember a launch under,
+    or None where this call cannot have one)."""
+    if (type(arrays) is not list and type(arrays) is not tuple) or len(arrays) != 3 or type(kernel) is not str:
+        return None, None  # (an unhashable kernel= gets the checked path's message)
+    a, b, c = arrays
+    if not (type(a) is _ND and type(b) is _ND and type(c) is _ND
+            and a.dtype is _F32 and b.dtype is _F32 and c.dtype is _F32):  # (the builtin dtype is a singleton)
+        return None, None
+    da, db, dc = a.data, b.data, c.data
+    pa, pb, pc = da.ptr, db.ptr, dc.ptr
+    if out is None:
+        key = (kernel, a.shape, a.strides, da.device_id, b.shape, b.strides, db.device_id, c.shape, c.strides,
+               dc.device_id, None, (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8)
+    elif type(out) is _ND and out.dtype is _F32:
+        de = out.data
+        pe = de.ptr
+        key = (kernel, a.shape, a.strides, da.device_id, b.shape, b.strides, db.device_id, c.shape, c.strides,
+               dc.device_id, (out.shape, out.strides, de.device_id),
+               (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8 | (pe & 15) << 12)
+    else:
+        return None, None
+    plan = _fast.get(key)
+    if plan is None:
+        return None, key
+    ea, eb, ec, ee = plan.spans
+    if out is None:
+        with cupy.cuda.Device(plan.dev) if plan.dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
+            out = cupy.empty(plan.shape, dtype=_F32)
+        pe = out.data.ptr
+        if pe & 15:  # the plan assumed a 16-byte aligned E (the pool's are); the checked path plans for this one
+            return None, None
+    elif pe < pa + ea and pa < pe + ee or pe < pb + eb and pb < pe + ee or pe < pc + ec and pc < pe + ee:
+        return None, None  # out overlaps an input: the checked path says which
+    plans.run(plan.launch, plan.dev, (pa, pb, pc, pe))
+    return out, None
+
+
+def _span(x) -> int:
+    """Bytes from a row-major float32 matrix's pointer to the end of its last element (as cupy's
+    may_share_memory bounds it)."""
+    (rows, cols), (s0, s1) = x.shape, x.strides
+    return (rows - 1) * s0 + (cols - 1) * s1 + 4
+
+
+def _remember(key: tuple, launch: Launch, dev: int, ops, args) -> None:
+    """Keep ``launch`` under multi_dot's ``key`` if the call ran on its own arrays (``ops``
+    are ``args``: no operand was copied to make it row-major)."""
+    if any(x is not y for x, y in zip(ops, args, strict=True)):
+        return
+    if len(_fast) >= _CACHE_MAX:
+        _fast.clear()
+    _fast[key] = _Fast(launch, dev, args[3].shape, tuple(_span(x) for x in args))
+
+
+_orders: dict[tuple[int, ...], object] = {}  # dims -> chain_order(dims)
+
+
+def _pairwise(arrays, dims, out):
+    """The chain multiplied pairwise with cumm.matmul in the cheapest order; the last product goes into out."""
+    key = tuple(dims)
+    order = _orders.get(key)
+    if order is None:  # (the dynamic program: 8.6 us per call for three arrays on the development host)
+        if len(_orders) >= _CACHE_MAX:
+            _orders.clear()
+        order = _orders[key] = chain_order(key)
+
+    def run(node, dst=None):
+        if isinstance(node, int):
+            return arrays[node]
+        return matmul(run(node[0]), run(node[1]), out=dst)
+
+    return run(order, out)
+
+
+def multi_dot(arrays, *, kernel: str = "auto", out=None):
+    """The product of two or more 2-D float32 cupy arrays, like numpy.linalg.multi_dot.
+
+    ``kernel``: "auto" (for three arrays a fused kernel when it pays, else pairwise cumm.matmul), "fused3",
+    "fused3_tc" or "fused3_wg" (force that fused kernel; three arrays only) or "pairwise" (cumm.matmul calls
+    in the cheapest order).
+    ``out``: a C-contiguous (or row-major, unit column stride) float32 array of the result's shape that
+    overlaps none of the inputs; returned.
+    """
+    done, fast_key = _fast_call(arrays, kernel, out)
+    if done is not None:
+        return done
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError(f"multi_dot needs at least two arrays, got {len(arrays)}")
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r} for multi_dot; use one of {list(KERNELS)}")
+    if kernel in CHAIN_KERNELS and len(arrays) != 3:
+        raise ValueError(f"kernel={kernel!r} multiplies exactly three arrays, got {len(arrays)}")
+    for i, x in enumerate(arrays):
+        check_operand(x, f"arrays[{i}]")
+    shapes = [x.shape for x in arrays]
+    dims = [shapes[0][0]]
+    for i, (rows, cols) in enumerate(shapes):
+        if rows != dims[-1]:
+            raise ValueError(
+                f"shapes {shapes[i - 1]} (arrays[{i - 1}]) and {shapes[i]} (arrays[{i}]) do not align: "
+                f"{dims[-1]} columns against {rows} rows"
+            )
+        dims.append(cols)
+    dev = arrays[0].data.device_id  # (x.device builds a Device object per call)
+    for i, x in enumerate(arrays[1:], 1):
+        if x.data.device_id != dev:
+            raise ValueError(f"arrays[0] is on device {dev} and arrays[{i}] on device {x.data.device_id}; "
+                             "put all on one device")
+    if max(dims) > INT32_MAX:
+        raise ValueError(f"dimensions must be below 2**31, got {dims}")
+    m, n = dims[0], dims[-1]
+    if out is None:
+        with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
+            out = cupy.empty((m, n), dtype=_F32)  # on the arrays' device, whichever is current
+        if out.data.ptr & 15:  # the fast path's key for out=None assumes a 16-byte aligned E (the pool's are)
+            fast_key = None
+    else:
+        check_out(out, arrays, m, n, dev)
+
+    if len(arrays) == 2:
+        return matmul(arrays[0], arrays[1], out=out)
+    if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1:
+        _, k, p, _ = dims
+        if kernel in CHAIN_KERNELS:
+            choice = kernel, rules.forced(kernel, m, m * p * (k + n))
+        else:
+            key = (m, k, p, n, dev)
+            choice = _chosen.get(key, False)
+            if choice is False:
+                if len(_chosen) >= _CACHE_MAX:
+                    _chosen.clear()
+                choice = _chosen[key] = rules.select(m, k, p, n, compute_capability(dev), _supports)
+        if choice is not None:
+            launch, ops = plans.fused(arrays[0], arrays[1], arrays[2], out, *choice, dev)
+            if fast_key is not None:
+                _remember(fast_key, launch, dev, ops, (arrays[0], arrays[1], arrays[2], out))
+            return out
+    if m == 0 or n == 0:
+        return out
+    return _pairwise(arrays, dims, out)
