@@ -1,26 +1,28 @@
-"""cumm: SGEMM kernels as CUDA source templates, compiled at run time by NVRTC through CuPy.
+"""cumm: GEMM kernels as CUDA source templates, compiled at run time by NVRTC through CuPy.
 
     >>> import cupy, cumm
     >>> a = cupy.random.standard_normal((4096, 4096), dtype=cupy.float32)
     >>> c = cumm.matmul(a, a, kernel="double_buffer")
+
+The public API is what ``__all__`` lists; modules whose names start with an underscore are internal.
 """
 
-from __future__ import annotations
-
 try:
-    import cupy  # noqa: F401
+    import cupy as _cupy  # noqa: F401 - fail early, with the install hint, when CuPy is missing
 except ImportError as e:  # pragma: no cover - exercised only without CuPy
     raise ImportError(
         "cumm needs CuPy. Install it with the extra for your CUDA version: "
         "pip install 'cumm[cuda12]' (CUDA 12) or pip install 'cumm[cuda13]' (CUDA 13)"
     ) from e
 
-from collections.abc import Mapping
+from collections.abc import Mapping as _Mapping
 
 from ._chain import multi_dot
-from ._compile import CompiledKernel, compile_offline
+from ._compile import CompiledKernel
+from ._compile import compile_offline as _compile_offline
 from ._errors import CompileError, ConfigError, SharedMemoryError
-from ._ladder import REGISTRY, get_spec
+from ._ladder import REGISTRY as _REGISTRY
+from ._ladder import get_spec as _get_spec
 from ._matmul import matmul
 from ._operands import SUPPORTED_DTYPES
 from ._spec import KernelSpec
@@ -30,31 +32,30 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CompileError", "CompiledKernel", "ConfigError", "KernelSpec", "SharedMemoryError", "SUPPORTED_DTYPES",
-    "compile", "kernel_spec", "kernels", "matmul", "multi_dot",
-    "tune",
+    "compile", "kernel_spec", "kernels", "matmul", "multi_dot", "tune",
 ]
 
 
 def kernels(kind: str = "gemm") -> list[str]:
-    """Kernel names in ladder order (``kind="gemm"``: usable with :func:`matmul`)."""
-    return [n for n, s in REGISTRY.items() if s.kind == kind]
+    """Kernel names in ladder order (``kind="gemm"``: usable with :func:`matmul`; ``"chain"``: :func:`multi_dot`)."""
+    return [n for n, s in _REGISTRY.items() if s.kind == kind]
 
 
 def kernel_spec(name: str) -> KernelSpec:
     """The declarative spec of kernel ``name``: parameters, defaults, constraints, launch geometry."""
-    return get_spec(name)
+    return _get_spec(name)
 
 
-def compile(kernel: str, config: Mapping[str, int] | None = None, arch: str = "sm_90", *,
+def compile(kernel: str, config: "_Mapping[str, int] | None" = None, arch: str = "sm_90", *,
             aligned: bool = True) -> CompiledKernel:
     """Compile ``kernel`` for ``arch`` with NVRTC, without a GPU; report registers, spills, shared memory.
 
     ``config`` overrides any subset of the defaults for that architecture; ``aligned=False`` compiles the
     variant used when operands do not allow 16-byte accesses.
     """
-    spec = get_spec(kernel)
+    spec = _get_spec(kernel)
     if not isinstance(arch, str) or not arch.startswith("sm_") or not arch[3:].rstrip("a").isdigit():
         raise ValueError(f"arch must look like 'sm_80' or 'sm_90', got {arch!r}")
     cfg = spec.resolve(config, int(arch[3:].rstrip("a")))
     flags = (1, 1, 1) if aligned else (0, 0, 0)
-    return compile_offline(spec, cfg, arch, flags)
+    return _compile_offline(spec, cfg, arch, flags)

@@ -29,7 +29,7 @@ from ._ladder import REGISTRY
 from ._spec import cdiv
 from ._store import bucket
 
-# Fastest rung per compute capability on the H200 (bench/NOTES.md); tuned entries override.
+# Fastest rung per compute capability on the H200 (docs/performance.md); tuned entries override.
 TOP_BY_CC = ((80, "tf32x3"), (0, "warptile"))  # (minimum compute capability, kernel), first match wins
 SMALL_TILES = {  # 64 x 64 tiles for grids that would not fill the GPU with the defaults
     "tf32x3": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),

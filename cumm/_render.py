@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from importlib import resources
 
 from ._spec import Config, KernelSpec
@@ -25,10 +26,21 @@ def template_text(filename: str) -> str:
     return resources.files("cumm").joinpath("kernels", filename).read_text()
 
 
+# A string literal (kept), a line comment or a block comment (dropped).
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def code_text(text: str) -> str:
+    """``text`` without comments, trailing blanks or blank lines: what the compiler sees, for hashing."""
+    code = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ", text)
+    return "\n".join(" ".join(line.split()) for line in code.splitlines() if line.strip())
+
+
 @functools.cache
 def template_hash(spec: KernelSpec) -> str:
-    """Changes whenever the kernel's source (template or common header) changes."""
-    text = "".join(template_text(f) for f in (COMMON_HEADER, *spec.headers, spec.template))
+    """Changes whenever the kernel's code (template, common header or shared headers) changes; edits of
+    comments and blank space leave it (and the tuned entries made with it) as it is."""
+    text = "\n".join(code_text(template_text(f)) for f in (COMMON_HEADER, *spec.headers, spec.template))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

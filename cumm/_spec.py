@@ -38,7 +38,7 @@ class Constraint:
         return bool(eval(self._code, {"__builtins__": {}, "min": min, "max": max}, dict(cfg)))
 
 
-@dataclass(frozen=True, eq=False)  # identity equality and hash: a spec is one registry entry
+@dataclass(frozen=True, eq=False, repr=False)  # identity equality and hash: a spec is one registry entry
 class KernelSpec:
     name: str
     template: str
@@ -92,6 +92,19 @@ class KernelSpec:
                 raise ValueError(f"{self.name}: configuration {cname!r} names unknown parameters {sorted(unknown)}")
         object.__setattr__(self, "configs", MappingProxyType({k: MappingProxyType(dict(v))
                                                               for k, v in self.configs.items()}))
+
+    def __repr__(self) -> str:
+        flags = [f for f in ("split_k", "stage_out", "arch_specific", "persistent") if getattr(self, f)]
+        if self.vector_loads:
+            flags.append(f"vector_loads={self.vector_loads!r}")
+        if self.min_cc:
+            flags.append(f"min_cc={self.min_cc}")
+        parts = [repr(self.name), f"kind={self.kind!r}", f"template={self.template!r}",
+                 "defaults={" + ", ".join(f"{k}={v}" for k, v in self.defaults.items()) + "}",
+                 f"{len(self.constraints)} constraints", f"space over {list(self.space)}"]
+        if self.configs:
+            parts.append(f"configs={list(self.configs)}")
+        return f"KernelSpec({', '.join(parts + flags)})"
 
     @property
     def params(self) -> tuple[str, ...]:

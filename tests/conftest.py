@@ -6,7 +6,7 @@ import pytest
 
 
 def _gpu_skip_reason() -> str | None:
-    from cumm._bench import gpu_unavailable
+    from cumm._timing import gpu_unavailable
 
     return gpu_unavailable()
 

@@ -91,7 +91,7 @@ def chain_err(out, arrays, ref) -> float:
     For random normal data the second term is about half the first's expected size, so for any output with more
     than a handful of elements this is rel_err. A 1 x 1 chain such as (1, 300)·(300, 7)·(7, 1) is one sum whose
     value can cancel to almost nothing while its rounding error keeps the size of its terms: measured against
-    |ref| alone its error is unbounded (two such chains failed at 1e-5 in three H200 suite runs of session 5: 2.4e-5
+    |ref| alone its error is unbounded (two such chains failed at 1e-5 in three H200 suite runs: 2.4e-5
     and 2.7e-5), against the terms' expected size it is not. NaN anywhere still fails (the norm is NaN).
     """
     import cupy
@@ -742,7 +742,7 @@ def test_tensor_maps_host_logic(monkeypatch):
 def test_wg_configs_compile(config):
     """Each named fused3_wg configuration compiles for sm_90a (unaligned operands run it with TMA = 0, as
     multi_dot does); ptxas's spills stay as small as measured (the 255-register configurations spill 32-96
-    bytes, bench/NOTES.md session 7)."""
+    bytes, docs/chain.md)."""
     for aligned in (True, False):
         cfg = WG_CONFIGS[config]
         cfg = cfg if aligned else plans.cp_async_config(cfg)  # as multi_dot runs it

@@ -130,18 +130,37 @@ def test_template_hash_tracks_template_text(spec, monkeypatch, fresh_caches):
 
     original = _render.template_text
     monkeypatch.setattr(_render, "template_text",
-                        lambda f: original(f) + ("\n// edited\n" if f == spec.template else ""))
+                        lambda f: original(f) + ("\n#define CUMM_EDITED 1\n" if f == spec.template else ""))
     h1 = _hash(spec)
     assert h1 != h0, "editing the kernel's template must change its hash"
-    assert "// edited" in _render.render(spec, spec.default_config())[1]
+    assert "CUMM_EDITED" in _render.render(spec, spec.default_config())[1]
 
     monkeypatch.setattr(_render, "template_text",
-                        lambda f: original(f) + ("\n// edited\n" if f == _render.COMMON_HEADER else ""))
+                        lambda f: original(f) + ("\n#define CUMM_EDITED 1\n" if f == _render.COMMON_HEADER else ""))
     h2 = _hash(spec)
     assert h2 not in (h0, h1), "editing common.cuh must change every kernel's hash"
 
     monkeypatch.setattr(_render, "template_text", original)
     assert _hash(spec) == h0
+
+
+@pytest.mark.parametrize("spec", SPECS[:3] + SPECS[-3:], ids=ids)
+def test_template_hash_ignores_comments_and_blank_space(spec, monkeypatch, fresh_caches):
+    """Documentation edits keep the hash (and the tuned entries made with it); a string literal is code."""
+    h0 = _hash(spec)
+    original = _render.template_text
+    edited = "// a new header line\n/* and a block\n   comment */\n\n{}   \n// the end\n"
+    monkeypatch.setattr(_render, "template_text",
+                        lambda f: edited.format(original(f)) if f == spec.template else original(f))
+    assert _hash(spec) == h0
+    monkeypatch.setattr(_render, "template_text",
+                        lambda f: original(f) + ('\nconst char* cumm_s = "// x";\n' if f == spec.template else ""))
+    assert _hash(spec) != h0
+
+
+def test_code_text_keeps_strings_and_drops_comments():
+    src = 'a = "// not a comment"; // a comment\n\n  b /* x\n y */ = 2;   \n'
+    assert _render.code_text(src) == 'a = "// not a comment";\nb = 2;'
 
 
 def test_template_hash_differs_between_templates():
@@ -155,7 +174,7 @@ def test_template_hash_cached_per_spec_and_cleared_on_edit(monkeypatch, fresh_ca
     assert _render.template_hash(spec) == h0
     original = _render.template_text
     monkeypatch.setattr(_render, "template_text",
-                        lambda f: original(f) + ("\n// edited\n" if f == spec.template else ""))
+                        lambda f: original(f) + ("\nint cumm_edited;\n" if f == spec.template else ""))
     assert _render.template_hash(spec) == h0, "cached until the cache is cleared"
     _render.template_hash.cache_clear()
     assert _render.template_hash(spec) != h0

@@ -2,7 +2,7 @@
 // the start of a programmatic dependent launch and the one grid-wide barrier.
 
 // The persistent kernels' arguments: row-major A (m x k), B (k x p), C (p x n), E (m x n), the scratch T
-// (m x p, ldt) and the stream's barrier word; cumm/_chain.py's _layout packs them in this order.
+// (m x p, ldt) and the stream's barrier word; cumm/_chain/launch.py's layout packs them in this order.
 #define CUMM_CHAIN_ARGS                                                                                      \
     const int m, const int k, const int p, const int n, const float* __restrict__ A, const int lda,         \
         const float* __restrict__ B, const int ldb, const float* __restrict__ C, const int ldc,             \
@@ -13,7 +13,7 @@
 // here until that kernel has completed and its writes are visible (nothing global is touched before: not
 // the barrier word, not the scratch T the previous launch may still read), then let the next launch in
 // the stream start its own setup. Without PDL both instructions return at once. On the H200 this hides
-// ~1 us of the gap between back-to-back chain launches (bench/NOTES.md, session 8).
+// ~1 us of the gap between back-to-back chain launches (docs/chain.md).
 __device__ __forceinline__ void cumm_grid_dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -25,15 +25,15 @@ __device__ __forceinline__ void cumm_grid_dependency_wait() {
 // fence after it (PTX's release and acquire patterns; the atomics themselves are relaxed; the other blocks
 // acquire by their loads of the word, cumm_grid_spin). __threadfence() is fence.sc.gpu,
 // stronger than they need: with fence.acq_rel.gpu wg128x64 at n = 1024 takes 0.45 us less per call
-// (bench/NOTES.md, session 15).
+// (docs/chain.md).
 __device__ __forceinline__ void cumm_fence_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 
 // Thread 0's wait for the release of the barrier it arrived at with `old` (its arrival atomic's value). Every
 // read of the word is an acquire load (ld.acquire.gpu): the one that sees the release synchronizes with every
 // block's arrival (the arrivals are atomics on the word, so each one's release heads a sequence that the
-// release's value ends), so no fence follows. (A relaxed poll, a nanosleep and then fence.acq_rel.gpu, as before
-// session 16, cost kw64x32 ~0.2 us more per call at n = 512, wg64x32 ~0.3 at 768; the nanosleep alone made no
-// difference: bench/NOTES.md, session 16.)
+// release's value ends), so no fence follows. (A relaxed poll, a nanosleep and then fence.acq_rel.gpu cost
+// kw64x32 ~0.2 us more per call at n = 512, wg64x32 ~0.3 at 768; the nanosleep alone made no difference:
+// docs/chain.md.)
 __device__ __forceinline__ unsigned long long cumm_grid_load(const unsigned* bar) {
     unsigned long long v;
     asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(bar) : "memory");

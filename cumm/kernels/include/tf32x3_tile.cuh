@@ -122,7 +122,7 @@ __device__ __forceinline__ void cumm_tf32x3_tile(const int M, const int N, const
         // This slab's sum, kept apart from acc (see tf32x3.cu). Small warp tiles (<= 8 mma tiles) keep one
         // accumulator set per product, so each set's dependent chain is BK/8 mma deep instead of 3 BK/8 and
         // the small terms are summed apart from the big one. On the H200 that left fused3_tc's time at
-        // n = 512 unchanged (bench/NOTES.md) but lowered its error from 4.5e-7 to 2.5e-7; big tiles have
+        // n = 512 unchanged (docs/chain.md) but lowered its error from 4.5e-7 to 2.5e-7; big tiles have
         // no registers to spare for it.
         constexpr int NSET = MI * NI <= 8 ? 3 : 1;
         float part[NSET][MI][NI][4];
