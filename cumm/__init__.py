@@ -11,8 +11,9 @@ try:
     import cupy as _cupy  # noqa: F401 - fail early, with the install hint, when CuPy is missing
 except ImportError as e:  # pragma: no cover - exercised only without CuPy
     raise ImportError(
-        "cumm needs CuPy. Install it with the extra for your CUDA version: "
-        "pip install 'cumm[cuda12]' (CUDA 12) or pip install 'cumm[cuda13]' (CUDA 13)"
+        "cumm needs CuPy. Install cumm with the extra for your CUDA version: pip install 'cumm-ladder[cuda12]' "
+        "(CUDA 12) or pip install 'cumm-ladder[cuda13]' (CUDA 13), or from a checkout pip install '.[cuda12]'. "
+        "(PyPI's 'cumm' is an unrelated project.)"
     ) from e
 
 from collections.abc import Mapping as _Mapping
