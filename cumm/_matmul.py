@@ -1,27 +1,40 @@
-"""``cumm.matmul``: argument checks, plan lookup (cached per kernel/config/alignment/device), launch.
+"""``cumm.matmul``: key -> plan -> launch.
 
-The per-call path is kept short: a cached plan holds the compiled kernel, block, dynamic shared memory
-and the spec's grid function, so a cache hit only checks the arrays and launches.
+A call's *key* holds everything its checks and decisions depend on but the data pointers: the kind, shape,
+strides, dtype, device and 16-byte misalignment of each array (``out`` too, or None), ``kernel``, ``config``,
+``split_k`` and whether ``beta`` is zero. The first call with a key runs every check and makes a :class:`Call`,
+which carries every decision: the kernel's :class:`Plan` (spec, configuration, compiled kernel, launch geometry),
+the split count, the repacking of unaligned operands, the staging of an unaligned output, the edge strips and
+the packed kernel arguments. A later call with that key tests only what depends on the pointers (``out``
+overlapping an input) and launches: for most calls one driver launch with the arguments written into a
+packed buffer, no Python-level argument conversion.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import numbers
+import threading
 from collections.abc import Mapping
 
 import cupy
 import numpy as np
+from cupy_backends.cuda.api import driver as _driver
 
-from . import _auto, _edges, _repack, _splitk
+from . import _arrays, _auto, _edges, _repack, _splitk
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
 from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major
 
 
 class Plan:
-    __slots__ = ("spec", "cfg", "kern", "block", "smem", "tile", "_slots")
+    """One compiled kernel configuration (for one set of alignment flags, on one device) and its geometry."""
 
-    def __init__(self, spec, cfg, kern):
-        self.spec, self.cfg, self.kern = spec, cfg, kern
+    __slots__ = ("spec", "cfg", "kern", "flags", "block", "smem", "tile", "_slots")
+
+    def __init__(self, spec, cfg, kern, flags=(1, 1, 1)):
+        self.spec, self.cfg, self.kern, self.flags = spec, cfg, kern, flags
         self.block = spec.block(cfg)
         self.smem = spec.smem(cfg)
         self.tile = (cfg["BM"], cfg["BN"]) if "BM" in cfg and "BN" in cfg else (0, 0)  # (0, 0): no strips
@@ -73,7 +86,7 @@ def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, in
         spec.check_cc(cc, f"device {device_id}",
                       f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}")
         cfg = spec.resolve(config, cc)
-        plan = _plans[key] = Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id))
+        plan = _plans[key] = Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id), flags)
     return plan
 
 
@@ -81,12 +94,192 @@ def gemm_kernels_list() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
 
 
+def _dims_ok(M: int, N: int, K: int) -> None:
+    if max(M, N, K) > INT32_MAX:
+        raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
+
+
+def _scalar(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number (a Python or numpy float or int), got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    return v
+
+
+def _config_key(config) -> tuple | None:
+    """``config`` as a hashable key part; TypeError for anything but None or a mapping of names to ints."""
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise TypeError(
+            f"config must be a mapping of parameter names to ints, e.g. {{'BM': 64, 'BN': 64}}, or None; "
+            f"got {type(config).__name__} {config!r}"
+        )
+    try:
+        return tuple(sorted(config.items()))
+    except TypeError:
+        raise TypeError(f"config's keys must be parameter names (str), got {list(config)!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The key of a call: everything but the pointers
+# ---------------------------------------------------------------------------------------------------
+
+_ND = cupy.ndarray
+
+
+def _cupy_part(x):
+    d = x.data
+    return x.shape, x.strides, x.dtype, d.device_id, d.ptr & 15
+
+
+def _torch_part(x):
+    return x.shape, x.stride(), x.dtype, x.device.index, x.data_ptr() & 15, x.is_cuda
+
+
+def _key(a, b, out, kernel, config, split_k, beta) -> tuple | None:
+    """The call's key, or None when this call is not cached (another kind of array, an unhashable argument)."""
+    ta = type(a)
+    if ta is _ND:
+        part = _cupy_part
+    elif ta.__module__ == "torch":
+        part = _torch_part
+    else:
+        return None
+    if type(b) is not ta or (out is not None and type(out) is not ta):
+        return None
+    try:
+        key = (part(a), part(b), None if out is None else part(out), kernel,
+               None if config is None else tuple(sorted(config.items())), split_k, beta == 0.0)
+        hash(key)
+        return key
+    except Exception:  # an unhashable kernel=, a config that is not a mapping: the checked path says what
+        return None
+
+
+class Call:
+    """Every decision of a matmul call with a given key, and how to run it on new pointers."""
+
+    __slots__ = ("plan", "kind", "dev", "M", "N", "K", "lda", "ldb", "ldc", "dtype", "out_shape", "spans",
+                 "fast", "slots", "f32", "params", "func", "grid", "lock", "decisions")
+
+    def __init__(self, plan: Plan, kind_: str, dev: int, dims, lds, dtype, out_shape, spans, fast: bool,
+                 decisions: dict):
+        self.plan, self.kind, self.dev = plan, kind_, dev
+        (self.M, self.N, self.K), (self.lda, self.ldb, self.ldc) = dims, lds
+        self.dtype, self.out_shape, self.spans, self.fast = dtype, out_shape, spans, fast
+        self.decisions = decisions  # what the checked path decided (repack, stage, splits, edges), for run()
+        self.lock = threading.Lock()
+        if fast:
+            M, N, K = dims
+            # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
+            # low half, little-endian)
+            self.slots = np.zeros(11, dtype=np.uint64)
+            self.f32 = self.slots.view(np.float32)
+            for slot, v in ((0, M), (1, N), (2, K), (5, self.lda), (7, self.ldb), (10, self.ldc)):
+                self.slots[slot] = v
+            self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(11)], dtype=np.uint64)
+            self.func = plan.kern.kernel.ptr
+            self.grid = plan.spec.grid(plan.cfg, M, N, K)
+
+    def launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
+        """The kernel on these pointers (a fast call: no split, no repacking, no staging, no strips)."""
+        bx, by, bz = self.plan.block
+        gx, gy, gz = self.grid
+        with self.lock:  # the slots are shared; the driver copies them when the launch is queued
+            s, f = self.slots, self.f32
+            s[4], s[6], s[9] = pa, pb, pc
+            f[6], f[16] = alpha, beta
+            _driver.launchKernel(self.func, gx, gy, gz, bx, by, bz, self.plan.smem, stream, self.params.ctypes.data,
+                                 0)
+
+
+_calls: dict[tuple, Call] = {}
+_CALLS_MAX = 4096
+
+
 def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = None, out=None,
            alpha: float = 1.0, beta: float = 0.0, split_k: int | None = None):
-    """C = alpha * a @ b + beta * out (see README.md). ``split_k``: slices of K run in parallel and summed
-    (kernels with ``split_k`` in their spec); None: 1, or the heuristic's choice for kernel="auto"."""
+    """C = alpha * a @ b + beta * out, for 2-D GPU arrays (cupy, torch, or anything with
+    ``__cuda_array_interface__`` / ``__dlpack__``); the result is of the inputs' kind (see README.md).
+
+    ``kernel``: a rung's name (``cumm.kernels()``) or "auto"; ``config``: overrides of its tile parameters;
+    ``split_k``: slices of K run in parallel and summed (kernels with ``split_k`` in their spec); None: 1, or
+    the heuristic's choice for kernel="auto". Kernels run on the stream of the inputs' library: torch's current
+    stream for torch tensors, CuPy's current stream otherwise.
+    """
+    key = _key(a, b, out, kernel, config, split_k, beta)
+    call = _calls.get(key) if key is not None else None
+    if call is not None and type(alpha) is float and type(beta) is float:
+        if call.kind == "cupy":
+            da, db = a.data, b.data
+            pa, pb = da.ptr, db.ptr
+            if out is None:
+                out = cupy.empty(call.out_shape, dtype=call.dtype) if call.dev == _current() else \
+                    _arrays.empty("cupy", call.out_shape, call.dtype, call.dev)
+                pc = out.data.ptr
+            else:
+                pc = out.data.ptr
+                if _overlaps(pa, pb, pc, call.spans):
+                    return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
+            stream = cupy.cuda.get_current_stream().ptr
+        else:  # torch
+            pa, pb = a.data_ptr(), b.data_ptr()
+            if out is None:
+                out = _arrays.empty("torch", call.out_shape, call.dtype, call.dev)
+                pc = out.data_ptr()
+            else:
+                pc = out.data_ptr()
+                if _overlaps(pa, pb, pc, call.spans):
+                    return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
+            stream = _arrays.torch_stream(call.dev)
+        if call.fast:
+            if call.dev != _current():
+                with cupy.cuda.Device(call.dev):
+                    call.launch(pa, pb, pc, alpha, beta, stream)
+            else:
+                call.launch(pa, pb, pc, alpha, beta, stream)
+            return out
+        return _run_decided(call, a, b, out, alpha, beta, stream)
+    return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
+
+
+def _current() -> int:
+    return cupy.cuda.runtime.getDevice()
+
+
+def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
+    ea, eb, ec = spans
+    return (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec)
+
+
+def _span(x) -> int:
+    """Bytes from a 2-D array's pointer to the end of its last element (as cupy.may_share_memory bounds it);
+    0 for an empty one."""
+    (rows, cols), (s0, s1) = x.shape, x.strides
+    if rows == 0 or cols == 0:
+        return 0
+    return (rows - 1) * s0 + (cols - 1) * s1 + x.dtype.itemsize
+
+
+def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
+    """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one."""
+    akind = _arrays.kind(a)
     if split_k is not None:
         split_k = _splitk.check_arg(split_k, kernel)
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must be a str (a rung's name or 'auto'), got {kernel!r}")
+    _config_key(config)
+    alpha, beta = _scalar(alpha, "alpha"), _scalar(beta, "beta")
+    user_out = out
+    a_in, b_in = a, b
+    a, b = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b")
+    for name, x in (("b", b_in), ("out", out)):
+        if x is not None and _arrays.kind(x) != akind:
+            raise TypeError(f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of "
+                            "one kind (the result is of the inputs' kind)")
     check_operand(a, "a")
     check_operand(b, "b")
     M, K = a.shape
@@ -96,68 +289,117 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     dev = a.data.device_id  # (x.device builds a Device object per call)
     if b.data.device_id != dev:
         raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
-    if max(M, N, K) > INT32_MAX:
-        raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
-    alpha, beta = float(alpha), float(beta)
-    if out is None:
+    _dims_ok(M, N, K)
+    if user_out is None:
         if beta != 0.0:
             raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
-        out = cupy.empty((M, N), dtype=F32)
+        result = _arrays.empty(akind if akind == "torch" else "cupy", (M, N), F32, dev)
     else:
+        result = user_out
+    out = _arrays.as_cupy(result, "out")
+    if user_out is not None:
         check_out(out, (a, b), M, N, dev, ("a", "b"))
 
-    if M == 0 or N == 0:
-        return out
-    if K == 0:  # the empty sum: alpha * 0 + beta * out
-        if beta == 0.0:
-            out.fill(0)
+    stream = _arrays.torch_stream(dev) if akind == "torch" else None
+    with cupy.cuda.ExternalStream(stream, dev) if stream is not None else contextlib.nullcontext():
+        if M == 0 or N == 0:
+            return result
+        if K == 0:  # the empty sum: alpha * 0 + beta * out
+            if beta == 0.0:
+                out.fill(0)
+            else:
+                out *= np.float32(beta)
+            return result
+        call = _decide(a, b, out, kernel, config, split_k, beta, dev, akind)
+        if key is not None and akind in ("cupy", "torch"):
+            if len(_calls) >= _CALLS_MAX:
+                _calls.clear()
+            _calls[key] = call
+        sptr = cupy.cuda.get_current_stream().ptr
+        if call.fast:
+            with cupy.cuda.Device(dev):
+                call.launch(a.data.ptr, b.data.ptr, out.data.ptr, alpha, beta, sptr)
         else:
-            out *= np.float32(beta)
-        return out
+            _run(call, a, b, out, alpha, beta)
+    return result
 
+
+def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
+    """Every decision for this call's key: kernel and configuration, repacking, split count, staging, strips."""
+    M, K = a.shape
+    N = b.shape[1]
+    a_in, b_in = a, b
     a, lda = row_major(a, "a", copy_ok=True)
     b, ldb = row_major(b, "b", copy_ok=True)
     c, ldc = row_major(out, "out", copy_ok=False)
     if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
-
     if kernel == "auto":
         kernel, config, split_k = _auto.select(M, N, K, dev, config, split_k)
-    flags = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
-    if _repack.ENABLED and not (flags[0] and flags[1]):  # scalar loads of A or B: a padded copy may pay
-        a, lda, b, ldb = _repack.prepare(get_spec(kernel), M, N, K, a, lda, b, ldb, flags)
-        flags = (aligned(a, lda), aligned(b, ldb), flags[2])
+    flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
+    spec = get_spec(kernel)
+    repack_a = repack_b = False
+    if _repack.ENABLED and not (flags0[0] and flags0[1]):  # scalar loads of A or B: a padded copy may pay
+        repack_a, repack_b = _repack.repack_plan(spec, M, N, K, bool(flags0[0]), bool(flags0[1]))
+    flags = (1 if repack_a else flags0[0], 1 if repack_b else flags0[1], flags0[2])
     splits = 1
     if split_k is not None and split_k > 1:  # only the slices that get at least one slab of K
         splits = _splitk.effective_splits(K, split_k, _splitk.slab(kernel, config, compute_capability(dev)))
         if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
             flags = (flags[0], flags[1], int(N % 4 == 0))
-    staged = None  # an unaligned C (scalar stores): the kernel may write a padded buffer, copied back after
-    if (_repack.ENABLED and not flags[2] and splits == 1 and get_spec(kernel).stage_out
-            and _repack.should_stage_out(M, N, K, beta)):
-        staged = _repack.stage_out(c, beta)
-        if staged is not None:
-            flags = (flags[0], flags[1], 1)
+    stage = bool(_repack.ENABLED and not flags[2] and splits == 1 and spec.stage_out
+                 and _repack.should_stage_out(M, N, K, beta))
+    if stage:
+        flags = (flags[0], flags[1], 1)
     plan = get_plan(kernel, config, flags, dev)
     mm, nn = M, N
     bm, bn = plan.tile
     if bm and splits == 1 and _edges.ENABLED and (0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS):
         mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
+    # fast: one launch of the plan's kernel straight on the caller's arrays (row_major made no copy)
+    fast = (not (repack_a or repack_b or stage) and splits == 1 and (mm, nn) == (M, N)
+            and a is a_in and b is b_in)
+    grid = plan.spec.grid(plan.cfg, M, N, K)
+    if grid[1] > 65535 or grid[2] > 65535:
+        fast = False  # Plan.launch reports it
+    decisions = dict(repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn)
+    spans = (_span(a), _span(b), _span(c))
+    return Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), F32, (M, N), spans, fast, decisions)
+
+
+def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
+    """A call that is more than one launch (repacked operands, split-K, a staged output, edge strips), on cupy
+    views of its arrays, on the current stream."""
+    d = call.decisions
+    M, N, K = call.M, call.N, call.K
+    a, lda = row_major(a, "a", copy_ok=True)
+    b, ldb = row_major(b, "b", copy_ok=True)
+    c, ldc = row_major(c, "out", copy_ok=False)
+    plan = call.plan
+    try:
+        if d["repack_a"]:
+            a, lda = _repack.repack(a)
+        if d["repack_b"]:
+            b, ldb = _repack.repack(b)
+    except cupy.cuda.memory.OutOfMemoryError:  # the copy is an optimization: run the scalar variant instead
+        a, lda = row_major(a, "a", copy_ok=True)
+        b, ldb = row_major(b, "b", copy_ok=True)
+        flags = (aligned(a, lda), aligned(b, ldb), plan.flags[2])
+        plan = get_plan(plan.spec.name, plan.cfg, flags, call.dev)
+    staged = _repack.stage_out(c, beta) if d["stage"] else None
     tgt, ldt = staged if staged is not None else (c, ldc)
-    if dev != cupy.cuda.runtime.getDevice():
-        with cupy.cuda.Device(dev):
-            _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, tgt, ldt, splits, dev)
-    else:
-        _run(plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, tgt, ldt, splits, dev)
+    dev = call.dev
+    with cupy.cuda.Device(dev):
+        plan.launch(d["mm"], d["nn"], K, alpha, a, lda, b, ldb, beta, tgt, ldt, d["splits"])
+        if (d["mm"], d["nn"]) != (M, N):
+            _edges.run(M, N, K, d["mm"], d["nn"], alpha, a, lda, b, ldb, beta, tgt, ldt, _auto._sms(dev), dev)
     if staged is not None:
         _repack.unstage_out(tgt, ldt, c, ldc)
+
+
+def _run_decided(call: Call, a, b, out, alpha: float, beta: float, stream: int):
+    """A cached call that is not a single launch: cupy views of the arrays, the kernels on ``stream``."""
+    va, vb, vo = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b"), _arrays.as_cupy(out, "out")
+    with cupy.cuda.ExternalStream(stream, call.dev) if call.kind == "torch" else contextlib.nullcontext():
+        _run(call, va, vb, vo, alpha, beta)
     return out
-
-
-def _run(plan: Plan, M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, splits, dev) -> None:
-    """The plan's kernel on the first mm x nn of C; the thin remainders, if any, as edge strips (_edges.py)."""
-    plan.launch(mm, nn, K, alpha, a, lda, b, ldb, beta, c, ldc, splits)
-    if mm != M or nn != N:
-        _edges.run(M, N, K, mm, nn, alpha, a, lda, b, ldb, beta, c, ldc, _auto._sms(dev), dev)
-
-

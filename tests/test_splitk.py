@@ -220,7 +220,7 @@ def test_split_k_needs_a_kernel_that_supports_it():
     with pytest.raises(ValueError, match="unknown kernel 'nope'"):
         cumm.matmul(None, None, kernel="nope", split_k=2)
     # split_k=1 is no split: any kernel; the operand check comes next
-    with pytest.raises(TypeError, match="a must be a cupy.ndarray"):
+    with pytest.raises(TypeError, match="a must be a GPU array"):
         cumm.matmul(None, None, kernel="naive", split_k=1)
     import numpy as np
 

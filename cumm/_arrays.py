@@ -1,0 +1,89 @@
+"""GPU arrays of any library in, the same kind out: cupy arrays as they are, torch tensors and any object with
+``__cuda_array_interface__`` or ``__dlpack__`` as zero-copy cupy views.
+
+A call's inputs decide its *kind*: ``"cupy"``, ``"torch"`` or ``"other"`` (JAX, numba, ...: the result is a
+cupy array, which every such library can take back through DLPack). The kind decides where a new result is
+allocated (cupy's pool or torch's caching allocator) and on which stream the kernels are queued: torch's current
+stream for torch tensors, CuPy's current stream otherwise. torch is never imported by cumm: a torch tensor is
+recognised by its type's module.
+"""
+
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+CUPY, TORCH, OTHER = "cupy", "torch", "other"
+
+
+def kind(x) -> str:
+    t = type(x)
+    if t is cupy.ndarray:
+        return CUPY
+    if t.__module__.startswith("torch"):
+        return TORCH
+    return OTHER
+
+
+def describe(x) -> str:
+    t = type(x)
+    return f"{t.__module__}.{t.__name__}"
+
+
+def as_cupy(x, name: str) -> cupy.ndarray:
+    """A cupy view of GPU array ``x`` sharing its memory; TypeError naming ``name`` and what would work."""
+    if type(x) is cupy.ndarray:
+        return x
+    if isinstance(x, cupy.ndarray):
+        return x
+    if kind(x) == TORCH and not getattr(x, "is_cuda", True):
+        raise TypeError(f"{name} must be a GPU array, got a torch tensor on the {x.device}: pass {name}.cuda()")
+    if hasattr(x, "__cuda_array_interface__"):
+        try:
+            return cupy.asarray(x)  # zero-copy through the interface
+        except Exception as e:
+            raise TypeError(f"{name} ({describe(x)}) could not be viewed as a GPU array: {e}") from None
+    if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+        try:
+            return cupy.from_dlpack(x)
+        except Exception as e:
+            raise TypeError(f"{name} ({describe(x)}) could not be taken through DLPack as a GPU array: {e}") from None
+    host = isinstance(x, (np.ndarray, np.generic, list, tuple, int, float, complex))
+    raise TypeError(
+        f"{name} must be a GPU array (a cupy array, a torch CUDA tensor, or an object with __cuda_array_interface__ "
+        f"or __dlpack__), got {describe(x)}" + (" (host data)" if host else "")
+        + f"; move host data to the GPU first with cupy.asarray({name})"
+    )
+
+
+def torch_stream(device_id: int) -> int:
+    """torch's current stream on ``device_id`` (its handle)."""
+    import torch
+
+    return torch.cuda.current_stream(device_id).cuda_stream
+
+
+def empty(kind_: str, shape: tuple[int, ...], dtype: np.dtype, device_id: int):
+    """A new array of ``kind_`` (torch for torch inputs, else cupy) on ``device_id``."""
+    if kind_ == TORCH:
+        import torch
+
+        return torch.empty(shape, dtype=_TORCH_DTYPES[np.dtype(dtype).name](), device=f"cuda:{device_id}")
+    if device_id != cupy.cuda.runtime.getDevice():
+        with cupy.cuda.Device(device_id):
+            return cupy.empty(shape, dtype=dtype)
+    return cupy.empty(shape, dtype=dtype)
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, name)
+
+
+_TORCH_DTYPES = {
+    "float32": lambda: _torch_dtype("float32"),
+    "float16": lambda: _torch_dtype("float16"),
+    "bfloat16": lambda: _torch_dtype("bfloat16"),
+    "float64": lambda: _torch_dtype("float64"),
+}
