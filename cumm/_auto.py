@@ -31,10 +31,8 @@ from ._store import bucket
 
 # Fastest rung per compute capability on the H200 (docs/performance.md); tuned entries override.
 TOP_BY_CC = ((80, "tf32x3"), (0, "warptile"))  # (minimum compute capability, kernel), first match wins
-SMALL_TILES = {  # 64 x 64 tiles for grids that would not fill the GPU with the defaults
-    "tf32x3": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
-    "warptile": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2),
-}
+# 64 x 64 tiles for grids that would not fill the GPU with the defaults: each spec's "small" configuration
+SMALL_TILES = {n: dict(s.configs["small"]) for n, s in REGISTRY.items() if "small" in s.configs}
 DTYPE = "float32"  # the only dtype matmul supports
 
 # Split-K (split_count). Not yet tuned on a GPU: the depth floor keeps each slice's K loop long enough to
@@ -46,6 +44,7 @@ SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole
 _sm_count: dict[int, int] = {}
 _device_keys: dict[int, tuple[str, int]] = {}
 _tuned: dict[tuple[int, int, int, int], tuple[str, dict[str, int], int] | None] = {}  # (device, *bucket) -> answer
+_named: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (kernel, device, *bucket) -> tuned answer
 _MISS = object()
 
 
@@ -93,10 +92,11 @@ def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
     return v if isinstance(v, int) and v > 0 else 0
 
 
-def _lookup(device_id: int, b: tuple[int, int, int]) -> tuple[str, dict[str, int], int] | None:
+def _lookup(device_id: int, b: tuple[int, int, int], kernel: str | None = None
+            ) -> tuple[str, dict[str, int], int] | None:
     try:
         gpu, cc = device_key(device_id)
-        entry = _store.lookup(gpu, cc, DTYPE, *b)
+        entry = _store.lookup(gpu, cc, DTYPE, *b, kernel=kernel)
     except Exception as e:  # a broken table must never break matmul: fall back to the heuristic
         warnings.warn(f"cumm: tuned-table lookup failed ({type(e).__name__}: {e}); using the heuristic",
                       RuntimeWarning, stacklevel=3)
@@ -132,9 +132,28 @@ def select(M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | N
     return kernel, config, split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
 
 
+def named(kernel: str, M: int, N: int, K: int, device_id: int) -> dict[str, int] | None:
+    """The configuration a named kernel runs without a ``config``: its tuned entry for this GPU and a nearby
+    shape, else its "small" configuration when its default tiles would give fewer than two blocks per
+    multiprocessor, else None (the defaults)."""
+    key = (kernel, device_id, *bucket(M, N, K))
+    hit = _named.get(key, _MISS)
+    if hit is _MISS:
+        hit = _named[key] = _lookup(device_id, bucket(M, N, K), kernel)
+    if hit is not None:
+        return dict(hit[1])
+    spec = REGISTRY[kernel]
+    small = spec.configs.get("small")
+    if small is None or "BM" not in spec.defaults or "BN" not in spec.defaults:
+        return None
+    cfg = spec.default_config(device_key(device_id)[1])
+    return dict(small) if cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < 2 * _sms(device_id) else None
+
+
 def clear_cache() -> None:
     """Forget memoized tuned answers (after a table changed); device facts stay cached."""
     _tuned.clear()
+    _named.clear()
 
 
 _store.on_change(clear_cache)

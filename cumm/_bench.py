@@ -123,17 +123,18 @@ def make_row(kernel: str, shape: Shape, *, ms: float | None, rel_err: float | No
 # Text, JSON, plot
 # ---------------------------------------------------------------------------------------------------
 
-COLUMNS = ("kernel", "shape", "ms", "TFLOP/s", "% of cuBLAS", "rel. error", "runs")
-_LEFT = {"kernel", "shape"}
+COLUMNS = ("kernel", "shape", "ms", "TFLOP/s", "% of cuBLAS", "rel. error", "runs", "ran")
+_LEFT = {"kernel", "shape", "ran"}
 
 
 def _cells(row: Mapping) -> list[str]:
     err = "-" if row.get("rel_err") is None else f"{row['rel_err']:.1e}"
     shape = shape_str((row["M"], row["N"], row["K"]))
+    ran = row.get("ran") or "-"
     if row["status"] != "ok":
-        return [row["kernel"], shape, "FAIL", "-", "-", err, "-"]
+        return [row["kernel"], shape, "FAIL", "-", "-", err, "-", ran]
     pct = "-" if row.get("ratio") is None else f"{100 * row['ratio']:.1f}%"
-    return [row["kernel"], shape, f"{row['ms']:.3f}", f"{row['tflops']:.2f}", pct, err, str(row["runs"])]
+    return [row["kernel"], shape, f"{row['ms']:.3f}", f"{row['tflops']:.2f}", pct, err, str(row["runs"]), ran]
 
 
 def format_table(results: Sequence[Mapping], *, markdown: bool = False) -> str:
@@ -160,8 +161,10 @@ def format_table(results: Sequence[Mapping], *, markdown: bool = False) -> str:
 
 
 def format_overhead(o: Mapping) -> str:
+    torch = (f", torch.matmul {o['torch_us']:.1f} us (cumm.matmul on torch tensors {o['cumm_torch_us']:.1f} us)"
+             if o.get("torch_us") is not None else "")
     return (f"host overhead per call ({shape_str(o['shape'])} float32, {o['calls']} calls, cache hit): "
-            f"cumm.matmul {o['cumm_us']:.1f} us, cupy.matmul {o['cupy_us']:.1f} us ({o['ratio']:.2f}x)")
+            f"cumm.matmul {o['cumm_us']:.1f} us, cupy.matmul {o['cupy_us']:.1f} us ({o['ratio']:.2f}x){torch}")
 
 
 def build_report(results: Sequence[Mapping], *, device: Mapping[str, str], overhead: Mapping | None = None,
@@ -335,8 +338,13 @@ def _measure(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape,
         call(*nxt())
 
     times = sample_ms(fn, **timing)
-    return make_row(kernel, shape, ms=statistics.median(times), rel_err=err, runs=len(times),
-                    cublas_tflops=cublas_tflops)
+    row = make_row(kernel, shape, ms=statistics.median(times), rel_err=err, runs=len(times),
+                   cublas_tflops=cublas_tflops)
+    if kernel != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
+        from ._matmul import decision
+
+        row["ran"] = decision(*sets[0], kernel=kernel)
+    return row
 
 
 class _NoBar:
@@ -425,8 +433,9 @@ def _check_cupy_compute_type() -> None:
 
 
 def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
-    """Wall-clock host time per call of cumm.matmul (a cached plan) and cupy.matmul on a tiny product,
-    where the kernels take a few microseconds and the Python/launch path dominates."""
+    """Wall-clock host time per call of cumm.matmul (a cached call) beside cupy.matmul and, when torch is
+    importable, torch.matmul, on a tiny product, where the kernels take a few microseconds and the
+    Python/launch path dominates. Each allocates its result, as a user's call does."""
     import cupy
 
     import cumm
@@ -437,4 +446,12 @@ def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
     b = rng.standard_normal((K, N), dtype=cupy.float32)
     cumm_us = host_us(lambda: cumm.matmul(a, b), calls, warmup)
     cupy_us = host_us(lambda: cupy.matmul(a, b), calls, warmup)
-    return {"shape": [M, N, K], "calls": calls, "cumm_us": cumm_us, "cupy_us": cupy_us, "ratio": cumm_us / cupy_us}
+    doc = {"shape": [M, N, K], "calls": calls, "cumm_us": cumm_us, "cupy_us": cupy_us, "ratio": cumm_us / cupy_us}
+    try:
+        import torch
+    except ImportError:
+        return doc
+    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+    doc["torch_us"] = host_us(lambda: torch.matmul(ta, tb), calls, warmup)
+    doc["cumm_torch_us"] = host_us(lambda: cumm.matmul(ta, tb), calls, warmup)  # torch tensors in and out
+    return doc

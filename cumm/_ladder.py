@@ -194,7 +194,7 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="bank_conflict_free",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
+            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
             template="gemm/07_bank_conflict_free.cu",
             vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
@@ -218,11 +218,13 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="warptile",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
+            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
             template="gemm/08_warptile.cu",
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
             vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="block -> warp -> thread tiling; conflict-free LDS.128 per warp sub-tile",
+            # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
+            configs={"small": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)},
             defaults=_WARPTILE_DEFAULTS,
             block=_warptile_block,
             grid=_grid_nm("BM", "BN"),
@@ -233,11 +235,13 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="double_buffer",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
+            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
             template="gemm/09_double_buffer.cu",
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
             vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
             summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
+            # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
+            configs={"small": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)},
             block=_warptile_block,
             grid=_grid_nm("BM", "BN"),
             smem=lambda c: 2 * c["BK"] * (c["BM"] + c["BN"]) * 4,
@@ -248,18 +252,20 @@ REGISTRY: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             name="tf32x3",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (bench/probe_epilogue.py): staging is faster
+            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
             template="gemm/10_tf32x3.cu",
             headers=("include/tf32x3_tile.cuh",),
             min_cc=80,  # mma.sync with TF32 operands
             split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
             vector_loads=True,  # cumm_cp_async_chunk<VEC_A> and <VEC_B>: 16-byte copies, never past K or N
             summary="tensor cores (mma.sync TF32) with each operand split in two: FP32 accuracy, 3 mma per product",
+            # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
+            configs={"small": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)},
             block=lambda c: (c["NUM_THREADS"], 1, 1),
             grid=_grid_nm("BM", "BN"),
             smem=_tf32x3_smem,
             defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4, NUM_THREADS=256, MINB=1),
-            # H200 tuning (bench/results/h200_tune.log): 64 x 64 warp tiles, 60.4 TFLOP/s at 4096^3 against 56.2
+            # H200 tuning (docs/performance.md): 64 x 64 warp tiles, 60.4 TFLOP/s at 4096^3 against 56.2
             # for the defaults; 253 registers, no spills on sm_90 (sm_80's ptxas spills 96 bytes there).
             cc_defaults={90: dict(BN=256, BK=16, WN=64, STAGES=3)},
             constraints=_TF32X3_CONSTRAINTS,

@@ -246,6 +246,20 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
 
 
+def decision(a, b, out, *, kernel: str = "auto") -> str:
+    """What a call ``matmul(a, b, kernel=kernel, out=out)`` made earlier runs: "<kernel> <non-default
+    parameters>" and the split count when it splits, e.g. "tf32x3 BM=64 BN=64 split_k=4"; "" if not known."""
+    key = _key(a, b, out, kernel, None, None, 0.0)
+    call = _calls.get(key) if key is not None else None
+    if call is None:
+        return ""
+    spec, cfg = call.plan.spec, call.plan.cfg
+    base = spec.default_config(compute_capability(call.dev))
+    diff = " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
+    splits = call.decisions["splits"]
+    return " ".join(x for x in (spec.name, diff, f"split_k={splits}" if splits > 1 else "") if x)
+
+
 def _current() -> int:
     return cupy.cuda.runtime.getDevice()
 
@@ -336,6 +350,9 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
     if kernel == "auto":
         kernel, config, split_k = _auto.select(M, N, K, dev, config, split_k)
+    elif config is None:  # a named rung fits the problem: its tuned entry, or tiles that fill the GPU
+        get_spec(kernel)
+        config = _auto.named(kernel, M, N, K, dev)
     flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
     spec = get_spec(kernel)
     repack_a = repack_b = False

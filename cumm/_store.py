@@ -187,14 +187,18 @@ def _log2_distance(a: Sequence[int], b: Sequence[int]) -> float:
     return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2 for x, y in zip(a, b, strict=True)))
 
 
-def lookup(gpu: str, cc: int, dtype: str, M: int, N: int, K: int, max_distance: float = MAX_DISTANCE) -> dict | None:
+def lookup(gpu: str, cc: int, dtype: str, M: int, N: int, K: int, max_distance: float = MAX_DISTANCE,
+           kernel: str | None = None) -> dict | None:
     """The tuned entry nearest to the bucket of M x N x K (log2 distance), if within ``max_distance``.
 
-    Among entries of the nearest bucket (several kernels), the one with the most TFLOP/s wins.
+    Among entries of the nearest bucket (several kernels), the one with the most TFLOP/s wins; ``kernel``:
+    that kernel's entries only.
     """
     q = bucket(M, N, K)
     best, best_key = None, None
     for e in tuned_entries(gpu, cc, dtype):
+        if kernel is not None and e["kernel"] != kernel:
+            continue
         k = (_log2_distance(q, e["bucket"]), -e["tflops"], entry_key(e))
         if best_key is None or k < best_key:
             best, best_key = e, k

@@ -58,7 +58,7 @@ def check_alpha_beta(rng, M: int, N: int, K: int, tol: float, **matmul_kwargs) -
 def rel_err(c, ref) -> float:
     import cupy
 
-    c64 = c.astype(cupy.float64)
+    c64 = cupy.asarray(c).astype(cupy.float64)  # (a torch tensor through __cuda_array_interface__)
     num = float(cupy.linalg.norm(c64 - ref))
     den = float(cupy.linalg.norm(ref))
     return num / den if den else num

@@ -187,9 +187,16 @@ def test_table_columns_align():
 def test_table_markdown():
     lines = _bench.format_table(fake_results(), markdown=True).splitlines()
     assert lines[0].startswith("| kernel") and lines[0].endswith("|")
-    assert set(lines[1]) <= set("|-:") and lines[1].count("|") == 8
-    assert all(line.count("|") == 8 for line in lines[:8])
+    assert set(lines[1]) <= set("|-:") and lines[1].count("|") == len(_bench.COLUMNS) + 1
+    assert all(line.count("|") == len(_bench.COLUMNS) + 1 for line in lines[:8])
     assert len({len(line) for line in lines[:8]}) == 1
+
+
+def test_table_says_what_ran():
+    rows = fake_results()
+    rows[2]["ran"] = "warptile BM=64 BN=64"
+    text = _bench.format_table(rows)
+    assert text.splitlines()[0].split()[-1] == "ran" and "warptile BM=64 BN=64" in text
 
 
 def test_markdown_report_and_overhead():
