@@ -47,7 +47,7 @@ from ._space import (
     progress_bar,
 )
 from ._store import entry_key, make_entry, save_entries, user_table_path
-from ._timing import back_to_back_ms, rotation_sets
+from ._timing import back_to_back_ms, gpu_unavailable, rotation_sets
 
 DTYPES = ("float32",)
 TOP_RUNGS = ("warptile", "double_buffer", "tf32x3")  # tf32x3 only where min_cc allows
@@ -130,6 +130,10 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
     With ``save`` the winner goes to the user's ``tuned.json``, where ``kernel="auto"`` finds it.
     Raises :class:`TuneError` if no configuration survives.
     """
+    reason = gpu_unavailable()
+    if reason:
+        raise TuneError(f"{reason}; cumm.tune times kernels on an NVIDIA GPU (nothing was saved). "
+                        "cumm._space.candidates lists what it would time, without one", [])
     import cupy
 
     from ._compile import device_kernel
@@ -304,6 +308,11 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
     if not todo:
         print("cumm tune: give shapes (M N K) or --standard", file=sys.stderr)
         return 2
+    reason = gpu_unavailable()
+    if reason:
+        print(f"cumm tune: {reason}; tuning times kernels on an NVIDIA GPU (nothing was saved). "
+              "'cumm tune --plan' lists the candidates without one", file=sys.stderr)
+        return 1
     kernels = [kernel] if kernel else top_rungs()  # after the argument checks: this one needs the GPU
     out_path = os.environ.get("CUMM_TUNE_OUT") or None
     per_kernel = _budget(None) / len(kernels)
@@ -329,8 +338,9 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
             print(f"  {win.summary()}", flush=True)
         results.append((shape, win, got))
     _print_table(results, kernels)
-    print(f"tuned {len(todo) - failed}/{len(todo)} shapes in {time.perf_counter() - t_all:.0f} s; "
-          f"saved to {user_table_path()}" + (f" and {out_path}" if out_path else ""))
+    where = (f"saved to {user_table_path()}" + (f" and {out_path}" if out_path else "")) if failed < len(todo) \
+        else "nothing saved"
+    print(f"tuned {len(todo) - failed}/{len(todo)} shapes in {time.perf_counter() - t_all:.0f} s; {where}")
     return 0 if failed == 0 else 1
 
 

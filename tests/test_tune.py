@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+import cumm
 from cumm import _auto, _cli, _space, _store, _tune
 from cumm._ladder import REGISTRY, get_spec
+
+from .conftest import GPU_SKIP_REASON
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP_RUNGS = ["warptile", "double_buffer"]
@@ -475,3 +478,14 @@ def test_cli_writes_both_tables(cache, tmp_path, monkeypatch, capsys):
     assert len(doc["entries"]) == 1  # the faster of the two top rungs only
     assert json.loads((cache / "tuned.json").read_text())["entries"] == doc["entries"]
     assert "256x256x256" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(GPU_SKIP_REASON is None, reason="a GPU is present: this checks the messages without one")
+def test_tune_without_a_gpu_says_so_and_saves_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CUMM_CACHE_DIR", str(tmp_path))
+    with pytest.raises(_tune.TuneError, match=r"no CUDA GPU available.*nothing was saved"):
+        cumm.tune("warptile", 64, 64, 64)
+    assert _cli.main(["tune", "--kernel", "warptile", "--shape", "64x64x64"]) == 1
+    err = capsys.readouterr().err
+    assert "cumm tune: no CUDA GPU available" in err and "nothing was saved" in err and "saved to" not in err
+    assert not list(tmp_path.iterdir()), "nothing may be written without a GPU"
