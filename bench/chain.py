@@ -1,325 +1,303 @@
-"""Time cumm.multi_dot on A @ B @ C against cupy's ``a @ b @ c`` (two cuBLAS calls, true FP32).
+"""Time cumm.multi_dot on A @ B @ C against cupy's and torch's ``a @ b @ c`` (two cuBLAS calls, true FP32).
 
-    PYTHONPATH=. python3 bench/chain.py [--json PATH] [--sizes 128,256,512] [--repeat 100] [--configs]
+    PYTHONPATH=. python3 bench/chain.py [--sizes 128,256,512,1024,2048,4096] [--no-extra] [--rounds 5]
+                                        [--json PATH] [--markdown PATH]
 
-For every chain: each method is first verified against a float64 product (output NaN-poisoned first; a
-method whose relative error is not below 1e-5 gets FAIL and no time), then timed by CUDA events, warm-up
-excluded, median of at least 50 runs, inputs rotated over enough sets to exceed twice the L2 cache (the
-project's timing, cumm._bench.sample_ms), two ways:
+Methods: cupy ``cupy.matmul(cupy.matmul(a, b), c, out=e)``; torch ``torch.matmul(torch.matmul(a, b), c,
+out=e)`` on the same memory (DLPack, ``allow_tf32 = False``; only where torch is importable and shares CuPy's
+stream); ``cumm.multi_dot([a, b, c], kernel=K, out=e)`` for K = each chain kernel the device runs
+(``cumm.kernels("chain")``: fused3, fused3_tc and fused3_wg on sm_90), auto and pairwise. Every method writes
+into a preallocated ``e`` (no method allocates its result) and rotates over enough input sets to exceed twice
+the L2 cache.
 
-* loop: calls queued back to back behind a short untimed leader, as cumm._bench does. Where a method's host
-  side (Python, argument checks, launches) is slower than its kernels, the GPU waits for the host and the
-  host's time is what is measured: what a caller sees calling it in a loop.
-* device: the timed calls are queued while the GPU is held busy by a spinning leader kernel, so all of
-  them are in the queue before the first runs and each pair of events times the GPU alone (the kernels
-  and the gaps between them), whatever the host costs.
-* batch: one event pair around each batch of BATCH calls issued back to back (host included, as in loop),
-  per call = batch time / BATCH, median over the batches. An event recorded between two launches costs the
-  GPU ~2 us (H200: an empty kernel takes 3.4 us per call with an event pair around each call, 1.4 us in
-  a batch, bench/probe_pdl.py) and stops programmatic dependent launch from overlapping them: this is
-  what a loop that records no events sees.
-* host: the host's time to issue those batches, per call (the host side alone).
+Before anything is timed, every method is checked against a float64 product (its output NaN-poisoned first; a
+relative error not below 1e-5 is FAIL and is not timed) and then warmed up: WARM_S of calls each, so that
+one-time costs (cuBLAS handle and heuristics, CuPy's pool growth, kernel compiles, plan caches) are paid by
+every method before any is timed. Three timings (cumm._timing):
 
-Columns: cupy a@b@c, multi_dot forced to fused3, fused3_tc and fused3_wg (sm_90 only), multi_dot auto;
-speedup = cupy / auto. The JSON also has pairwise and what auto chose. --configs also times every fused
-configuration (JSON and a third table).
+* loop: wall-clock time per call of a Python loop of calls, the GPU synchronized at both ends
+  (``host_us``): what a caller sees, the host included. Measured in ROUNDS interleaved rounds (each round
+  times every method once, the order rotated from round to round), reported as the median of the rounds,
+  so that a change in the host's speed during the run falls on every method alike.
+* device: calls queued behind a spinning kernel, one event between consecutive calls (``back_to_back_ms``):
+  the GPU's time per call, whatever the host costs.
+* events: an event pair around each call behind an untimed leader (``sample_ms``, as ``python -m cumm bench``).
+  Where the host is slower than the GPU this times part of the host's work too; kept for comparison with
+  earlier tables.
+
+speedup = cupy / auto in each timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import statistics
 import sys
 import time
 
 import cupy
-import numpy as np
 
 import cumm
-from cumm import _bench, _chain
+from cumm import _timing
 
 SQUARE = (128, 256, 512, 1024, 2048, 4096)
 EXTRA = [(4096, 64, 4096, 64)]
-MIN_RUNS = 50
 TOL = 1e-5
-BATCH, BATCHES = 50, 7
+L2_FALLBACK_BYTES = 60 * 2**20  # H200; only if the device does not report its L2 size
+WARM_S = 0.2  # warm-up per method and chain, at least WARM_CALLS calls
+WARM_CALLS = 20
+ROUNDS = 7
+LOOP_CALLS, LOOP_BUDGET_S = 100, 0.15  # calls per loop measurement (fewer for slow calls, at least 20)
+HOST_CHECK_ADDS = 2000  # the fixed pure-Python work timed in each round: the host's speed at that moment
+RUNS, RUN_BUDGET_S = 100, 0.5  # events and device: timed calls per method (fewer for slow calls, at least 20)
+MIN_RUNS = 20
+TF32_VARS = ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
+TIMINGS = {"us": "loop", "device_us": "device", "event_us": "events"}
 
 
 def _sets(rng, dims):
     dev = cupy.cuda.Device()
-    l2 = dev.attributes.get("L2CacheSize") or _bench.L2_FALLBACK_BYTES
+    l2 = dev.attributes.get("L2CacheSize") or L2_FALLBACK_BYTES
     free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
     m, k, p, n = dims
     operand = 4 * (m * k + k * p + p * n)
-    count = _bench.n_input_sets(operand, operand + 4 * m * n, l2, free)
+    count = _timing.n_input_sets(operand, operand + 4 * m * n, l2, free)
     f32 = cupy.float32
-    return [([rng.standard_normal((dims[i], dims[i + 1]), dtype=f32) for i in range(3)], cupy.empty((m, n), f32))
-            for _ in range(count)]
+    return [
+        ([rng.standard_normal((dims[i], dims[i + 1]), dtype=f32) for i in range(3)], cupy.empty((m, n), f32))
+        for _ in range(count)
+    ]
 
 
-# fused3_tc tile shapes timed with --configs (each over _chain.TC_CONFIG)
-TC_SWEEP = {
-    "32x64": {}, "32x32": dict(BN=32, WN=16), "64x64": dict(BM=64, WM=32), "64x64k16": dict(BM=64, WM=32, BK=16),
-    "32x64s2": dict(STAGES=2), "128x128": dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3),
-    "32x64ks2": dict(KS=2), "32x64ks4": dict(KS=4), "32x32ks4": dict(BN=32, WN=16, KS=4),
-    "32x32ks8": dict(BN=32, WN=16, KS=8), "64x64ks4": dict(BM=64, WM=32, KS=4),
-    "64x64k32ks4": dict(BM=64, WM=32, BK=32, KS=4),
-    # one warp per slice with the whole tile as its warp tile: fewer fragment loads and splits per mma
-    "32x32w1ks4": dict(BN=32, WM=32, WN=32, NUM_THREADS=32, KS=4),
-    "32x32w1ks8": dict(BN=32, WM=32, WN=32, NUM_THREADS=32, KS=8),
-    "32x64w1ks4": dict(WM=32, WN=64, NUM_THREADS=32, KS=4), "32x64w2ks4": dict(WN=64, NUM_THREADS=64, KS=4),
-    "32x32w2ks4": dict(BN=32, WN=32, NUM_THREADS=64, KS=4),
-}
+def _torch():
+    """torch with FP32 matmul (no TF32), or None where it is absent, has no GPU or does not share CuPy's stream."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    # one stream for both libraries, so that CuPy's events and synchronizations cover torch's kernels
+    if torch.cuda.current_stream().cuda_stream != cupy.cuda.get_current_stream().ptr:
+        print("torch: not timed (its current stream is not CuPy's)", file=sys.stderr)
+        return None
+    return torch
 
 
-# fused3_wg configurations timed with --configs (sm_90 only): BMxBN tiles, cK = K split over a cluster of K
-WG_BASE = dict(BM=128, BN=64, BK=16, CL=4, STAGES=4, MINB=1, XA=0)  # what WG_SWEEP's entries override
-WG_SWEEP = {  # sS: S stages (S - 1 chunks in flight; with K / (CL * BK) <= S - 1 a rank's whole K at once)
-    "128x64c4k16s4": {}, "64x64c2k32s3": dict(BM=64, CL=2, BK=32, STAGES=3),
-    "128x32c2k32s3": dict(BN=32, CL=2, BK=32, STAGES=3), "128x32c2k32s5": dict(BN=32, CL=2, BK=32, STAGES=5),
-    "128x32c2k32s8": dict(BN=32, CL=2, BK=32, STAGES=8), "64x32c4k32s6": dict(BM=64, BN=32, CL=4, BK=32, STAGES=6),
-    "128x32c4k32s4": dict(BN=32, CL=4, BK=32), "128x64c2k16s6": dict(CL=2, STAGES=6),
-    "128x64c2k16s8": dict(CL=2, STAGES=8), "128x64c2k32s6": dict(CL=2, BK=32, STAGES=6),
-    # xa: X's fragments one chunk ahead (XA = 1)
-    "128x32c2k32s8xa": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1),
-    "128x32c2k32s5xa": dict(BN=32, CL=2, BK=32, STAGES=5, XA=1),
-    "64x64c2k32s3xa": dict(BM=64, CL=2, BK=32, STAGES=3, XA=1), "128x64c2k32s6xa": dict(CL=2, BK=32, STAGES=6, XA=1),
-    # tma: chunks by the copy engine (TMA = 1; STAGES chunks in flight, one block barrier per chunk)
-    "128x32c2k32s8xa-tma": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1),
-    "128x32c2k32s4xa-tma": dict(BN=32, CL=2, BK=32, STAGES=4, XA=1, TMA=1),
-    "128x32c2k32s8-tma": dict(BN=32, CL=2, BK=32, STAGES=8, TMA=1),
-    "64x64c2k32s3-tma": dict(BM=64, CL=2, BK=32, STAGES=3, TMA=1),
-    "64x64c2k32s4xa-tma": dict(BM=64, CL=2, BK=32, STAGES=4, XA=1, TMA=1),
-    "128x64c2k32s5": dict(CL=2, BK=32, STAGES=5), "128x64c2k32s5-tma": dict(CL=2, BK=32, STAGES=5, TMA=1),
-    "128x32c4k32s4xa-tma": dict(BN=32, CL=4, BK=32, STAGES=4, XA=1, TMA=1),
-    "64x64c2k32s6-tma": dict(BM=64, CL=2, BK=32, STAGES=6, TMA=1),
-    "128x64c2k32s4-tma": dict(CL=2, BK=32, STAGES=4, TMA=1),
-    "128x64c2k16s8-tma": dict(CL=2, BK=16, STAGES=8, TMA=1),
-    "128x64c2k16s8xa-tma": dict(CL=2, BK=16, STAGES=8, XA=1, TMA=1),
-    "128x32c2k16s8xa-tma": dict(BN=32, CL=2, BK=16, STAGES=8, XA=1, TMA=1),
-    # one warpgroup per block, two blocks per multiprocessor where the shared memory allows
-    "64x32c1k32s8xa-tma": dict(BM=64, BN=32, CL=1, BK=32, STAGES=8, XA=1, TMA=1),
-    "64x32c2k32s6xa-tma": dict(BM=64, BN=32, CL=2, BK=32, STAGES=6, XA=1, TMA=1),
-    "64x32c2k32s4xa-tma": dict(BM=64, BN=32, CL=2, BK=32, STAGES=4, XA=1, TMA=1),
-    "64x32c4k32s4xa-tma": dict(BM=64, BN=32, CL=4, BK=32, STAGES=4, XA=1, TMA=1),
-    # pa2: two sets of partial sums, a chunk's wgmma queued behind the last one's (PA = 2)
-    "128x32c2k32s8xa-tma-pa2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, PA=2),
-    "128x32c2k16s8xa-tma-pa2": dict(BN=32, CL=2, BK=16, STAGES=8, XA=1, TMA=1, PA=2),
-    "128x32c2k32s8xa-pa2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, PA=2),
-    "64x32c2k32s6xa-tma-pa2": dict(BM=64, BN=32, CL=2, BK=32, STAGES=6, XA=1, TMA=1, PA=2),
-    "128x64c2k16s8xa-tma-pa2": dict(CL=2, BK=16, STAGES=8, XA=1, TMA=1, PA=2),
-    "128x64c2k32s4xa-tma-pa2": dict(CL=2, BK=32, STAGES=4, XA=1, TMA=1, PA=2),
-    # st2: the two small terms in their own accumulators (ST = 2): three chains of wgmma per chunk
-    "128x32c2k32s8xa-tma-st2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, ST=2),
-    "128x32c2k32s8-tma-st2": dict(BN=32, CL=2, BK=32, STAGES=8, TMA=1, ST=2),
-    "128x32c2k32s8xa-tma-pa2-st2": dict(BN=32, CL=2, BK=32, STAGES=8, XA=1, TMA=1, PA=2, ST=2),
-    "128x64c2k32s4-tma-st2": dict(CL=2, BK=32, STAGES=4, TMA=1, ST=2),
-    # session 11: the named configurations, K split over two K groups of one block (KW = 2) instead of a
-    # cluster, and 128 x 32 tiles in chunks of 64 (2 stages)
-    "s11-wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1),
-    "s11-kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2),
-    "s11-wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1),
-    "s11-k64xa0s2": dict(BM=128, BN=32, BK=64, CL=2, STAGES=2, TMA=1),
-    "s11-kw64x64": dict(BM=64, BN=64, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
-    "s11-kw128x32": dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
-}
+def _methods(cc: int, torch) -> dict:
+    methods = {"cupy": lambda x, e: cupy.matmul(cupy.matmul(x[0], x[1]), x[2], out=e)}
+    if torch is not None:
+        methods["torch"] = lambda x, e: torch.matmul(torch.matmul(x[0], x[1]), x[2], out=e)
+    # the chain kernels this device runs (fused3, fused3_tc, fused3_wg on sm_90), then multi_dot's own choice
+    kernels = [k for k in cumm.kernels("chain") if cumm.kernel_spec(k).supports(cc)] + ["auto", "pairwise"]
+    for k in kernels:
+        methods[k] = lambda x, e, k=k: cumm.multi_dot(x, kernel=k, out=e)
+    return methods
 
 
-def _tc_with(over, dev: int):
-    return lambda x, e: _chain._fused3_tc(*x, e, {**_chain.TC_CONFIG, **over}, dev)
+def _operands(name: str, sets, torch):
+    """The input sets as the method takes them: torch tensors on the same memory for torch."""
+    if name != "torch":
+        return sets
+    return [([torch.from_dlpack(a) for a in x], torch.from_dlpack(e)) for x, e in sets]
 
 
-def _wg_with(over, dev: int):
-    return lambda x, e: _chain._fused3_wg(*x, e, {**WG_BASE, **over}, dev)
-
-
-def _fused_with(name: str, dev: int):
-    return lambda x, e: _chain._fused3(*x, e, name, dev)
-
-
-def _methods():
-    dev = cupy.cuda.runtime.getDevice()
-    methods = {
-        "cupy": lambda x, e: cupy.matmul(cupy.matmul(x[0], x[1]), x[2], out=e),
-        "fused3": lambda x, e: cumm.multi_dot(x, kernel="fused3", out=e),
-        "fused3_tc": lambda x, e: cumm.multi_dot(x, kernel="fused3_tc", out=e),
-        "fused3_wg": lambda x, e: cumm.multi_dot(x, kernel="fused3_wg", out=e),
-        "auto": lambda x, e: cumm.multi_dot(x, kernel="auto", out=e),
-        "pairwise": lambda x, e: cumm.multi_dot(x, kernel="pairwise", out=e),
-    }
-    configs = {f"fused3:{name}": _fused_with(name, dev) for name in _chain.CONFIGS}
-    configs.update({f"fused3_tc:{name}": _tc_with(over, dev) for name, over in TC_SWEEP.items()})
-    if int(cupy.cuda.Device(dev).compute_capability) != 90:  # fused3_wg: sm_90 only
-        del methods["fused3_wg"]
-    else:
-        configs.update({f"fused3_wg:{name}": _wg_with(over, dev) for name, over in WG_SWEEP.items()})
-    return methods, configs
-
-
-_SPIN = r"""
-extern "C" __global__ void cumm_bench_spin(long long ns) {
-    long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-}
-"""
-
-
-def device_ms(call, runs: int) -> list[float]:
-    """Per-call GPU times (ms) of ``call``: all timed calls are enqueued while a spinning kernel holds the GPU,
-    so none waits for the host. The spin lasts 3x the measured host time of the enqueueing (at least 20 ms)."""
-    spin = cupy.RawKernel(_SPIN, "cumm_bench_spin")
-    t0 = time.perf_counter()
-    for _ in range(5):
-        call()
-    cupy.cuda.Device().synchronize()
-    host_s = (time.perf_counter() - t0) / 5 * runs
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
-    spin((1,), (1,), (np.int64(max(0.02, 3 * host_s) * 1e9),))
-    t0 = time.perf_counter()
-    for s, e in events:
-        s.record()
-        call()
-        e.record()
-    enqueue_s = time.perf_counter() - t0
-    events[-1][1].synchronize()
-    if enqueue_s > max(0.02, 3 * host_s):
-        print(f"warning: enqueueing took {enqueue_s * 1e3:.1f} ms, longer than the spin: device times include "
-              "host time", file=sys.stderr)
-    return [cupy.cuda.get_elapsed_time(s, e) for s, e in events]
-
-
-def batch_us(call) -> tuple[float, float]:
-    """Medians over BATCHES of (time of BATCH calls issued back to back) / BATCH, in us, host included, and of
-    the host's time to issue them / BATCH (the host side of a call alone: 50 calls never fill the launch
-    queue, so the host never waits for the GPU)."""
-    a, b = cupy.cuda.Event(), cupy.cuda.Event()
-    per, host = [], []
-    for _ in range(BATCHES):
-        call()  # an untimed leader, as in _bench.sample_ms
-        a.record()
-        t0 = time.perf_counter()
-        for _ in range(BATCH):
-            call()
-        host.append((time.perf_counter() - t0) * 1e6 / BATCH)
-        b.record()
-        b.synchronize()
-        per.append(cupy.cuda.get_elapsed_time(a, b) * 1e3 / BATCH)
-    return statistics.median(per), statistics.median(host)
-
-
-def _measure(fn, sets, ref, ref_norm, repeat):
-    """(relative error, median us in a loop, median device us, back-to-back us, host us, runs); times are None
-    if the result is wrong."""
-    x, e = sets[0]
-    e.fill(math.nan)
-    fn(x, e)
-    err = float(cupy.linalg.norm(e.astype(cupy.float64) - ref)) / ref_norm
-    if not err < TOL:  # NaN (an element never written) included
-        return (err if math.isfinite(err) else None), None, None, None, None, 0
+def _rotating(fn, sets):
     state = {"i": 0}
 
     def call():
-        xs, es = sets[state["i"] % len(sets)]
+        x, e = sets[state["i"] % len(sets)]
         state["i"] += 1
-        fn(xs, es)
+        fn(x, e)
 
-    times = _bench.sample_ms(call, warmup=5, repeat=max(repeat, MIN_RUNS), min_runs=MIN_RUNS)
-    dev = device_ms(call, max(repeat, MIN_RUNS))
-    return err, statistics.median(times) * 1e3, statistics.median(dev) * 1e3, *batch_us(call), len(times)
+    return call
 
 
-def run(chains, repeat: int, with_configs: bool, only: str = "") -> list[dict]:
+def _check(fn, ops, sets, ref, ref_norm) -> float | None:
+    """Relative error of one call against the float64 ``ref``, its output NaN-poisoned first; None for NaN.
+    ``ops`` are ``sets`` as the method takes them (the same memory), so the result is read from ``sets``."""
+    sets[0][1].fill(math.nan)
+    fn(*ops[0])
+    err = float(cupy.linalg.norm(sets[0][1].astype(cupy.float64) - ref)) / ref_norm
+    return err if math.isfinite(err) else None
+
+
+def host_check_us() -> float:
+    """Microseconds of HOST_CHECK_ADDS additions in a Python loop (best of 3): no GPU, so it moves only with
+    the host's speed, which changes between runs and within one (the host-bound columns move with it)."""
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        s = 0
+        for i in range(HOST_CHECK_ADDS):
+            s += i
+        best = min(best, (time.perf_counter() - t0) * 1e6)
+    return best
+
+
+def _warm(call) -> float:
+    """WARM_S of calls (at least WARM_CALLS); returns the last wall-clock us per call as an estimate."""
+    est = _timing.host_us(call, WARM_CALLS, 1)
+    extra = int(WARM_S * 1e6 / max(est, 1.0)) - WARM_CALLS
+    if extra > 0:
+        est = _timing.host_us(call, extra, 0)
+    return est
+
+
+def _measure_chain(dims, rng, methods, torch, rounds: int) -> dict:
+    sets = _sets(rng, dims)
+    x = sets[0][0]
+    ref = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
+    ref_norm = float(cupy.linalg.norm(ref))
+    row = {"shape": "x".join(map(str, dims)), "dims": list(dims)}
+    calls, est = {}, {}
+    for name, fn in methods.items():  # check and warm every method before any is timed
+        ops = _operands(name, sets, torch)
+        try:
+            err = _check(fn, ops, sets, ref, ref_norm)
+        except (ValueError, RuntimeError) as exc:  # e.g. a fused kernel this device cannot run
+            row[name] = {"status": f"n/a ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"}
+            continue
+        row[name] = {"rel_err": err, "status": "ok" if err is not None and err < TOL else "FAIL"}
+        if row[name]["status"] == "ok":
+            calls[name] = _rotating(fn, ops)
+            est[name] = _warm(calls[name])
+    names = list(calls)
+    loops: dict[str, list[float]] = {name: [] for name in names}
+    checks = []
+    for r in range(rounds if names else 0):  # interleaved: every method once per round, the order rotated
+        checks.append(host_check_us())
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            n_calls = _timing.planned_runs(est[name] / 1e3, LOOP_CALLS, LOOP_BUDGET_S, MIN_RUNS)
+            loops[name].append(_timing.host_us(calls[name], n_calls, 2))
+    for name in names:
+        call = calls[name]
+        runs = _timing.planned_runs(est[name] / 1e3, RUNS, RUN_BUDGET_S, MIN_RUNS)
+        events = _timing.sample_ms(call, warmup=3, repeat=runs, budget_s=RUN_BUDGET_S, min_runs=MIN_RUNS)
+        # the spin must outlast the host's queueing of the timed calls: est, the wall clock per call, bounds a
+        # call's host side (no host path here takes 1 ms)
+        spin_ms = max(_timing.SPIN_MS, 3e-3 * min(est[name], 1000.0) * runs)
+        device = _timing.back_to_back_ms(lambda i, call=call: call(), runs, spin_ms=spin_ms)
+        row[name].update(
+            us=statistics.median(loops[name]), us_rounds=loops[name], device_us=statistics.median(device) * 1e3,
+            event_us=statistics.median(events) * 1e3, runs=runs,
+        )  # fmt: skip
+    row["host_check_us"] = statistics.median(checks)
+    for key in TIMINGS:
+        cu, au = row["cupy"].get(key), row["auto"].get(key)
+        row["speedup" + ("" if key == "us" else "_" + TIMINGS[key])] = cu / au if cu and au else None
+    return row
+
+
+def run(chains, rounds: int) -> tuple[list[dict], list[str]]:
     rng = cupy.random.default_rng(0)
-    dev = cupy.cuda.runtime.getDevice()
-    cc = int(cupy.cuda.Device(dev).compute_capability)
+    cc = int(cupy.cuda.Device().compute_capability)
+    torch = _torch()
+    methods = _methods(cc, torch)
     rows = []
     for dims in chains:
-        sets = _sets(rng, dims)
-        x = sets[0][0]
-        ref = (x[0].astype(cupy.float64) @ x[1].astype(cupy.float64)) @ x[2].astype(cupy.float64)
-        ref_norm = float(cupy.linalg.norm(ref))
-        methods, configs = _methods()
-        if with_configs:
-            prefixes = tuple(x for x in only.split(",") if x)
-            methods.update({k: v for k, v in configs.items() if not prefixes or k.startswith(prefixes)})
-        row = {"shape": "x".join(map(str, dims)), "dims": list(dims),
-               "auto_choice": _chain.select(*dims, cc) or "pairwise"}
-        for name, fn in methods.items():
-            err, us, dev_us, b_us, h_us, runs = _measure(fn, sets, ref, ref_norm, repeat)
-            row[name] = {"us": us, "device_us": dev_us, "batch_us": b_us, "host_us": h_us, "rel_err": err,
-                         "runs": runs, "status": "ok" if us is not None else "FAIL"}
-        for key, suffix in (("us", ""), ("device_us", "_device"), ("batch_us", "_batch"), ("host_us", "_host")):
-            cu, au = row["cupy"][key], row["auto"][key]
-            row["speedup" + suffix] = cu / au if cu and au else None
-        rows.append(row)
-        print(_line(row, "us") + " device: " + _line(row, "device_us") + " batch: " + _line(row, "batch_us"),
-              file=sys.stderr, flush=True)
-        del sets, ref
+        rows.append(_measure_chain(dims, rng, methods, torch, rounds))
+        print(_line(rows[-1], list(methods), "us"), file=sys.stderr, flush=True)
         cupy.get_default_memory_pool().free_all_blocks()
-    return rows
+    return rows, list(methods)
 
 
-def _us(cell, key="us") -> str:
-    if cell[key] is not None:
+def _cell(cell: dict, key: str) -> str:
+    if cell.get(key) is not None:
         return f"{cell[key]:.1f}"
-    return "FAIL (NaN)" if cell["rel_err"] is None else f"FAIL ({cell['rel_err']:.1e})"
+    if cell.get("status", "").startswith("n/a"):
+        return "n/a"
+    err = cell.get("rel_err")
+    return "FAIL (NaN)" if err is None else f"FAIL ({err:.1e})"
 
 
-def _line(row, key) -> str:
-    sp = row["speedup" + {"us": "", "device_us": "_device", "batch_us": "_batch", "host_us": "_host"}[key]]
-    return (f"| {row['shape']} | {_us(row['cupy'], key)} | {_us(row['fused3'], key)} | "
-            f"{_us(row['fused3_tc'], key)} | {_us(row['fused3_wg'], key) if 'fused3_wg' in row else '-'} | "
-            f"{_us(row['auto'], key)} "
-            f"({row['auto_choice']}) | {f'{sp:.2f}x' if sp else '-'} |")
+def _line(row: dict, names: list[str], key: str) -> str:
+    sp = row["speedup" + ("" if key == "us" else "_" + TIMINGS[key])]
+    cells = " | ".join(_cell(row[n], key) for n in names)
+    check = f" {row['host_check_us']:.1f} |" if key == "us" else ""
+    return f"| {row['shape']} | {cells} | {f'{sp:.2f}x' if sp else '-'} |{check}"
 
 
-def table(rows) -> str:
-    head = ["| shape | cupy a@b@c us | fused3 us | fused3_tc us | fused3_wg us | auto us | speedup |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    out = ["In a loop (host included):", "", *head, *(_line(r, "us") for r in rows), "",
-           "Device time (calls queued behind a busy GPU; host excluded):", "", *head,
-           *(_line(r, "device_us") for r in rows), "",
-           f"Back to back (one event pair around each batch of {BATCH} calls; host included):", "", *head,
-           *(_line(r, "batch_us") for r in rows), "",
-           "Host time per call (issuing the batches above; ratio = cupy's / auto's):", "", *head,
-           *(_line(r, "host_us") for r in rows)]
-    cfg_names = [k for k in rows[0] if k.startswith(("fused3:", "fused3_tc:", "fused3_wg:"))] if rows else []
-    if cfg_names:
-        out += ["", "Pairwise and each fused3 configuration, loop us / device us / back-to-back us:", "",
-                "| shape | pairwise | " + " | ".join(cfg_names) + " |",
-                "| --- | ---: | " + " | ".join("---:" for _ in cfg_names) + " |"]
-        out += [f"| {r['shape']} | " + " | ".join(f"{_us(r[c])} / {_us(r[c], 'device_us')} / {_us(r[c], 'batch_us')}"
-                                                   for c in ["pairwise", *cfg_names]) + " |" for r in rows]
+def table(rows: list[dict], names: list[str], rounds: int = ROUNDS) -> str:
+    out = []
+    for key, title in (
+        ("us", f"Loop (wall clock per call of a Python loop, host included; median of {rounds} interleaved rounds)"),
+        ("device_us", "Device (calls queued behind a spinning kernel; the GPU's time per call)"),
+        ("event_us", "Events (an event pair around each call, as `python -m cumm bench`)"),
+    ):
+        check = key == "us"  # the loop table also gives the host's speed: host_check_us()
+        head = [
+            "| chain | " + " | ".join(f"{n} us" for n in names) + " | cupy / auto |" + " host check us |" * check,
+            "| --- | " + " | ".join("---:" for _ in names) + " | ---: |" + " ---: |" * check,
+        ]
+        out += [f"{title}:", "", *head, *(_line(r, names, key) for r in rows), ""]
     return "\n".join(out)
+
+
+def device_info() -> dict:
+    dev = cupy.cuda.Device()
+    name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
+    rt = cupy.cuda.runtime.runtimeGetVersion()
+    info = {
+        "device": name.decode() if isinstance(name, bytes) else str(name),
+        "cc": f"{dev.compute_capability[:-1]}.{dev.compute_capability[-1]}",
+        "cupy": cupy.__version__,
+        "cuda": f"{rt // 1000}.{rt % 1000 // 10}",
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return info
+
+
+def check_tf32() -> None:
+    for var in TF32_VARS:
+        val = os.environ.get(var, "").strip()
+        if val not in ("", "0"):
+            sys.exit(f"{var}={val!r} is set: cuBLAS would compute the FP32 baselines in TF32; unset it and run again")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--sizes", default=",".join(map(str, SQUARE)), help="square sizes n (n x n x n x n chains)")
     p.add_argument("--no-extra", action="store_true", help="skip the 4096x64 . 64x4096 . 4096x64 chain")
-    p.add_argument("--repeat", type=int, default=100, help=f"timed runs per method (at least {MIN_RUNS})")
-    p.add_argument("--configs", action="store_true", help="also time every fused3 configuration")
-    p.add_argument("--only", default="", help="with --configs: only the configurations whose names start with one "
-                   "of these comma-separated prefixes (e.g. fused3_wg:,fused3_tc:32x32)")
+    p.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds of the loop timing")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
     a = p.parse_args()
-    why = _bench.gpu_unavailable()
+    why = _timing.gpu_unavailable()
     if why:
         sys.exit(why)
-    _bench.check_tf32()
-    _bench._check_cupy_compute_type()
+    check_tf32()
     chains = [(n, n, n, n) for n in (int(s) for s in a.sizes.split(",") if s.strip())]
     if not a.no_extra:
         chains += EXTRA
-    rows = run(chains, a.repeat, a.configs, a.only)
-    info = _bench.device_info()
-    print(f"{info['device']} (cc {info['cc']}), CuPy {info['cupy']}, CUDA {info['cuda']}; median of >= {MIN_RUNS} "
-          "CUDA-event timed runs, warm-up excluded; speedup = cupy / auto\n")
-    print(table(rows))
+    rows, names = run(chains, max(1, a.rounds))
+    info = device_info()
+    head = (
+        f"{info['device']} (cc {info['cc']}), CuPy {info['cupy']}, CUDA {info['cuda']}"
+        + (f", torch {info['torch']}" if "torch" in names else "")
+        + "; every method checked against float64, then warmed, before any is timed; speedup = cupy / auto"
+    )
+    text = f"{head}\n\n{table(rows, names, max(1, a.rounds))}"
+    print(text)
+    if a.markdown:
+        command = "PYTHONPATH=. python3 bench/chain.py " + " ".join(sys.argv[1:])
+        with open(a.markdown, "w") as f:
+            f.write(f"# cumm.multi_dot against a @ b @ c\n\nCommand: `{command}`\n\n{text}")
     if a.json:
-        _bench.write_json(a.json, {"device": info, "min_runs": MIN_RUNS, "tolerance": TOL, "results": rows})
+        with open(a.json, "w") as f:
+            doc = {"device": info, "rounds": a.rounds, "tolerance": TOL, "methods": names, "results": rows}
+            json.dump(doc, f, indent=2, allow_nan=False)
+            f.write("\n")
 
 
 if __name__ == "__main__":

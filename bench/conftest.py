@@ -17,8 +17,12 @@ DEFAULT_SIZES = "1024,2048,4096"
 
 
 def pytest_addoption(parser):
-    parser.addoption("--cumm-sizes", default=None, metavar="S1,S2",
-                     help=f"square sizes for the bench/ suite (else env CUMM_BENCH_SIZES, else {DEFAULT_SIZES})")
+    parser.addoption(
+        "--cumm-sizes",
+        default=None,
+        metavar="S1,S2",
+        help=f"square sizes for the bench/ suite (else env CUMM_BENCH_SIZES, else {DEFAULT_SIZES})",
+    )
 
 
 def bench_sizes(config) -> list[int]:
@@ -42,7 +46,7 @@ def _skip_reason(config) -> str | None:
         return "pytest-benchmark is not installed: pip install 'cumm[test]'"
     if not config.getoption("benchmark_only", default=False):
         return "benchmarks run only with --benchmark-only"
-    from cumm._bench import gpu_unavailable
+    from cumm._timing import gpu_unavailable
 
     return gpu_unavailable()
 

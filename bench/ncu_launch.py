@@ -1,27 +1,73 @@
-"""Five launches of fused3_wg at n = 512 (wg64x32, or the named configuration base="...", with the overrides given
-as a dict literal), for ncu to profile one of them (bench/ncu_wg.sh, bench/ncu_source.sh).
+"""Launch one kernel a few times, for Nsight Compute to profile the last launch (bench/ncu.sh drives it).
 
-    PYTHONPATH=. python3 bench/ncu_launch.py "dict(TMA=0)"
+    PYTHONPATH=. python3 bench/ncu_launch.py TARGET [--n N] [--calls 5] [--print-regex]
+
+TARGET is a GEMM rung with optional tile overrides, ``double_buffer`` or ``vectorized:BK=16`` (cumm.matmul on
+N x N x N, N default 4096), or a chain kernel, ``fused3_wg`` (cumm.multi_dot(kernel=...), which picks the
+configuration by its size rule; N x N x N x N, N default 512), optionally with one of its named configurations
+and overrides, ``fused3_wg:kw64x32`` or ``fused3_wg:kw64x32,TMA=0`` (run through ``cumm._chain.plans.fused``).
+``--print-regex`` prints the ncu kernel filter that selects TARGET's kernel (``regex:^cumm_NAME_[A-Z]``) and exits.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 
-import cupy
 
-from cumm import _chain
+def parse(target: str) -> tuple[str, str | None, dict[str, int]]:
+    """``"fused3_wg:kw64x32,TMA=0"`` -> ``("fused3_wg", "kw64x32", {"TMA": 0})``."""
+    kernel, _, rest = target.partition(":")
+    name, over = None, {}
+    for item in filter(None, rest.split(",")):
+        if "=" in item:
+            k, v = item.split("=", 1)
+            over[k.strip()] = int(v)
+        elif name is None:
+            name = item.strip()
+        else:
+            raise SystemExit(f"{target!r}: at most one named configuration")
+    return kernel, name, over
 
 
 def main() -> None:
-    over = eval(sys.argv[1] if len(sys.argv) > 1 else "dict()", {"dict": dict})
-    n = 512
-    x = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(3)]
-    e = cupy.empty((n, n), cupy.float32)
-    base = over.pop("base", "wg64x32")
-    cfg = dict(_chain.WG_CONFIGS[base], **over)
-    for _ in range(5):
-        _chain._fused3_wg(*x, e, cfg, cupy.cuda.runtime.getDevice())
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("target")
+    p.add_argument("--n", type=int, default=None, help="size (default 4096 for a GEMM rung, 512 for a chain)")
+    p.add_argument("--calls", type=int, default=5, help="launches; profile the last with --launch-skip calls-1")
+    p.add_argument("--print-regex", action="store_true", help="print the ncu kernel filter for TARGET and exit")
+    a = p.parse_args()
+    kernel, name, over = parse(a.target)
+    if a.print_regex:  # kernel names are cumm_<kernel>_<first parameter, upper case>...
+        print(f"regex:^cumm_{kernel}_[A-Z]")
+        return
+
+    import cupy
+
+    import cumm
+
+    chain = kernel in cumm.kernels("chain")
+    n = a.n or (512 if chain else 4096)
+    rng = cupy.random.default_rng(0)
+    x = [rng.standard_normal((n, n), dtype=cupy.float32) for _ in range(3 if chain else 2)]
+    out = cupy.empty((n, n), cupy.float32)
+    if not chain:
+        if name is not None:
+            raise SystemExit(f"{kernel} is a GEMM rung: give overrides K=V, not a configuration name")
+        for _ in range(a.calls):
+            cumm.matmul(x[0], x[1], kernel=kernel, config=over or None, out=out)
+    elif name is None and not over:
+        for _ in range(a.calls):
+            cumm.multi_dot(x, kernel=kernel, out=out)
+    else:
+        from cumm._chain import plans
+
+        spec = cumm.kernel_spec(kernel)
+        if name is None:
+            raise SystemExit(f"overrides need a named configuration of {kernel}: one of {list(spec.configs)}")
+        config = {**spec.configs[name], **over}
+        dev = cupy.cuda.runtime.getDevice()
+        for _ in range(a.calls):
+            plans.fused(*x, out, kernel, config, dev)
     cupy.cuda.Device().synchronize()
 
 

@@ -1,6 +1,6 @@
 """Offline SASS summary of a kernel configuration: ptxas report plus instruction counts.
 
-    python bench/sass.py double_buffer --arch sm_90 --config BK=8 [--dump]
+    PYTHONPATH=. python3 bench/sass.py double_buffer --arch sm_90 --config BK=8 [--dump]
 
 Needs cuobjdump on PATH or CUOBJDUMP set (on the H200 machine it is in the CUDA toolkit; here
 `pip install nvidia-cuda-cuobjdump` provides one). No GPU needed.
@@ -18,9 +18,6 @@ import sys
 import tempfile
 
 import cumm
-
-WATCH = ("FFMA", "LDS", "LDS.128", "LDS.64", "STS", "STS.128", "LDG.E", "LDG.E.128", "STG.E", "STG.E.128",
-         "LDL", "STL", "BAR.SYNC", "BRA")
 
 
 def sass(cubin: bytes) -> str:
@@ -56,12 +53,18 @@ def main() -> None:
     a = p.parse_args()
     cfg = {k: int(v) for k, v in (kv.split("=") for kv in a.config.split(",") if kv)}
     r = cumm.compile(a.kernel, cfg or None, a.arch, aligned=not a.unaligned)
-    print(f"{r.name}: {r.registers} registers, {r.spill_bytes} spill bytes, {r.stack_bytes} stack, "
-          f"{r.shared_bytes} shared bytes, {r.threads} threads")
+    print(
+        f"{r.name}: {r.registers} registers, {r.spill_bytes} spill bytes, {r.stack_bytes} stack, "
+        f"{r.shared_bytes} shared bytes, {r.threads} threads"
+    )
     text = sass(r.cubin)
     ops = summary(text)
-    print("  ".join(f"{k}={ops[k]}" for k in ("FFMA", "LDS", "LDS.128", "STS", "LDG", "LDG.128", "STG",
-                                                 "LDL", "STL", "BAR", "BRA")))
+    print(
+        "  ".join(
+            f"{k}={ops[k]}"
+            for k in ("FFMA", "LDS", "LDS.128", "STS", "LDG", "LDG.128", "STG", "LDL", "STL", "BAR", "BRA")
+        )
+    )
     total = sum(v for k, v in ops.items() if "." not in k)
     print(f"total instructions {total}, FFMA share {ops['FFMA'] / max(total, 1):.1%}")
     if a.dump:

@@ -22,11 +22,11 @@ import cupy
 import pytest
 
 import cumm
-from cumm import _bench
+from cumm import _bench, _timing
 
 ROUND_S = 0.02  # GPU work per round: long enough that two synchronizations are noise
 ROUNDS = 20
-BUDGET_S = 2.0  # slow kernels (naive at 4096) get fewer rounds, but at least _bench.MIN_RUNS
+BUDGET_S = 2.0  # slow kernels (naive at 4096) get fewer rounds, but at least _timing.MIN_RUNS
 
 
 def synchronized_clock() -> float:
@@ -52,9 +52,9 @@ class Workload:
 
 def _plan(fn) -> tuple[int, int]:
     """(iterations per round, rounds) from a quick CUDA-event estimate of one call."""
-    est_ms = _bench.time_ms(fn, warmup=2, repeat=5, budget_s=0.5)
+    est_ms = _timing.time_ms(fn, warmup=2, repeat=5, budget_s=0.5)
     iterations = max(1, round(ROUND_S * 1e3 / est_ms))
-    rounds = min(ROUNDS, max(_bench.MIN_RUNS, int(BUDGET_S * 1e3 / (est_ms * iterations))))
+    rounds = min(ROUNDS, max(_timing.MIN_RUNS, int(BUDGET_S * 1e3 / (est_ms * iterations))))
     return iterations, rounds
 
 
