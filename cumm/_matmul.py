@@ -55,21 +55,28 @@ class Plan:
         gx, gy, gz = self.spec.grid(self.cfg, M, N, K)
         return gx * gy * gz
 
-    def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits: int = 1) -> None:
+    def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits: int = 1,
+               batch: tuple[int, int, int, int] | None = None) -> None:
+        """One launch (two with split-K). ``batch``: (count, A's, B's and C's batch strides in elements) for a
+        batched variant: grid z is the batch."""
         grid = self.spec.grid(self.cfg, M, N, K)
         out, ldo = c, ldc
+        if batch is not None:
+            grid = (grid[0], grid[1], batch[0])
         if splits > 1:  # grid z = slices of K; each writes raw partials (alpha 1, beta 0) into a workspace
             grid = (grid[0], grid[1], splits)
             c, ldc = cupy.empty((splits, M, N), dtype=F32), N
         if grid[1] > 65535 or grid[2] > 65535:
             raise ValueError(
                 f"kernel {self.spec.name!r} with {self.cfg} needs a grid of {grid} blocks for a {M}x{N}x{K} "
-                "product; CUDA allows at most 65535 blocks in y and z: use larger tiles or another kernel"
+                "product" + (f" batch of {batch[0]}" if batch else "") + "; CUDA allows at most 65535 blocks in y "
+                "and z: use larger tiles or another kernel" + (", or split the batch" if batch else "")
             )
         i32 = np.int32
-        self.kern(grid, self.block,
-                  (i32(M), i32(N), i32(K), np.float32(alpha), a, i32(lda), b, i32(ldb), np.float32(beta), c, i32(ldc)),
-                  shared_mem=self.smem)
+        args = (i32(M), i32(N), i32(K), np.float32(alpha), a, i32(lda), b, i32(ldb), np.float32(beta), c, i32(ldc))
+        if batch is not None:
+            args += tuple(np.int64(s) for s in batch[1:])
+        self.kern(grid, self.block, args, shared_mem=self.smem)
         if splits > 1:
             _splitk.reduce(c, splits, M, N, alpha, beta, out, ldo)
 
@@ -163,26 +170,32 @@ class Call:
     """Every decision of a matmul call with a given key, and how to run it on new pointers."""
 
     __slots__ = ("plan", "kind", "dev", "M", "N", "K", "lda", "ldb", "ldc", "dtype", "out_shape", "spans",
-                 "fast", "slots", "f32", "params", "func", "grid", "lock", "decisions")
+                 "fast", "slots", "f32", "params", "func", "grid", "lock", "decisions", "batch")
 
     def __init__(self, plan: Plan, kind_: str, dev: int, dims, lds, dtype, out_shape, spans, fast: bool,
-                 decisions: dict):
+                 decisions: dict, batch: tuple[int, int, int, int] | None = None):
         self.plan, self.kind, self.dev = plan, kind_, dev
         (self.M, self.N, self.K), (self.lda, self.ldb, self.ldc) = dims, lds
         self.dtype, self.out_shape, self.spans, self.fast = dtype, out_shape, spans, fast
         self.decisions = decisions  # what the checked path decided (repack, stage, splits, edges), for run()
+        self.batch = batch  # (count, batch strides of A, B, C in elements) of a batched product
         self.lock = threading.Lock()
         if fast:
             M, N, K = dims
             # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
             # low half, little-endian)
-            self.slots = np.zeros(11, dtype=np.uint64)
+            # (batched: then bsa bsb bsc as int64)
+            n = 11 if batch is None else 14
+            self.slots = np.zeros(n, dtype=np.uint64)
             self.f32 = self.slots.view(np.float32)
             for slot, v in ((0, M), (1, N), (2, K), (5, self.lda), (7, self.ldb), (10, self.ldc)):
                 self.slots[slot] = v
-            self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(11)], dtype=np.uint64)
+            if batch is not None:
+                self.slots[11:] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
+            self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(n)], dtype=np.uint64)
             self.func = plan.kern.kernel.ptr
-            self.grid = plan.spec.grid(plan.cfg, M, N, K)
+            gx, gy, gz = plan.spec.grid(plan.cfg, M, N, K)
+            self.grid = (gx, gy, gz if batch is None else batch[0])
 
     def launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
         """The kernel on these pointers (a fast call: no split, no repacking, no staging, no strips)."""
@@ -270,12 +283,11 @@ def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
 
 
 def _span(x) -> int:
-    """Bytes from a 2-D array's pointer to the end of its last element (as cupy.may_share_memory bounds it);
-    0 for an empty one."""
-    (rows, cols), (s0, s1) = x.shape, x.strides
-    if rows == 0 or cols == 0:
+    """Bytes from an array's pointer to the end of its last element (as cupy.may_share_memory bounds it, for
+    non-negative strides); 0 for an empty one."""
+    if x.size == 0:
         return 0
-    return (rows - 1) * s0 + (cols - 1) * s1 + x.dtype.itemsize
+    return sum((d - 1) * s for d, s in zip(x.shape, x.strides, strict=True)) + x.dtype.itemsize
 
 
 def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
@@ -294,12 +306,9 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         if x is not None and _arrays.kind(x) != akind:
             raise TypeError(f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of "
                             "one kind (the result is of the inputs' kind)")
-    check_operand(a, "a")
-    check_operand(b, "b")
-    M, K = a.shape
-    K2, N = b.shape
-    if K != K2:
-        raise ValueError(f"shapes {a.shape} and {b.shape} do not align: a has {K} columns, b has {K2} rows")
+    check_operand(a, "a", batched=True)
+    check_operand(b, "b", batched=True)
+    M, N, K, batch, shape = _shapes(a, b)
     dev = a.data.device_id  # (x.device builds a Device object per call)
     if b.data.device_id != dev:
         raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
@@ -307,16 +316,23 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     if user_out is None:
         if beta != 0.0:
             raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
-        result = _arrays.empty(akind if akind == "torch" else "cupy", (M, N), F32, dev)
+        result = _arrays.empty(akind if akind == "torch" else "cupy", shape, F32, dev)
     else:
         result = user_out
     out = _arrays.as_cupy(result, "out")
     if user_out is not None:
-        check_out(out, (a, b), M, N, dev, ("a", "b"))
+        check_out(out, (a, b), shape, dev, ("a", "b"))
+    # numpy's rules for 1-D operands: a vector a is one row, a vector b one column (views)
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    o2 = out.reshape(batch + (M, N)) if out.ndim != len(batch) + 2 else out
+    if o2.size and not _shares(o2, out):
+        raise ValueError(f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, N)} "
+                         "result without a copy: pass a C-contiguous out")
 
     stream = _arrays.torch_stream(dev) if akind == "torch" else None
     with cupy.cuda.ExternalStream(stream, dev) if stream is not None else contextlib.nullcontext():
-        if M == 0 or N == 0:
+        if M == 0 or N == 0 or 0 in batch:
             return result
         if K == 0:  # the empty sum: alpha * 0 + beta * out
             if beta == 0.0:
@@ -324,8 +340,14 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
             else:
                 out *= np.float32(beta)
             return result
-        call = _decide(a, b, out, kernel, config, split_k, beta, dev, akind)
-        if key is not None and akind in ("cupy", "torch"):
+        if batch:
+            call, ops = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
+        else:
+            call, ops = _decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind)
+        call.out_shape = shape
+        if call.fast:
+            call.spans = (_span(a), _span(b), _span(out))  # the caller's arrays, which the fast path sees
+        if key is not None and akind in ("cupy", "torch") and (call.fast or not batch):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
             _calls[key] = call
@@ -333,9 +355,102 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         if call.fast:
             with cupy.cuda.Device(dev):
                 call.launch(a.data.ptr, b.data.ptr, out.data.ptr, alpha, beta, sptr)
+        elif batch:
+            with cupy.cuda.Device(dev):
+                call.plan.launch(M, N, K, alpha, ops[0], call.lda, ops[1], call.ldb, beta, ops[2], call.ldc,
+                                 batch=call.batch)
         else:
-            _run(call, a, b, out, alpha, beta)
+            _run(call, a2, b2, o2, alpha, beta)
     return result
+
+
+def _shares(view, x) -> bool:
+    """Whether ``view`` (made by a reshape of ``x``) is a view of x's memory, not a copy."""
+    return view.data.mem is x.data.mem and view.data.ptr == x.data.ptr
+
+
+def _shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
+    """(M, N, K, batch shape, result shape) of ``a @ b`` with numpy's matmul rules: the last two dimensions are
+    the matrices, the others broadcast; a 1-D a is a row (its dimension is dropped from the result), a 1-D b a
+    column (likewise)."""
+    sa = (1, *a.shape) if a.ndim == 1 else a.shape
+    sb = (*b.shape, 1) if b.ndim == 1 else b.shape
+    M, K = sa[-2:]
+    K2, N = sb[-2:]
+    if K != K2:
+        raise ValueError(f"shapes {a.shape} and {b.shape} do not align: a has {K} columns, b has {K2} rows"
+                         + (" (its last dimension)" if a.ndim != 2 or b.ndim != 2 else ""))
+    ba, bb = sa[:-2], sb[:-2]
+    batch = []
+    for i in range(1, max(len(ba), len(bb)) + 1):
+        x = ba[-i] if i <= len(ba) else 1
+        y = bb[-i] if i <= len(bb) else 1
+        if x != y and 1 not in (x, y):
+            raise ValueError(
+                f"batch dimensions do not broadcast: a's {ba} and b's {bb} differ at dimension {-i - 2} "
+                f"({x} against {y}; each must be equal or 1)"
+            )
+        batch.append(max(x, y) if 0 not in (x, y) else 0)
+    batch = tuple(reversed(batch))
+    shape = batch + ((M,) if a.ndim != 1 else ()) + ((N,) if b.ndim != 1 else ())
+    return M, N, K, batch, shape
+
+
+def _batch_operand(x, batch: tuple[int, ...], name: str):
+    """(3-D array (count or 1, rows, cols) whose matrices are row-major, leading dimension, batch stride in
+    elements: 0 when x broadcasts over the whole batch). Copies only what cannot be viewed so."""
+    rows, cols = x.shape[-2:]
+    nb = math.prod(batch)
+    if math.prod(x.shape[:-2]) == 1:  # one matrix for every product of the batch
+        m, ld = row_major(x.reshape(rows, cols), name, copy_ok=True)
+        return m.reshape(1, rows, cols), ld, 0
+    if x.shape[:-2] != batch:  # broadcast over some batch dimensions only: materialize
+        x = cupy.broadcast_to(x, batch + (rows, cols))
+    x3 = x.reshape(nb, rows, cols)
+    s0, s1, s2 = x3.strides
+    item = x3.dtype.itemsize
+    if not ((s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols
+            and s0 >= 0 and s0 % item == 0):
+        x3 = cupy.ascontiguousarray(x3)
+        s0, s1 = x3.strides[:2]
+    return x3, max(s1 // item, cols, 1), s0 // item
+
+
+def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple]:
+    """A batched product: one launch of a batched variant, grid z over the batch; no split-K, repacking, staging
+    or edge strips (each product is one tile grid)."""
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    nb = math.prod(batch)
+    if nb > 65535:
+        raise ValueError(f"a batch of {nb} products is more than CUDA's 65535 blocks in z: split the batch")
+    a3, lda, bsa = _batch_operand(a, batch, "a")
+    b3, ldb, bsb = _batch_operand(b, batch, "b")
+    c3 = out.reshape(nb, M, N)
+    s0, s1, s2 = c3.strides
+    if not (s2 == 4 or N <= 1) or not _shares(c3, out) or s1 % 4 or s0 % 4 or s1 // 4 < N:
+        raise ValueError(f"out must be C-contiguous (row-major with unit column stride) for a batched product; got "
+                         f"strides {out.strides} for shape {out.shape}")
+    ldc, bsc = max(s1 // 4, N, 1), s0 // 4
+    if kernel == "auto":
+        kernel, config, _ = _auto.select(M, N, K, dev, config, 1)
+    elif config is None:
+        config = _auto.named(kernel, M, N, K, dev)
+    spec = get_spec(kernel)
+    if spec.kind != "gemm":
+        get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
+
+    def ok(x3, ld, bs):
+        return int(x3.data.ptr % 16 == 0 and ld % 4 == 0 and bs % 4 == 0)
+
+    flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
+    plan = get_plan(kernel, config, flags, dev)
+    copied = not (_shares(a3, a) or bsa == 0 and a3.data.mem is a.data.mem) \
+        or not (_shares(b3, b) or bsb == 0 and b3.data.mem is b.data.mem)
+    fast = not copied and a3.data.ptr == a.data.ptr and b3.data.ptr == b.data.ptr
+    call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), F32, out.shape, (0, 0, 0), fast,
+                dict(splits=1), batch=(nb, bsa, bsb, bsc))
+    return call, (a3, b3, c3)
 
 
 def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
@@ -375,13 +490,13 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
     # fast: one launch of the plan's kernel straight on the caller's arrays (row_major made no copy)
     fast = (not (repack_a or repack_b or stage) and splits == 1 and (mm, nn) == (M, N)
-            and a is a_in and b is b_in)
+            and _shares(a, a_in) and _shares(b, b_in))
     grid = plan.spec.grid(plan.cfg, M, N, K)
     if grid[1] > 65535 or grid[2] > 65535:
         fast = False  # Plan.launch reports it
     decisions = dict(repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn)
     spans = (_span(a), _span(b), _span(c))
-    return Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), F32, (M, N), spans, fast, decisions)
+    return Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), F32, out.shape, spans, fast, decisions), (a, b, c)
 
 
 def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
@@ -417,6 +532,9 @@ def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
 def _run_decided(call: Call, a, b, out, alpha: float, beta: float, stream: int):
     """A cached call that is not a single launch: cupy views of the arrays, the kernels on ``stream``."""
     va, vb, vo = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b"), _arrays.as_cupy(out, "out")
+    va = va[None, :] if va.ndim == 1 else va  # numpy's rules for vectors, as in _checked
+    vb = vb[:, None] if vb.ndim == 1 else vb
+    vo = vo.reshape(call.M, call.N)
     with cupy.cuda.ExternalStream(stream, call.dev) if call.kind == "torch" else contextlib.nullcontext():
         _run(call, va, vb, vo, alpha, beta)
     return out

@@ -22,13 +22,16 @@ def compute_capability(device_id: int) -> int:
     return cc
 
 
-def check_operand(x, name: str) -> None:
+def check_operand(x, name: str, batched: bool = False) -> None:
+    """A cupy array of a supported dtype: 2-D (``batched``: at least 1-D, matmul's batches and vectors)."""
     if not isinstance(x, cupy.ndarray):
         raise TypeError(
             f"{name} must be a cupy.ndarray, got {type(x).__module__}.{type(x).__name__}; "
             f"move it to the GPU first with cupy.asarray({name})"
         )
-    if x.ndim != 2:
+    if batched and x.ndim == 0:
+        raise ValueError(f"{name} must have at least one dimension (matmul does not take scalars), got shape ()")
+    if not batched and x.ndim != 2:
         raise ValueError(f"{name} must be 2-D (a matrix), got a {x.ndim}-D array of shape {x.shape}")
     if x.dtype != F32:
         raise TypeError(f"{name} has dtype {x.dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
@@ -54,16 +57,17 @@ def aligned(x, ld: int) -> int:
     return int(x.data.ptr % 16 == 0 and ld % 4 == 0)
 
 
-def check_out(out, inputs, M: int, N: int, dev: int, names=None) -> None:
-    """out must be a float32 (M, N) array on ``dev`` sharing no memory with any input (matmul, multi_dot)."""
+def check_out(out, inputs, shape, dev: int, names=None) -> None:
+    """out must be a float32 array of the result's ``shape`` (or (M, N)) on ``dev`` sharing no memory with any
+    input (matmul, multi_dot)."""
     names = names or [f"arrays[{i}]" for i in range(len(inputs))]
     if not isinstance(out, cupy.ndarray):
         raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
     if out.dtype != F32:
         raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
-    if out.shape != (M, N):
+    if out.shape != tuple(shape):
         shapes = " x ".join(str(x.shape) for x in inputs)
-        raise ValueError(f"out has shape {out.shape}; the product {shapes} needs ({M}, {N})")
+        raise ValueError(f"out has shape {out.shape}; the product {shapes} needs {tuple(shape)}")
     if out.data.device_id != dev:
         raise ValueError(f"out is on device {out.data.device_id} but the inputs are on device {dev}")
     for name, x in zip(names, inputs, strict=True):

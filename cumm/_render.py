@@ -16,9 +16,12 @@ from importlib import resources
 from ._spec import Config, KernelSpec
 
 COMMON_HEADER = "include/common.cuh"
-# Alignment flags, in order: 16-byte accesses on A, B, C are legal (see common.cuh).
-FLAG_NAMES = ("VEC_A", "VEC_B", "VEC_C")
+# Alignment flags, in order: 16-byte accesses on A, B, C are legal (see common.cuh); an optional fourth flag
+# selects the batched variant (CUMM_BATCHED: gridDim.z is the batch). Unbatched variants render exactly as
+# before the flag existed (no CUMM_BATCHED define, the same name), so their code and cubins are unchanged.
+FLAG_NAMES = ("VEC_A", "VEC_B", "VEC_C", "CUMM_BATCHED")
 ALIGNED = (1, 1, 1)
+BATCHED = 3  # index of the batched flag
 
 
 @functools.cache
@@ -44,9 +47,14 @@ def template_hash(spec: KernelSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def batched(flags: tuple[int, ...]) -> bool:
+    """Whether ``flags`` select the batched variant."""
+    return len(flags) > BATCHED and bool(flags[BATCHED])
+
+
 def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> str:
     params = "_".join(f"{k}{cfg[k]}" for k in spec.params)
-    vec = "v" + "".join(str(int(f)) for f in flags)
+    vec = "v" + "".join(str(int(f)) for f in flags[:BATCHED]) + ("_batched" if batched(flags) else "")
     return f"cumm_{spec.name}_{params}_{vec}"
 
 
@@ -55,7 +63,9 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
     name = kernel_name(spec, cfg, flags)
     lines = [f"// cumm: {spec.name} rendered for {dict(cfg)}", f"#define CUMM_KERNEL {name}"]
     lines += [f"#define {k} {int(cfg[k])}" for k in spec.params]
-    lines += [f"#define {f} {int(v)}" for f, v in zip(FLAG_NAMES, flags, strict=True)]
+    lines += [f"#define {f} {int(v)}" for f, v in zip(FLAG_NAMES[:BATCHED], flags[:BATCHED], strict=True)]
+    if batched(flags):
+        lines.append(f"#define {FLAG_NAMES[BATCHED]} 1")
     for f in (COMMON_HEADER, *spec.headers, spec.template):
         lines.append(f'#line 1 "{f}"')
         lines.append(template_text(f))

@@ -44,21 +44,27 @@ def fresh_caches():
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=ids)
-@pytest.mark.parametrize("flags", [(1, 1, 1), (0, 0, 0), (1, 0, 1)], ids=lambda f: "v" + "".join(map(str, f)))
+@pytest.mark.parametrize("flags", [(1, 1, 1), (0, 0, 0), (1, 0, 1), (1, 1, 1, 1), (0, 1, 0, 1)],
+                         ids=lambda f: "v" + "".join(map(str, f)))
 def test_source_defines_every_parameter_and_flag(spec, flags):
     cfg = spec.default_config()
     name, src = _render.render(spec, cfg, flags)
     lines = src.splitlines()
     for k in spec.params:
         assert f"#define {k} {cfg[k]}" in lines, k
-    for f, v in zip(_render.FLAG_NAMES, flags, strict=True):
+    vec = _render.FLAG_NAMES[:3]
+    assert vec == ("VEC_A", "VEC_B", "VEC_C") and _render.FLAG_NAMES[3] == "CUMM_BATCHED"
+    for f, v in zip(vec, flags[:3], strict=True):
         assert f"#define {f} {v}" in lines, f
-    assert _render.FLAG_NAMES == ("VEC_A", "VEC_B", "VEC_C")
+    batched = len(flags) == 4
+    # an unbatched variant renders as before the batched flag existed: no define, the same name
+    assert ("#define CUMM_BATCHED 1" in lines) == batched and name.endswith("_batched") == batched
     assert f"#define CUMM_KERNEL {name}" in lines
     # each macro is defined exactly once
+    expect = {*spec.params, *vec, "CUMM_KERNEL", *(["CUMM_BATCHED"] if batched else [])}
     defined = [ln.split()[1] for ln in lines if ln.startswith("#define ")]
-    header = [d for d in defined if d in (*spec.params, *_render.FLAG_NAMES, "CUMM_KERNEL")]
-    assert sorted(header) == sorted({*spec.params, *_render.FLAG_NAMES, "CUMM_KERNEL"})
+    header = [d for d in defined if d in (*spec.params, *vec, "CUMM_KERNEL")] + (["CUMM_BATCHED"] if batched else [])
+    assert sorted(header) == sorted(expect)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=ids)

@@ -65,7 +65,8 @@ def test_device_slice_function_matches_the_mirror(tmp_path):
     if cxx is None:
         pytest.skip("no host C++ compiler (g++ or clang++)")
     src = template_text("include/common.cuh")
-    fn = src[src.index("__device__ __forceinline__ int2 cumm_k_slice") : src.index("#define CUMM_SPLIT_K")]
+    start = src.index("__device__ __forceinline__ int2 cumm_k_slice")
+    fn = src[start : src.index("#if CUMM_BATCHED\n#define CUMM_SPLIT_K")]
     (tmp_path / "ks.cpp").write_text(
         "#include <algorithm>\n#include <cstdio>\ntypedef long long i64;\nstruct int2 { int x, y; };\n"
         "static int2 make_int2(int a, int b) { return {a, b}; }\nusing std::min;\n"

@@ -180,7 +180,7 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         if out.data.ptr & 15:  # the fast path's key for out=None assumes a 16-byte aligned E (the pool's are)
             fast_key = None
     else:
-        check_out(out, arrays, m, n, dev)
+        check_out(out, arrays, (m, n), dev)
 
     if len(arrays) == 2:
         return matmul(arrays[0], arrays[1], out=out)

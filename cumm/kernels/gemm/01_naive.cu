@@ -2,6 +2,7 @@
 // from global memory. threadIdx.x runs down a column of C, so the 32 threads of a warp read 32 rows
 // of A (lda apart) and write 32 rows of C: each access is its own transaction. The baseline.
 extern "C" __global__ void __launch_bounds__(BS * BS) CUMM_KERNEL(CUMM_GEMM_ARGS) {
+    CUMM_BATCH();  // a batched variant: this block's product of the batch (common.cuh)
     const int m = blockIdx.x * BS + threadIdx.x;
     const int n = blockIdx.y * BS + threadIdx.y;
     if (m >= M || n >= N) return;

@@ -2,6 +2,7 @@
 // (one coalesced element per thread, zero beyond the matrix edges) and every thread reuses each staged
 // value BS times, so global traffic falls by a factor of BS. The K loop walks the tiles.
 extern "C" __global__ void __launch_bounds__(BS * BS) CUMM_KERNEL(CUMM_GEMM_ARGS) {
+    CUMM_BATCH();  // a batched variant: this block's product of the batch (common.cuh)
     __shared__ float As[BS][BS];
     __shared__ float Bs[BS][BS];
     const int tx = threadIdx.x % BS, ty = threadIdx.x / BS;

@@ -3,6 +3,7 @@
 // B from shared memory into a register and reuses it TM times against TM values of A, so shared-memory
 // loads per FMA fall from 2 to about (1 + TM) / TM and the arithmetic finally outweighs the loads.
 extern "C" __global__ void __launch_bounds__(BM * BN / TM) CUMM_KERNEL(CUMM_GEMM_ARGS) {
+    CUMM_BATCH();  // a batched variant: this block's product of the batch (common.cuh)
     constexpr int NT = BM * BN / TM;
     __shared__ float As[BM][BK];
     __shared__ float Bs[BK][BN];

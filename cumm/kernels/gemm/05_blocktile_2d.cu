@@ -6,6 +6,7 @@
 // rows of thread-rows in a warp fall in different banks. Warps whose rows all lie past M (the edge
 // tiles of shapes off the tile grid) skip the arithmetic, so a ragged edge costs little.
 extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN)) CUMM_KERNEL(CUMM_GEMM_ARGS) {
+    CUMM_BATCH();  // a batched variant: this block's product of the batch (common.cuh)
     constexpr int TCOLS = BN / TN;  // threads across the tile
     constexpr int NT = (BM / TM) * TCOLS;
     __shared__ float As[BM][BK + 1];

@@ -5,6 +5,7 @@
 // A thread's tile is (TM/4) x (TN/4) blocks of 4 x 4, BM*4/TM rows and BN*4/TN columns apart.
 // The transposed stores into As are 4-byte and collide in shared-memory banks; the next rung fixes that.
 extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN)) CUMM_KERNEL(CUMM_GEMM_ARGS) {
+    CUMM_BATCH();  // a batched variant: this block's product of the batch (common.cuh)
     constexpr int TCOLS = BN / TN;
     constexpr int NT = (BM / TM) * TCOLS;
     constexpr int RS = BM * 4 / TM, CS = BN * 4 / TN;  // distance between a thread's 4 x 4 blocks

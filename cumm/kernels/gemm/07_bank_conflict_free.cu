@@ -18,6 +18,7 @@
 #endif
 
 extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN)) CUMM_KERNEL(CUMM_GEMM_ARGS) {
+    CUMM_BATCH();  // a batched variant: this block's product of the batch (common.cuh)
     constexpr int TCOLS = BN / TN;
     constexpr int NT = (BM / TM) * TCOLS;
     constexpr int RS = BM * 4 / TM, CS = BN * 4 / TN;

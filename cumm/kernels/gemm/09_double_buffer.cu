@@ -15,7 +15,7 @@
 #define AS_COL(k, m) ((m) ^ ((((k) >> 2) % (BK / 4)) * (128 / BK)))
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM_GEMM_ARGS) {
-    CUMM_SPLIT_K(BK);  // gridDim.z > 1: this block computes one slice of K (common.cuh)
+    CUMM_SPLIT_K(BK);  // gridDim.z: this block's slice of K, or (batched) its product of the batch (common.cuh)
     constexpr int NT = NUM_THREADS;
     constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
     constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;

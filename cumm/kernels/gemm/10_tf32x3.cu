@@ -17,7 +17,7 @@
 // Needs sm_80+ (mma.sync tf32, cp.async). The tile code is in tf32x3_tile.cuh (shared with fused3_tc).
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM_GEMM_ARGS) {
-    CUMM_SPLIT_K(BK);  // gridDim.z > 1: this block computes one slice of K (common.cuh)
+    CUMM_SPLIT_K(BK);  // gridDim.z: this block's slice of K, or (batched) its product of the batch (common.cuh)
     extern __shared__ float4 smem4[];
     cumm_tf32x3_tile<VEC_A, VEC_B, VEC_C>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, blockIdx.y * BM,
                                           blockIdx.x * BN, reinterpret_cast<float*>(smem4));

@@ -2,13 +2,37 @@
 // #defines. Every kernel computes C = alpha * A @ B + beta * C for row-major A (M x K, row stride lda),
 // B (K x N, ldb) and C (M x N, ldc). VEC_A / VEC_B / VEC_C are 1 when the renderer has checked that
 // the pointer is 16-byte aligned and the leading dimension is a multiple of 4, so float4 accesses are legal.
-// K, alpha, beta and the pointers are not const: CUMM_SPLIT_K narrows them to one slice of K.
+// K, alpha, beta and the pointers are not const: CUMM_SPLIT_K narrows them to one slice of K, CUMM_BATCH
+// moves them to one product of a batch.
+typedef long long i64;  // offsets: M * lda can pass 2^31 for large matrices
+
+// Batched products (CUMM_BATCHED = 1, a variant of its own): gridDim.z is the batch, and product z reads
+// A + z * bsa, B + z * bsb and writes C + z * bsc (a stride of 0 broadcasts an operand). Every GEMM kernel
+// starts with CUMM_BATCH() (or CUMM_SPLIT_K, which does the same when batched: a batch is not split).
+// Unbatched variants have neither the arguments nor any code for it.
+#ifndef CUMM_BATCHED
+#define CUMM_BATCHED 0
+#endif
+#if CUMM_BATCHED
+#define CUMM_GEMM_ARGS                                                                         \
+    const int M, const int N, int K, float alpha,                                              \
+    const float* __restrict__ A, const int lda, const float* __restrict__ B, const int ldb,    \
+    float beta, float* __restrict__ C, const int ldc, const i64 bsa, const i64 bsb, const i64 bsc
+#define CUMM_BATCH()                                                                           \
+    do {                                                                                       \
+        A += (i64)blockIdx.z * bsa;                                                            \
+        B += (i64)blockIdx.z * bsb;                                                            \
+        C += (i64)blockIdx.z * bsc;                                                            \
+    } while (0)
+#else
 #define CUMM_GEMM_ARGS                                                                         \
     const int M, const int N, int K, float alpha,                                              \
     const float* __restrict__ A, const int lda, const float* __restrict__ B, const int ldb,    \
     float beta, float* __restrict__ C, const int ldc
-
-typedef long long i64;  // offsets: M * lda can pass 2^31 for large matrices
+#define CUMM_BATCH() \
+    do {             \
+    } while (0)
+#endif
 
 // Split-K. A kernel that declares split_k in its spec starts with CUMM_SPLIT_K(BK); it is launched with
 // gridDim.z = S (S = 1: no change). Slice z multiplies the columns [k0, k1) of A by the same rows of B,
@@ -24,6 +48,9 @@ __device__ __forceinline__ int2 cumm_k_slice(int K, int S, int z, int G) {
     const int k1 = (int)min(k0 + (kc + G - 1) / G * G, (i64)K);
     return k0 < k1 ? make_int2((int)k0, k1) : make_int2(0, 0);
 }
+#if CUMM_BATCHED
+#define CUMM_SPLIT_K(BK_) CUMM_BATCH()
+#else
 #define CUMM_SPLIT_K(BK_)                                                                             \
     do {                                                                                              \
         if (gridDim.z > 1) {                                                                          \
@@ -37,6 +64,7 @@ __device__ __forceinline__ int2 cumm_k_slice(int K, int S, int z, int G) {
             beta = 0.0f;                                                                              \
         }                                                                                             \
     } while (0)
+#endif
 
 // C is read only when beta != 0: a NaN already in C must not leak into alpha * A @ B.
 __device__ __forceinline__ float cumm_epilogue(float acc, const float* c, float alpha, float beta) {

@@ -1,0 +1,88 @@
+"""Batched and broadcast products (numpy's matmul rules) on the GPU: one launch over the batch, every rung."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import cumm
+
+from .conftest import rel_err
+
+pytestmark = pytest.mark.gpu
+TOL = 1e-5
+# (a's shape, b's shape): 3-D and 4-D batches, broadcasting of either side, odd sizes, 1-D operands
+CASES = [
+    ((3, 37, 29), (3, 29, 41)),
+    ((2, 3, 17, 1), (2, 3, 1, 5)),  # K = 1
+    ((4, 1, 33, 65), (1, 5, 65, 7)),  # both broadcast: materialized
+    ((1, 31, 13), (6, 13, 19)),  # a broadcast over the batch (stride 0)
+    ((5, 7, 9), (9, 11)),  # b one matrix for every product
+    ((2, 1, 3), (2, 3, 1)),
+    ((97,), (4, 97, 3)),  # a vector times a batch of matrices
+    ((6, 5, 8), (8,)),  # a batch of matrices times a vector
+    ((2, 4097, 3), (3, 2)),
+]
+KERNELS = cumm.kernels() + ["auto"]
+
+
+def _ref(a, b):
+    import cupy
+
+    return cupy.matmul(a.astype(cupy.float64), b.astype(cupy.float64))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("shapes", CASES, ids=lambda s: "@".join("x".join(map(str, x)) for x in s))
+def test_batched_against_float64(kernel, shapes, rng):
+    import cupy
+
+    sa, sb = shapes
+    a = rng.standard_normal(sa, dtype=cupy.float32)
+    b = rng.standard_normal(sb, dtype=cupy.float32)
+    ref = _ref(a, b)
+    out = cupy.full(ref.shape, math.nan, dtype=cupy.float32)
+    got = cumm.matmul(a, b, kernel=kernel, out=out)
+    assert got is out and got.shape == cupy.matmul(a, b).shape
+    assert rel_err(got, ref) < TOL, (kernel, shapes)
+    fresh = cumm.matmul(a, b, kernel=kernel)  # allocated result, and the cached call's second run
+    fresh = cumm.matmul(a, b, kernel=kernel)
+    assert fresh.shape == ref.shape and rel_err(fresh, ref) < TOL
+
+
+@pytest.mark.parametrize("kernel", ["warptile", "tf32x3", "naive"])
+def test_batched_views_and_alpha_beta(kernel, rng):
+    """Strided batch views (every other matrix, transposed matrices: copied), alpha and beta into out."""
+    import cupy
+
+    big = rng.standard_normal((8, 40, 30), dtype=cupy.float32)
+    a = big[::2, 3:38, 1:29]  # 4 x 35 x 28, strided
+    b = rng.standard_normal((4, 17, 28), dtype=cupy.float32).transpose(0, 2, 1)  # 4 x 28 x 17, column-major
+    c0 = rng.standard_normal((4, 35, 17), dtype=cupy.float32)
+    out = c0.copy()
+    cumm.matmul(a, b, kernel=kernel, out=out, alpha=-0.5, beta=2.0)
+    ref = -0.5 * _ref(a, b) + 2.0 * c0.astype(cupy.float64)
+    assert rel_err(out, ref) < TOL
+
+
+def test_batch_shapes_that_do_not_broadcast(rng):
+    import cupy
+
+    a = rng.standard_normal((3, 4, 5), dtype=cupy.float32)
+    b = rng.standard_normal((2, 5, 6), dtype=cupy.float32)
+    with pytest.raises(ValueError, match=r"batch dimensions do not broadcast.*\(3,\).*\(2,\).*3 against 2"):
+        cumm.matmul(a, b)
+    b3 = rng.standard_normal((3, 5, 6), dtype=cupy.float32)
+    with pytest.raises(ValueError, match=r"out has shape \(2, 3, 4, 6\).*needs \(3, 4, 6\)"):
+        cumm.matmul(a, b3, out=cupy.empty((2, 3, 4, 6), cupy.float32))
+
+
+def test_empty_batch_and_zero_k(rng):
+    import cupy
+
+    a = cupy.empty((0, 4, 5), dtype=cupy.float32)
+    b = rng.standard_normal((5, 6), dtype=cupy.float32)
+    assert cumm.matmul(a, b).shape == (0, 4, 6)
+    z = cumm.matmul(cupy.ones((2, 3, 0), cupy.float32), cupy.ones((2, 0, 4), cupy.float32))
+    assert z.shape == (2, 3, 4) and float(abs(z).max()) == 0.0
