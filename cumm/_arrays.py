@@ -56,11 +56,27 @@ def as_cupy(x, name: str) -> cupy.ndarray:
     )
 
 
+_raw_stream: list = []  # torch's fastest way to its current stream's handle, found once
+
+
 def torch_stream(device_id: int) -> int:
     """torch's current stream on ``device_id`` (its handle)."""
+    if not _raw_stream:
+        import torch
+
+        fast = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # (what torch's own C++ launches read)
+        _raw_stream.append(fast or (lambda d: torch.cuda.current_stream(d).cuda_stream))
+    return _raw_stream[0](device_id)
+
+
+def torch_empty(shape: tuple[int, ...], dtype, device_id: int):
+    """A function making new torch tensors of ``shape`` and ``dtype`` (a numpy dtype) on ``device_id``."""
+    import functools
+
     import torch
 
-    return torch.cuda.current_stream(device_id).cuda_stream
+    return functools.partial(torch.empty, shape, dtype=_TORCH_DTYPES[np.dtype(dtype).name](),
+                             device=torch.device("cuda", device_id))
 
 
 def empty(kind_: str, shape: tuple[int, ...], dtype: np.dtype, device_id: int):

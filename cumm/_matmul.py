@@ -26,6 +26,7 @@ from . import _arrays, _auto, _edges, _repack, _splitk
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
 from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major
+from ._render import supports_batch
 
 
 class Plan:
@@ -137,29 +138,24 @@ def _config_key(config) -> tuple | None:
 _ND = cupy.ndarray
 
 
-def _cupy_part(x):
-    d = x.data
-    return x.shape, x.strides, x.dtype, d.device_id, d.ptr & 15
-
-
-def _torch_part(x):
-    return x.shape, x.stride(), x.dtype, x.device.index, x.data_ptr() & 15, x.is_cuda
-
-
 def _key(a, b, out, kernel, config, split_k, beta) -> tuple | None:
-    """The call's key, or None when this call is not cached (another kind of array, an unhashable argument)."""
+    """The call's key, or None when this call is not cached (another kind of array, an unhashable argument).
+    (matmul's hot path builds the same tuple inline for cupy arrays.)"""
     ta = type(a)
-    if ta is _ND:
-        part = _cupy_part
-    elif ta.__module__ == "torch":
-        part = _torch_part
-    else:
-        return None
-    if type(b) is not ta or (out is not None and type(out) is not ta):
-        return None
     try:
-        key = (part(a), part(b), None if out is None else part(out), kernel,
-               None if config is None else tuple(sorted(config.items())), split_k, beta == 0.0)
+        if ta is _ND and type(b) is _ND and (out is None or type(out) is _ND):
+            da, db = a.data, b.data
+            key = (a.shape, a.strides, a.dtype, da.device_id, da.ptr & 15, b.shape, b.strides, b.dtype, db.device_id,
+                   db.ptr & 15, None if out is None else
+                   (out.shape, out.strides, out.dtype, out.data.device_id, out.data.ptr & 15),
+                   kernel, None if config is None else tuple(sorted(config.items())), split_k, beta == 0.0)
+        elif ta.__module__ == "torch" and type(b) is ta and (out is None or type(out) is ta):
+            key = ("torch", a.shape, a.stride(), a.dtype, a.get_device(), a.data_ptr() & 15, b.shape, b.stride(),
+                   b.dtype, b.get_device(), b.data_ptr() & 15, None if out is None else
+                   (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() & 15),
+                   kernel, None if config is None else tuple(sorted(config.items())), split_k, beta == 0.0)
+        else:
+            return None
         hash(key)
         return key
     except Exception:  # an unhashable kernel=, a config that is not a mapping: the checked path says what
@@ -170,7 +166,8 @@ class Call:
     """Every decision of a matmul call with a given key, and how to run it on new pointers."""
 
     __slots__ = ("plan", "kind", "dev", "M", "N", "K", "lda", "ldb", "ldc", "dtype", "out_shape", "spans",
-                 "fast", "slots", "f32", "params", "func", "grid", "lock", "decisions", "batch")
+                 "fast", "slots", "f32", "params", "params_ptr", "func", "grid", "lock", "decisions", "batch",
+                 "scalars", "torch_empty")
 
     def __init__(self, plan: Plan, kind_: str, dev: int, dims, lds, dtype, out_shape, spans, fast: bool,
                  decisions: dict, batch: tuple[int, int, int, int] | None = None):
@@ -180,6 +177,7 @@ class Call:
         self.decisions = decisions  # what the checked path decided (repack, stage, splits, edges), for run()
         self.batch = batch  # (count, batch strides of A, B, C in elements) of a batched product
         self.lock = threading.Lock()
+        self.torch_empty = None  # torch.empty for this call's result (torch inputs), made on first use
         if fast:
             M, N, K = dims
             # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
@@ -193,6 +191,8 @@ class Call:
             if batch is not None:
                 self.slots[11:] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
             self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(n)], dtype=np.uint64)
+            self.params_ptr = self.params.ctypes.data  # (the .ctypes property builds an object per access)
+            self.scalars = None  # the (alpha, beta) written into the slots last
             self.func = plan.kern.kernel.ptr
             gx, gy, gz = plan.spec.grid(plan.cfg, M, N, K)
             self.grid = (gx, gy, gz if batch is None else batch[0])
@@ -202,11 +202,12 @@ class Call:
         bx, by, bz = self.plan.block
         gx, gy, gz = self.grid
         with self.lock:  # the slots are shared; the driver copies them when the launch is queued
-            s, f = self.slots, self.f32
+            s = self.slots
             s[4], s[6], s[9] = pa, pb, pc
-            f[6], f[16] = alpha, beta
-            _driver.launchKernel(self.func, gx, gy, gz, bx, by, bz, self.plan.smem, stream, self.params.ctypes.data,
-                                 0)
+            if self.scalars != (alpha, beta):
+                self.f32[6], self.f32[16] = alpha, beta
+                self.scalars = (alpha, beta)
+            _driver.launchKernel(self.func, gx, gy, gz, bx, by, bz, self.plan.smem, stream, self.params_ptr, 0)
 
 
 _calls: dict[tuple, Call] = {}
@@ -223,58 +224,76 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
     the heuristic's choice for kernel="auto". Kernels run on the stream of the inputs' library: torch's current
     stream for torch tensors, CuPy's current stream otherwise.
     """
+    if type(a) is _ND and type(b) is _ND and type(alpha) is float and type(beta) is float:
+        da, db = a.data, b.data
+        pa, pb = da.ptr, db.ptr
+        if out is None:
+            part = None
+        elif type(out) is _ND:
+            do = out.data
+            part = (out.shape, out.strides, out.dtype, do.device_id, do.ptr & 15)
+        else:
+            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
+        try:
+            key = (a.shape, a.strides, a.dtype, da.device_id, pa & 15, b.shape, b.strides, b.dtype, db.device_id,
+                   pb & 15, part, kernel, None if config is None else tuple(sorted(config.items())), split_k,
+                   beta == 0.0)
+            call = _calls.get(key)
+        except Exception:  # unhashable kernel= or config values, a config that is not a mapping
+            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
+        if call is None:
+            return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
+        if out is not None and (not call.fast or _overlaps(pa, pb, do.ptr, call.spans)):
+            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)  # its checks, its message
+        if not call.fast:  # several launches (split-K, padded copies, strips): decided, run on cupy views
+            with cupy.cuda.Device(call.dev):
+                out = _ND(call.out_shape, call.dtype)
+            return _run_decided(call, a, b, out, alpha, beta, cupy.cuda.get_current_stream().ptr)
+        dev = call.dev
+        if dev != _getdevice():
+            with cupy.cuda.Device(dev):
+                return _launch_cupy(call, pa, pb, out, alpha, beta)
+        return _launch_cupy(call, pa, pb, out, alpha, beta)
     key = _key(a, b, out, kernel, config, split_k, beta)
     call = _calls.get(key) if key is not None else None
-    if call is not None and type(alpha) is float and type(beta) is float:
-        if call.kind == "cupy":
-            da, db = a.data, b.data
-            pa, pb = da.ptr, db.ptr
-            if out is None:
-                out = cupy.empty(call.out_shape, dtype=call.dtype) if call.dev == _current() else \
-                    _arrays.empty("cupy", call.out_shape, call.dtype, call.dev)
-                pc = out.data.ptr
-            else:
-                pc = out.data.ptr
-                if _overlaps(pa, pb, pc, call.spans):
-                    return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
-            stream = cupy.cuda.get_current_stream().ptr
-        else:  # torch
-            pa, pb = a.data_ptr(), b.data_ptr()
-            if out is None:
-                out = _arrays.empty("torch", call.out_shape, call.dtype, call.dev)
-                pc = out.data_ptr()
-            else:
-                pc = out.data_ptr()
-                if _overlaps(pa, pb, pc, call.spans):
-                    return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
-            stream = _arrays.torch_stream(call.dev)
-        if call.fast:
-            if call.dev != _current():
-                with cupy.cuda.Device(call.dev):
-                    call.launch(pa, pb, pc, alpha, beta, stream)
-            else:
-                call.launch(pa, pb, pc, alpha, beta, stream)
-            return out
+    if call is None or type(alpha) is not float or type(beta) is not float:
+        return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
+    # torch tensors
+    pa, pb = a.data_ptr(), b.data_ptr()
+    if out is None:
+        if call.torch_empty is None:
+            call.torch_empty = _arrays.torch_empty(call.out_shape, call.dtype, call.dev)
+        out = call.torch_empty()
+        pc = out.data_ptr()
+    else:
+        pc = out.data_ptr()
+        if _overlaps(pa, pb, pc, call.spans):
+            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
+    stream = _arrays.torch_stream(call.dev)
+    if not call.fast:
         return _run_decided(call, a, b, out, alpha, beta, stream)
-    return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
+    if call.dev != _getdevice():
+        with cupy.cuda.Device(call.dev):
+            call.launch(pa, pb, pc, alpha, beta, stream)
+    else:
+        call.launch(pa, pb, pc, alpha, beta, stream)
+    return out
 
 
-def decision(a, b, out, *, kernel: str = "auto") -> str:
-    """What a call ``matmul(a, b, kernel=kernel, out=out)`` made earlier runs: "<kernel> <non-default
-    parameters>" and the split count when it splits, e.g. "tf32x3 BM=64 BN=64 split_k=4"; "" if not known."""
-    key = _key(a, b, out, kernel, None, None, 0.0)
-    call = _calls.get(key) if key is not None else None
-    if call is None:
-        return ""
-    spec, cfg = call.plan.spec, call.plan.cfg
-    base = spec.default_config(compute_capability(call.dev))
-    diff = " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
-    splits = call.decisions["splits"]
-    return " ".join(x for x in (spec.name, diff, f"split_k={splits}" if splits > 1 else "") if x)
+def _launch_cupy(call: Call, pa: int, pb: int, out, alpha: float, beta: float):
+    """A cached single-launch call on cupy arrays, on the current device (call.dev); out checked already."""
+    if out is None:
+        out = _ND(call.out_shape, call.dtype)
+    pc = out.data.ptr
+    call.launch(pa, pb, pc, alpha, beta, cupy.cuda.get_current_stream().ptr)
+    return out
+
+
+_getdevice = cupy.cuda.runtime.getDevice
 
 
 def _current() -> int:
-    return cupy.cuda.runtime.getDevice()
+    return _getdevice()
 
 
 def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
@@ -439,6 +458,10 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     spec = get_spec(kernel)
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
+    if not supports_batch(spec):
+        raise ValueError(f"kernel {kernel!r} does not run batched products (its template does not start with "
+                         f"CUMM_BATCH() or CUMM_SPLIT_K); the rungs that do: "
+                         f"{[n for n in gemm_kernels_list() if supports_batch(REGISTRY[n])]}")
 
     def ok(x3, ld, bs):
         return int(x3.data.ptr % 16 == 0 and ld % 4 == 0 and bs % 4 == 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 from importlib import resources
 
@@ -24,9 +25,34 @@ ALIGNED = (1, 1, 1)
 BATCHED = 3  # index of the batched flag
 
 
-@functools.cache
 def template_text(filename: str) -> str:
+    """The text of a template or header: a file under cumm/kernels (read once), or a user's file given by its
+    absolute path (read each time: the renderer runs once per configuration, and edits are seen)."""
+    if os.path.isabs(filename):
+        with open(filename, encoding="utf-8") as f:
+            return f.read()
+    return _package_text(filename)
+
+
+@functools.cache
+def _package_text(filename: str) -> str:
     return resources.files("cumm").joinpath("kernels", filename).read_text()
+
+
+template_text.cache_clear = _package_text.cache_clear  # type: ignore[attr-defined]  # (tests forget the cache)
+
+
+def spec_parts(spec: KernelSpec) -> list[tuple[str, str]]:
+    """(name, text) of each part of a kernel's source after the #defines: common.cuh, the spec's headers, its
+    template (``spec.source`` when given). The name is what ``#line`` gives NVRTC's messages."""
+    parts = [(f, template_text(f)) for f in (COMMON_HEADER, *spec.headers)]
+    parts.append((spec.template, spec.source if spec.source is not None else template_text(spec.template)))
+    return parts
+
+
+def line_directive(name: str) -> str:
+    """``#line 1 "name"``, the name escaped as a C string (a Windows path's backslashes)."""
+    return '#line 1 "' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 # A string literal (kept), a line comment or a block comment (dropped).
@@ -43,8 +69,16 @@ def code_text(text: str) -> str:
 def template_hash(spec: KernelSpec) -> str:
     """Changes whenever the kernel's code (template, common header or shared headers) changes; edits of
     comments and blank space leave it (and the tuned entries made with it) as it is."""
-    text = "\n".join(code_text(template_text(f)) for f in (COMMON_HEADER, *spec.headers, spec.template))
+    text = "\n".join(code_text(t) for _, t in spec_parts(spec))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@functools.cache
+def supports_batch(spec: KernelSpec) -> bool:
+    """Whether the template moves its pointers to its product of a batch (CUMM_BATCH(), or CUMM_SPLIT_K, which
+    does so in a batched variant; see common.cuh)."""
+    code = code_text(template_text(spec.template))
+    return "CUMM_BATCH()" in code or "CUMM_SPLIT_K(" in code
 
 
 def batched(flags: tuple[int, ...]) -> bool:
@@ -66,7 +100,7 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
     lines += [f"#define {f} {int(v)}" for f, v in zip(FLAG_NAMES[:BATCHED], flags[:BATCHED], strict=True)]
     if batched(flags):
         lines.append(f"#define {FLAG_NAMES[BATCHED]} 1")
-    for f in (COMMON_HEADER, *spec.headers, spec.template):
-        lines.append(f'#line 1 "{f}"')
-        lines.append(template_text(f))
+    for f, text in spec_parts(spec):
+        lines.append(line_directive(f))
+        lines.append(text)
     return name, "\n".join(lines)
