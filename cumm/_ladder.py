@@ -351,7 +351,7 @@ REGISTRY: dict[str, KernelSpec] = {
         KernelSpec(
             name="fused3_wg",
             template="chain/fused3_wg.cu",
-            headers=("include/cluster.cuh", "include/grid_barrier.cuh"),
+            headers=("include/cluster.cuh", "include/grid_barrier.cuh", "include/sm90.cuh"),
             min_cc=90,
             arch_specific=True,  # wgmma: sm_90a only
             summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks"
@@ -372,9 +372,9 @@ REGISTRY: dict[str, KernelSpec] = {
             # GPU holds at once
             grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
             smem=_wg_smem,
-            # session 9's wg128x32 tile (auto's choice at n = 512 then) with cp.async, which every shape takes
-            defaults=dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=0, PA=1, ST=1, KW=1, RF=0, PC=0,
-                          MN=0),
+            # kw64x32's cp.async form (what cumm/_chain/plans.py's cp_async_config runs for an unaligned
+            # operand: K over a cluster of 2, chunks of 32), which takes operands of any alignment
+            defaults=dict(BM=64, BN=32, BK=32, CL=2, STAGES=4, MINB=1, TMA=0, KW=1, RF=0, PC=0, MN=0),
             constraints=[
                 *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
                 C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
@@ -383,10 +383,6 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
                 C("BM % CL == 0", "each of the CL ranks sums and stores BM / CL rows of a tile"),
                 C("STAGES >= 2", "the pipeline needs at least two stages"),
-                C("XA in (0, 1)", "XA is 0 (X's fragments loaded after the last chunk's wgmma) or 1 (a chunk ahead)"),
-                C("PA in (1, 2)", "PA is 1 or 2: the chunks whose products the tensor cores sum before a fold"),
-                C("PA == 1 or XA == 1", "PA=2 builds on the XA=1 k-loop: use XA=1 with PA=2"),
-                C("ST in (1, 2)", "ST is 1 or 2: the accumulators of a chunk's two small terms"),
                 C("TMA in (0, 1)", "TMA is 0 (every thread copies with cp.async) or 1 (the copy engine, sm_90)"),
                 C("TMA == 0 or BK in (8, 16, 32, 64)",
                   "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span, or two 128-byte ones:"
@@ -394,24 +390,21 @@ REGISTRY: dict[str, KernelSpec] = {
                 C("KW in (1, 2, 4)", "KW is 1, 2 or 4: the K groups of warpgroups within a block"),
                 C("RF in (0, 1)", "RF is 0 (the last chunk's wgmma waited for after the barrier) or 1 (before the"
                   " proxy fence)"),
-                C("RF == 0 or XA == 0", "RF=1 orders the XA=0 k-loop: use XA=0 with RF=1"),
                 C("PC in (0, 1)", "PC is 0 (phase 2 splits C chunk by chunk) or 1 (the first phase-2 tile's C split"
                   " in the grid barrier's wait)"),
-                C("PC == 0 or (TMA == 1 and XA == 0)",
-                  "PC=1 copies C with the copy engine into the XA=0 k-loop: use TMA=1 and XA=0 with PC=1"),
+                C("PC == 0 or TMA == 1", "PC=1 copies C with the copy engine: use TMA=1 with PC=1"),
                 C("MN in (0, 1)", "MN is 0 (three wgmma of N = BN per k-step) or 1 (x_big's two products as one"
                   " of N = 2 BN)"),
-                C("MN == 0 or (BN <= 64 and ST == 1)",
-                  "MN=1 puts Y's big and small halves into one wgmma of N = 2 BN (at most 128 here) with the small"
-                  " terms' ST=1 accumulators: use BN <= 64 and ST=1 with MN=1"),
+                C("MN == 0 or BN <= 64",
+                  "MN=1 puts Y's big and small halves into one wgmma of N = 2 BN (at most 128 here): use BN <= 64"
+                  " with MN=1"),
                 C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
                 C(f"({_WG_SMEM}) <= 232448",
                   "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
                   " 227 KB per block"),
             ],
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
-                       MINB=(1,), XA=(0, 1), TMA=(0, 1), PA=(1, 2), ST=(1, 2), KW=(1, 2), RF=(0, 1), PC=(0, 1),
-                       MN=(0, 1)),
+                       MINB=(1,), TMA=(0, 1), KW=(1, 2), RF=(0, 1), PC=(0, 1), MN=(0, 1)),
         ),
     ]
 }

@@ -161,8 +161,8 @@ def test_fused3_tc_configs(config, dims, rng):
     assert rel_err(out, ref) < TOL
 
 
-# session 9's named configuration for n = 321 to 640 (128 x 32 tiles, chunks of 32, XA = 1), kept in the tests
-WG128X32 = dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, XA=1, TMA=1)
+# a former named configuration for n = 321 to 640 (128 x 32 tiles, chunks of 32, eight stages), kept in the tests
+WG128X32 = dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, TMA=1)
 
 
 def _check_wg(config, dims, rng):
@@ -182,74 +182,60 @@ def _check_wg(config, dims, rng):
                                     dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
                                     dict(BM=256, BN=32, BK=16, CL=8, STAGES=2),
                                     dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
-                                    # session 7's k-loop (XA = 0), and X one chunk ahead (XA = 1) with an odd
-                                    # number of chunks per rank, ranks without chunks, two stages
-                                    dict(WG128X32, XA=0, TMA=0),
-                                    dict(WG128X32, TMA=0), dict(BM=64, BN=64, BK=24, CL=4,
-                                                                                    STAGES=3, XA=1),
-                                    dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1),
-                                    dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, XA=1, PA=2),
-                                    dict(BM=64, BN=64, BK=24, CL=2, STAGES=3, XA=0, ST=2),
+                                    # an odd number of chunks per rank, ranks without chunks, two stages
+                                    dict(WG128X32, TMA=0),
+                                    dict(BM=128, BN=32, BK=8, CL=8, STAGES=2),
                                     # K split over two or four K groups of a block too (KW), with cp.async
-                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=0, KW=2),
-                                    dict(BM=128, BN=32, BK=16, CL=1, STAGES=4, XA=1, KW=2),
-                                    dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, XA=0, KW=4),
+                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, KW=2),
+                                    dict(BM=128, BN=32, BK=16, CL=1, STAGES=4, KW=2),
+                                    dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, KW=4),
                                     # chunk j - 1 retired before the proxy fence (RF = 1), with cp.async
-                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=0, KW=2, RF=1),
-                                    dict(BM=128, BN=64, BK=24, CL=4, STAGES=3, XA=0, RF=1),
+                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, KW=2, RF=1),
+                                    dict(BM=128, BN=64, BK=24, CL=4, STAGES=3, RF=1),
                                     # x_big's two products as one wgmma of N = 2 BN (MN = 1), with cp.async
-                                    dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, XA=1, PA=2, MN=1),
-                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3, XA=0, MN=1)],
+                                    dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, MN=1),
+                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3, MN=1)],
                          ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
                                   (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
 def test_fused3_wg_configs(config, dims, rng):
     """Persistent fused3_wg: 1 to 4 warpgroups per tile, tile widths 32 to 128, K split over clusters of 1 to 8
-    blocks (more ranks than chunks of K when K is small; chunks not evenly shared with BK = 24), both k-loops
-    (XA), tiles past every edge, more clusters than tiles and K much longer than the tile."""
+    blocks (more ranks than chunks of K when K is small; chunks not evenly shared with BK = 24), tiles past
+    every edge, more clusters than tiles and K much longer than the tile."""
     _check_wg(config, dims, rng)
 
 
 
-# fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 64, 32, 16, 8), both k-loops, 1 to
-# 4 warpgroups, 2 to 8 stages
+# fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 64, 32, 16, 8), 1 to 4 warpgroups,
+# 2 to 8 stages
 TMA_CONFIGS = [*WG_CONFIGS.values(), WG128X32,
-               dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, XA=0, TMA=1),
-               dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, XA=0, TMA=1),
-               dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, XA=0, TMA=1),
-               dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, XA=1, TMA=1),
-               dict(BM=256, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1),
-               # two chunks per fold (PA = 2): odd and even chunk counts, ranks with none
-               dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, PA=2),
-               dict(BM=64, BN=64, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2),
-               # the small terms in two accumulators (ST = 2), with either k-loop and either fold
-               dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, ST=2),
-               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, ST=2),
-               dict(BM=128, BN=32, BK=16, CL=4, STAGES=3, XA=1, TMA=1, PA=2, ST=2),
-               # BK = 64: X's chunk in two boxes, big * big in two accumulators; both k-loops, PA = 2, 1-2 warpgroups
-               dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, XA=1, TMA=1),
-               dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, XA=0, TMA=1),
-               dict(BM=64, BN=32, BK=64, CL=4, STAGES=2, XA=1, TMA=1, PA=2),
-               # K groups within a block (KW): one block per tile or a cluster too, 2 or 4 groups, both k-loops,
-               # PA = 2
-               dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, XA=1, TMA=1, KW=2),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4),
-               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, XA=1, TMA=1, KW=2, PA=2),
+               dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, TMA=1),
+               dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, TMA=1),
+               dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, TMA=1),
+               dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, TMA=1),
+               dict(BM=256, BN=32, BK=16, CL=4, STAGES=3, TMA=1),
+               # BK = 64: X's chunk in two boxes, big * big in two accumulators, 2 warpgroups
+               dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, TMA=1),
+               # K groups within a block (KW): one block per tile or a cluster too, 2 or 4 groups, 1 or 2
+               # warpgroups per group
+               dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, TMA=1, KW=2),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4),
+               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
                # chunk j - 1 retired before the proxy fence (RF = 1): two warpgroups per K group, four K groups
-               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, RF=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, RF=1),
+               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, RF=1),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, RF=1),
                # the first phase-2 tile's C split in the grid barrier's wait (PC = 1, kw64x32's; and without it):
                # one, two or four K groups, a cluster, RF = 1
-               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=0),
-               dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, XA=0, TMA=1, RF=1, PC=1),
-               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, XA=0, TMA=1, PC=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, PC=1),
+               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=0),
+               dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1, RF=1, PC=1),
+               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, PC=1),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, PC=1),
                # x_big's two products as one wgmma of N = 2 BN (MN = 1; wg128x64's) and without it: N = 64 and
-               # 128, BK = 64's two big accumulators, K groups with PC = 1, XA = 1 with PA = 2, RF = 1
+               # 128, BK = 64's two big accumulators, K groups with PC = 1, eight stages, RF = 1
                dict(WG_CONFIGS["wg128x64"], MN=0),
-               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1, MN=1),
-               dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, XA=1, TMA=1, PA=2, MN=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, XA=0, TMA=1, KW=4, RF=1, MN=1)]
+               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=1, MN=1),
+               dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, TMA=1, MN=1),
+               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, RF=1, MN=1)]
 
 
 @gpu
@@ -433,7 +419,7 @@ def test_back_to_back_every_cluster_resident(rng):
     import cupy
 
     _skip_unless_runs("fused3_wg")
-    cfg, dev, n = dict(BM=64, BN=32, BK=32, CL=4, STAGES=4, XA=1, TMA=1), cupy.cuda.runtime.getDevice(), 512
+    cfg, dev, n = dict(BM=64, BN=32, BK=32, CL=4, STAGES=4, TMA=1), cupy.cuda.runtime.getDevice(), 512
     sets = [_chain_arrays(rng, (n, n, n, n)) for _ in range(3)]
     outs = [_poisoned(n, n) for _ in sets]
     for i in range(60):
@@ -814,7 +800,7 @@ def test_cp_async_config():
         WG_CONFIGS["wg128x64"], TMA=0, PC=0, MN=0)
     assert plans.cp_async_config(WG_CONFIGS["kw64x32"]) == dict(  # K groups -> a cluster of 2
         WG_CONFIGS["kw64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4, KW=1, CL=2)
-    assert plans.cp_async_config(dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, XA=0, TMA=1, KW=2, PC=1))["PC"] == 0
+    assert plans.cp_async_config(dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=1))["PC"] == 0
     assert plans.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
     # no valid cluster for that split (more than 8 blocks): the K groups stay (correct with cp.async too, tested)
     assert plans.cp_async_config(dict(BM=64, BN=32, BK=16, CL=4, STAGES=2, TMA=1, KW=4))["KW"] == 4

@@ -194,37 +194,30 @@ def test_fused3_wg_off_sm_90(monkeypatch, cc):
         _chain.plan("fused3_wg", "wg64x32", (1, 1, 1), 0, (8, 8, 8, 8, 8, 8, 8, 8))
 
 
-@pytest.mark.parametrize("xa, message", [(2, r"XA is 0 .* or 1 .*XA=2"),
-                                         (-1, r"parameter XA must be a non-negative integer, got -1")])
-def test_fused3_wg_xa_out_of_range(xa, message):
-    """XA selects one of fused3_wg's two k-loops; anything else is refused before compiling, with a message."""
-    with pytest.raises(cumm.ConfigError, match=message):
-        cumm.kernel_spec("fused3_wg").resolve({"XA": xa}, 90)
+@pytest.mark.parametrize("name", ["XA", "PA", "ST"])
+def test_fused3_wg_removed_switches(name):
+    """XA, PA and ST (k-loop variants that no named configuration used) are gone: a configuration that still
+    names one is refused before compiling, with the kernel's parameters."""
+    with pytest.raises(cumm.ConfigError, match=rf"has no parameter\(s\) \['{name}'\]; its parameters are"):
+        cumm.kernel_spec("fused3_wg").resolve({name: 0}, 90)
 
 
 @pytest.mark.parametrize("over, message", [(dict(TMA=2), r"TMA is 0 .* or 1 .*TMA=2"),
                                            (dict(TMA=1, BK=24), r"BK is 8, 16, 32 or 64.*BK=24"),
-                                           (dict(TMA=1, BN=64, STAGES=6), r"at most 227 KB.*STAGES=6, TMA=1"),
-                                           (dict(PA=2, XA=0), r"PA=2 builds on the XA=1 k-loop.*XA=0, PA=2"),
-                                           (dict(PA=3), r"PA is 1 or 2: .*PA=3"),
-                                           (dict(ST=0), r"ST is 1 or 2: .*ST=0"),
+                                           (dict(TMA=1, BM=128, BN=64, STAGES=6), r"at most 227 KB.*STAGES=6, TMA=1"),
                                            (dict(KW=3), r"KW is 1, 2 or 4: .*KW=3"),
                                            (dict(BM=256, KW=4), r"at most 1024 threads.*BM=256.*KW=4"),
-                                           (dict(TMA=1, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2"),
-                                           (dict(XA=0, RF=2), r"RF is 0 .* or 1 .*RF=2"),
-                                           (dict(XA=1, RF=1), r"RF=1 orders the XA=0 k-loop.*XA=1.*RF=1"),
-                                           (dict(TMA=1, XA=0, PC=2), r"PC is 0 .* or 1 .*PC=2"),
-                                           (dict(TMA=0, XA=0, PC=1), r"PC=1 copies C with the copy engine.*PC=1"),
-                                           (dict(TMA=1, XA=1, PC=1), r"use TMA=1 and XA=0 with PC=1.*XA=1"),
+                                           (dict(TMA=1, BM=128, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2"),
+                                           (dict(RF=2), r"RF is 0 .* or 1 .*RF=2"),
+                                           (dict(TMA=1, PC=2), r"PC is 0 .* or 1 .*PC=2"),
+                                           (dict(TMA=0, PC=1), r"PC=1 copies C with the copy engine.*PC=1"),
                                            (dict(MN=2), r"MN is 0 .* or 1 .*MN=2"),
-                                           (dict(BN=128, MN=1), r"use BN <= 64 and ST=1 with MN=1.*BN=128"),
-                                           (dict(ST=2, MN=1), r"use BN <= 64 and ST=1 with MN=1.*ST=2")])
+                                           (dict(BN=128, MN=1), r"use BN <= 64 with MN=1.*BN=128")])
 def test_fused3_wg_tma_config(over, message):
     """TMA = 1 needs X's chunk rows to be one swizzle span and its own shared-memory budget (dense stages, a
-    third split buffer, mbarriers); PA = 2, RF = 1 and PC = 1 need their k-loops (XA = 1, XA = 0; PC = 1 the copy
-    engine too); K groups (KW) multiply the threads and the shared memory of a block; MN = 1's wgmma of N = 2 BN
-    exists up to BN = 64 and sums the small terms in one accumulator (ST = 1); what breaks these is refused before
-    compiling, with a message."""
+    third split buffer, mbarriers); PC = 1 copies C with the copy engine (TMA = 1); K groups (KW) multiply the
+    threads and the shared memory of a block; MN = 1's wgmma of N = 2 BN exists up to BN = 64; what breaks these
+    is refused before compiling, with a message."""
     with pytest.raises(cumm.ConfigError, match=message):
         cumm.kernel_spec("fused3_wg").resolve(over, 90)
 
