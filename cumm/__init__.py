@@ -18,28 +18,36 @@ except ImportError as e:  # pragma: no cover - exercised only without CuPy
 
 from collections.abc import Mapping as _Mapping
 
+from ._bench import bench
 from ._chain import multi_dot
+from ._check import CheckReport, check
 from ._compile import CompiledKernel
 from ._compile import compile_offline as _compile_offline
 from ._errors import CompileError, ConfigError, SharedMemoryError
 from ._ladder import REGISTRY as _REGISTRY
 from ._ladder import get_spec as _get_spec
 from ._matmul import matmul
+from ._new import kernel_source
 from ._operands import SUPPORTED_DTYPES
-from ._spec import KernelSpec
+from ._register import register, unregister
+from ._spec import Constraint, KernelSpec
 from ._tune import tune
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CompileError", "CompiledKernel", "ConfigError", "KernelSpec", "SharedMemoryError", "SUPPORTED_DTYPES",
-    "compile", "kernel_spec", "kernels", "matmul", "multi_dot", "tune",
+    "CheckReport", "CompileError", "CompiledKernel", "ConfigError", "Constraint", "KernelSpec", "SharedMemoryError",
+    "SUPPORTED_DTYPES", "bench", "check", "compile", "kernel_source", "kernel_spec", "kernels", "matmul",
+    "multi_dot", "register", "tune", "unregister",
 ]
 
 
-def kernels(kind: str = "gemm") -> list[str]:
-    """Kernel names in ladder order (``kind="gemm"``: usable with :func:`matmul`; ``"chain"``: :func:`multi_dot`)."""
-    return [n for n, s in _REGISTRY.items() if s.kind == kind]
+def kernels(kind: str = "gemm", dtype: str | None = None) -> list[str]:
+    """Kernel names in ladder order (``kind="gemm"``: usable with :func:`matmul`; ``"chain"``: :func:`multi_dot`);
+    ``dtype`` ("float32", "float16", "bfloat16"): only the rungs that multiply arrays of that dtype."""
+    if dtype is not None and dtype not in SUPPORTED_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(SUPPORTED_DTYPES)}, got {dtype!r}")
+    return [n for n, s in _REGISTRY.items() if s.kind == kind and (dtype is None or dtype in s.dtypes)]
 
 
 def kernel_spec(name: str) -> KernelSpec:

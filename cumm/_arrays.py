@@ -51,7 +51,8 @@ def as_cupy(x, name: str) -> cupy.ndarray:
     host = isinstance(x, (np.ndarray, np.generic, list, tuple, int, float, complex))
     raise TypeError(
         f"{name} must be a GPU array (a cupy array, a torch CUDA tensor, or an object with __cuda_array_interface__ "
-        f"or __dlpack__), got {describe(x)}" + (" (host data)" if host else "")
+        f"or __dlpack__), got {describe(x)}"
+        + (" (host data)" if host else "")
         + f"; move host data to the GPU first with cupy.asarray({name})"
     )
 
@@ -75,8 +76,9 @@ def torch_empty(shape: tuple[int, ...], dtype, device_id: int):
 
     import torch
 
-    return functools.partial(torch.empty, shape, dtype=_TORCH_DTYPES[np.dtype(dtype).name](),
-                             device=torch.device("cuda", device_id))
+    return functools.partial(
+        torch.empty, shape, dtype=_TORCH_DTYPES[np.dtype(dtype).name](), device=torch.device("cuda", device_id)
+    )
 
 
 def empty(kind_: str, shape: tuple[int, ...], dtype: np.dtype, device_id: int):

@@ -92,14 +92,18 @@ def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
     return v if isinstance(v, int) and v > 0 else 0
 
 
-def _lookup(device_id: int, b: tuple[int, int, int], kernel: str | None = None
-            ) -> tuple[str, dict[str, int], int] | None:
+def _lookup(
+    device_id: int, b: tuple[int, int, int], kernel: str | None = None
+) -> tuple[str, dict[str, int], int] | None:
     try:
         gpu, cc = device_key(device_id)
         entry = _store.lookup(gpu, cc, DTYPE, *b, kernel=kernel)
     except Exception as e:  # a broken table must never break matmul: fall back to the heuristic
-        warnings.warn(f"cumm: tuned-table lookup failed ({type(e).__name__}: {e}); using the heuristic",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"cumm: tuned-table lookup failed ({type(e).__name__}: {e}); using the heuristic",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
     if entry is None:
         return None
@@ -108,8 +112,9 @@ def _lookup(device_id: int, b: tuple[int, int, int], kernel: str | None = None
     return entry["kernel"], dict(entry["config"]), splits if ok else 1
 
 
-def select(M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | None = None,
-           split_k: int | None = None) -> tuple[str, Mapping[str, int] | None, int]:
+def select(
+    M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | None = None, split_k: int | None = None
+) -> tuple[str, Mapping[str, int] | None, int]:
     """(kernel name, configuration or None for the kernel's defaults, split count) for an M x N x K product.
 
     ``split_k`` (the caller's, already checked) wins over the table and the heuristic; a tuned entry for a
@@ -130,6 +135,16 @@ def select(M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | N
         return kernel, config, split_k
     bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
     return kernel, config, split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
+
+
+def top_for(dtype: str, cc: int) -> str:
+    """kernel="auto" for a half-precision dtype: the highest rung of the ladder that takes ``dtype`` and runs on
+    compute capability ``cc``."""
+    for name in reversed(list(REGISTRY)):
+        spec = REGISTRY[name]
+        if spec.kind == "gemm" and dtype in spec.dtypes and spec.supports(cc):
+            return name
+    raise TypeError(f"no rung multiplies {dtype} arrays on compute capability {cc // 10}.{cc % 10}")
 
 
 def named(kernel: str, M: int, N: int, K: int, device_id: int) -> dict[str, int] | None:

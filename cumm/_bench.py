@@ -455,3 +455,36 @@ def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
     doc["torch_us"] = host_us(lambda: torch.matmul(ta, tb), calls, warmup)
     doc["cumm_torch_us"] = host_us(lambda: cumm.matmul(ta, tb), calls, warmup)  # torch tensors in and out
     return doc
+
+
+_draw = plot  # (bench's plot= argument shadows the function)
+
+
+def bench(kernels: Sequence[str] | None = None, sizes: Iterable[int] | None = None,
+          shapes: Iterable[Sequence[int]] | None = None, dtype: str = "float32", plot: str | None = None, *,
+          repeat: int = DEFAULT_REPEAT, progress: bool | None = None) -> list[Row]:
+    """Time ``kernels`` (names: rungs, registered kernels, "auto"; default all GEMM kernels) beside cuBLAS, as
+    ``python -m cumm bench`` does: each result checked against float64 first (a wrong one is a FAIL row with no
+    time), operands rotated past the L2, the median of CUDA-event timed runs.
+
+    ``sizes``: squares M = N = K; ``shapes``: (M, N, K) products; neither: 1024, 2048, 4096. Returns one dict per
+    kernel and shape (cuBLAS first for each shape): kernel, M, N, K, ms, tflops, cublas_tflops, ratio, rel_err,
+    runs, status ("ok" or "FAIL"), error, ran. ``plot``: also draw TFLOP/s against size into this file
+    (needs matplotlib).
+    """
+    if dtype != "float32":
+        raise ValueError(f"dtype {dtype!r}: the benchmark times float32 products (cuBLAS FP32 beside them)")
+    if isinstance(kernels, str):
+        kernels = [k.strip() for k in kernels.split(",") if k.strip()]
+    todo: list[Shape] = [] if sizes is None else square(sizes)
+    for s in shapes or []:
+        t = tuple(s)
+        if len(t) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in t):
+            raise ValueError(f"a shape is three positive ints (M, N, K), got {s!r}")
+        todo.append(t)  # type: ignore[arg-type]
+    if plot:
+        require_matplotlib()  # before the GPU time is spent
+    rows = run(kernels, list(dict.fromkeys(todo)) or None, repeat=repeat, progress=progress)
+    if plot:
+        _draw(rows, plot)
+    return rows

@@ -1,15 +1,21 @@
-"""Command line: ``cumm bench`` (kernels vs cuBLAS) and ``cumm tune`` (search tile configurations).
+"""Command line: ``cumm bench`` (kernels vs cuBLAS), ``cumm tune`` (search tile configurations), ``cumm check``
+(a kernel on odd shapes against float64, with guard bands) and ``cumm new`` (a rung's template and spec as files
+of your own).
 
 Parsing needs no GPU, so ``--help`` and argument errors work anywhere; the GPU is touched only when a
-subcommand runs.
+subcommand runs. ``--kernel-file FILE.py`` (bench, tune, check) imports a Python file that registers kernels
+(``cumm.register``) before the arguments are checked, so its kernels are valid names.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shlex
+import subprocess
 import sys
+import traceback
 from collections.abc import Sequence
 
 from . import _bench
@@ -62,7 +68,7 @@ def _positive(text: str) -> int:
 def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     kernels = ", ".join(gemm_kernels())
     p = argparse.ArgumentParser(prog=prog, description="cumm: SGEMM kernels compiled at run time by NVRTC.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{bench,tune}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{bench,tune,check,new}")
 
     b = sub.add_parser(
         "bench", help="time kernels against cuBLAS (FP32) and print a table",
@@ -102,15 +108,96 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     t.add_argument("--plan", action="store_true",
                    help="no GPU: print the configurations an H200 would time (compiled offline unless --no-compile)")
     t.add_argument("--no-compile", action="store_true", help="with --plan: skip the offline compiles")
-    for sp in (b, t):
+    c = sub.add_parser(
+        "check", help="run a kernel on odd shapes against float64, with guard bands around the output",
+        description="Run kernels through cumm.matmul on the standard odd shapes (1x1x1, primes, 4097x33x65, K = 1, "
+                    "K = 7, M = 1, N = 1, unaligned views, alpha and beta, 2048^3) against float64, the output "
+                    "NaN-filled and surrounded by guard values that reveal writes outside it. Exits 1 if a case "
+                    "fails.",
+    )
+    c.add_argument("--kernel", type=_kernel_list, default=None, metavar="K1,K2",
+                   help="kernels to check (default: those the --kernel-file registers)")
+    c.add_argument("--config", type=_config, default=None, metavar="P=V,...",
+                   help="parameters to override, e.g. BK=16,STAGES=3 (default: what cumm.matmul picks)")
+    c.add_argument("--shapes", type=_shape_list, default=None, metavar="MxNxK,...",
+                   help="these shapes instead of the standard set")
+    c.add_argument("--sanitize", action="store_true",
+                   help="run again under compute-sanitizer --tool memcheck (without the 2048^3 case)")
+    n = sub.add_parser(
+        "new", help="write NAME.cu and NAME.py: a rung's template and spec, ready to edit",
+        description="Start a kernel of your own from a rung: NAME.cu is the rung's template, NAME.py its spec "
+                    "(registered when the file is imported). Then: cumm check --kernel-file NAME.py; "
+                    "cumm bench --kernel-file NAME.py --kernels RUNG,NAME.",
+    )
+    n.add_argument("name", help="the new kernel's name (an identifier)")
+    n.add_argument("--from", dest="rung", default="double_buffer", metavar="RUNG",
+                   help=f"the rung to start from (default double_buffer); one of {kernels}")
+    n.add_argument("--dir", default=".", metavar="DIR", help="where to write the files (default: here)")
+    n.add_argument("--force", action="store_true", help="overwrite NAME.cu and NAME.py if they exist")
+    for sp in (b, t, c):
+        sp.add_argument("--kernel-file", action="append", default=[], metavar="FILE.py",
+                        help="import this Python file first (repeatable): the kernels it registers can be named")
+    for sp in (b, t, c, n):
         sp.set_defaults(subparser=sp)  # errors found after parsing are reported by the subcommand's parser
     return p
 
 
+def _config(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, eq, value = part.partition("=")
+        try:
+            if not eq or not key.strip().isidentifier():
+                raise ValueError
+            out[key.strip()] = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"malformed configuration {text!r}: expected P=V pairs such as "
+                                             "BK=16,STAGES=3") from None
+    return out
+
+
+def load_kernel_files(paths: Sequence[str]) -> list[str]:
+    """Import each Python file (it registers kernels); returns the kernels registered or replaced by them.
+    Raises SystemExit(2) with the file's traceback when one cannot be imported."""
+    from ._register import REGISTRY
+
+    before = dict(REGISTRY)
+    for path in paths:
+        name = os.path.splitext(os.path.basename(path))[0] or "kernel_file"
+        if not os.path.isfile(path):
+            print(f"cumm: kernel file {path} does not exist", file=sys.stderr)
+            raise SystemExit(2)
+        try:
+            spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
+            module = importlib.util.module_from_spec(spec)
+            sys.modules.setdefault(name, module)
+            spec.loader.exec_module(module)
+        except Exception:
+            print(f"cumm: could not load kernel file {path}:", file=sys.stderr)
+            traceback.print_exc()
+            raise SystemExit(2) from None
+    return [n for n, s in REGISTRY.items() if before.get(n) is not s]
+
+
+def _kernel_files(argv: Sequence[str]) -> list[str]:
+    """The --kernel-file arguments of ``argv``, found before the full parse."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # --kernel is not --kernel-file
+    pre.add_argument("--kernel-file", action="append", default=[])
+    return pre.parse_known_args(list(argv))[0].kernel_file
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(prog)
+    files = [] if argv[:1] == ["new"] else _kernel_files(argv)
+    registered = load_kernel_files(files) if files else []
+    parser = build_parser(prog)  # after the kernel files: their kernels are valid choices
     args = parser.parse_args(argv)
+    if args.command == "new":
+        return _run_new(args, prog)
+    if args.command == "check":
+        return _run_check(args, argv, registered, prog)
     if args.command == "tune":
         if not args.standard and (args.kernel is None or not args.shape):
             args.subparser.error("give --kernel and --shape, or --standard")
@@ -174,3 +261,50 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     if failed:
         return fail(f"{failed} kernel run(s) FAILed verification or could not run (see the table)")
     return 0
+
+
+def _run_new(args: argparse.Namespace, prog: str) -> int:
+    from ._new import new
+
+    try:
+        cu, py = new(args.name, args.rung, args.dir, force=args.force)
+    except (ValueError, FileExistsError) as e:
+        print(f"cumm new: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {cu} (the {args.rung} template) and {py} (its spec, registered on import). Next:")
+    print(f"  {prog} check --kernel-file {py}")
+    print(f"  {prog} bench --kernel-file {py} --kernels {args.rung},{args.name}")
+    return 0
+
+
+def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequence[str], prog: str) -> int:
+    from . import _check
+
+    kernels = args.kernel or [n for n in registered if n != "auto"]
+    if not kernels:
+        args.subparser.error("give --kernel, or a --kernel-file that registers a kernel")
+    if "auto" in kernels:
+        args.subparser.error("check runs a named kernel, not auto")
+    if args.sanitize and not os.environ.get(_check.UNDER_SANITIZER):
+        rest = [a for a in argv if a != "--sanitize"]
+        cmd = _check.sanitizer_command(rest)
+        if cmd is None:
+            print("cumm check: compute-sanitizer is not installed (not on PATH; it comes with the CUDA toolkit); "
+                  "run without --sanitize, or install it", file=sys.stderr)
+            return 2
+        print(f"cumm check: running under {' '.join(cmd[:3])}", file=sys.stderr, flush=True)
+        return subprocess.run(cmd, env=dict(os.environ, **{_check.UNDER_SANITIZER: "1"})).returncode
+    if os.environ.get(_check.UNDER_SANITIZER):
+        import cupy
+
+        cupy.cuda.set_allocator(None)  # one cudaMalloc per array: memcheck then sees writes past each one
+    failed = 0
+    for k in kernels:
+        try:
+            report = _check.check(k, args.config, shapes=args.shapes)
+        except (ValueError, RuntimeError) as e:
+            print(f"cumm check: {e}", file=sys.stderr)
+            return 1
+        print(report, flush=True)
+        failed += not report.ok
+    return 1 if failed else 0

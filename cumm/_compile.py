@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from ._errors import CompileError, ConfigError, SharedMemoryError
-from ._render import ALIGNED, render
+from ._render import ALIGNED, render, template_hash
 from ._spec import Config, KernelSpec
 from ._store import cache_dir
 
@@ -146,7 +146,9 @@ stats = {"compiles": 0, "compile_seconds": 0.0}  # read by tests and the bench r
 
 def device_kernel(spec: KernelSpec, cfg: Config, flags: tuple[int, ...], device_id: int):
     """A compiled, launch-ready ``cupy.RawKernel`` for ``cfg`` on ``device_id`` (cached)."""
-    key = (spec.name, tuple(cfg[k] for k in spec.params), flags, device_id)
+    # The template's hash: a kernel registered again (cumm.register(..., replace=True)) with other code
+    # never gets one compiled from the old text.
+    key = (spec.name, template_hash(spec), tuple(cfg[k] for k in spec.params), flags, device_id)
     kern = _kernels.get(key)
     if kern is not None:
         return kern

@@ -6,6 +6,7 @@ the tuner and the CLI iterate over ``REGISTRY``; nothing else names kernels.
 
 from __future__ import annotations
 
+from ._register import REGISTRY, add
 from ._spec import Constraint, KernelSpec, at_most_1024_threads, cdiv, positive
 
 C = Constraint
@@ -104,13 +105,42 @@ def _wg_smem(c):
     return eval(_WG_SMEM_CODE, {"__builtins__": {}}, dict(c))  # as a Constraint evaluates its expression
 
 
+HALF = ("float16", "bfloat16")
+_MMA_CONSTRAINTS = [
+    *positive("BM", "BN", "BK", "WM", "WN", "NUM_THREADS"),
+    C("BK % 16 == 0 and WM % 16 == 0 and WN % 16 == 0", "mma.sync m16n8k16: BK, WM and WN are multiples of 16"),
+    C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+    C("NUM_THREADS == 32 * (BM // WM) * (BN // WN)", "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    at_most_1024_threads("NUM_THREADS"),
+]
+_WGMMA_CONSTRAINTS = [
+    *positive("BM", "BN", "STAGES", "WGS"),
+    C("BN % 64 == 0 and BN <= 256", "B is copied in 64-column boxes and wgmma's N is at most 256: BN % 64 == 0,"
+      " BN <= 256"),
+    C("STAGES >= 2", "the pipeline needs at least two stages"),
+]
+
+
+def _half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool):
+    """The tensor maps of the TMA rungs (13_wgmma.cu, 14_wgmma_ws.cu): A (dims K x M, boxes 64 x BM), B (N x K,
+    64 x 64), 16-bit elements moved as bits, 128-byte swizzle; and for wgmma_ws C (N x M, 64 x 64) when its TMA
+    store can run (``c_map``: EPI = 1, C 16-byte aligned with ldc % 8 == 0, a half output), else None: a zeroed
+    map it never reads."""
+    from ._tmaps import MapSpec
+
+    a = MapSpec(0, K, M, lda, 64, cfg["BM"], 3, 2, 1)
+    b = MapSpec(1, N, K, ldb, 64, 64, 3, 2, 1)
+    if "EPI" not in cfg:
+        return a, b
+    return a, b, (MapSpec(2, N, M, ldc, 64, 64, 3, 2, 1) if c_map and cfg["EPI"] else None)
+
+
 def _warptile_block(c):
     return (c["NUM_THREADS"], 1, 1)
 
 
-REGISTRY: dict[str, KernelSpec] = {
-    s.name: s
-    for s in [
+# Every rung goes through the same registration (and its checks) as a user's kernel: cumm/_register.py.
+for _spec in [
         KernelSpec(
             name="naive",
             template="gemm/01_naive.cu",
@@ -272,6 +302,102 @@ REGISTRY: dict[str, KernelSpec] = {
             space=dict(BM=(64, 128, 256), BN=(64, 128, 256), BK=(16, 32), WM=(32, 64), WN=(32, 64),
                        STAGES=(2, 3, 4), NUM_THREADS=(128, 256), MINB=(1, 2)),
         ),
+        # Half-precision tensor-core rungs (float16 / bfloat16 inputs, FP32 accumulation; C in the inputs' dtype
+        # or float32). Their primitives: include/sm90_tc16.cuh.
+        KernelSpec(
+            name="mma",
+            template="gemm/11_mma.cu",
+            headers=("include/sm90_tc16.cuh",),
+            dtypes=HALF,
+            min_cc=80,  # mma.sync m16n8k16 with bfloat16, ldmatrix
+            summary="tensor cores: mma.sync m16n8k16 on fp16/bf16 from shared memory read with ldmatrix",
+            defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, NUM_THREADS=256),
+            block=lambda c: (c["NUM_THREADS"], 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            constraints=[*_MMA_CONSTRAINTS, C("(BM * BK + BK * BN) * 2 <= 48 * 1024",
+                                              "static shared memory is limited to 48 KB per block")],
+            space=dict(BM=(64, 128), BN=(64, 128), BK=(32, 64), WM=(32, 64), WN=(32, 64), NUM_THREADS=(128, 256)),
+        ),
+        KernelSpec(
+            name="mma_swizzled_pipeline",
+            template="gemm/12_mma_swizzled_pipeline.cu",
+            headers=("include/sm90_tc16.cuh",),
+            dtypes=HALF,
+            min_cc=80,
+            summary="mma with XOR-swizzled shared memory (no ldmatrix bank conflicts) and a cp.async multistage"
+            " pipeline",
+            defaults=dict(BM=128, BN=128, BK=64, WM=64, WN=32, STAGES=3, NUM_THREADS=256),
+            block=lambda c: (c["NUM_THREADS"], 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            smem=lambda c: c["STAGES"] * 2 * (c["BM"] * c["BK"] + c["BK"] * c["BN"]),
+            constraints=[
+                *_MMA_CONSTRAINTS,
+                C("BK == 32 or BK % 64 == 0", "a swizzled row is 4 or a multiple of 8 16-byte chunks: BK is 32 or a"
+                  " multiple of 64"),
+                C("BN % 64 == 0", "a swizzled row of B is a multiple of 8 16-byte chunks: BN is a multiple of 64"),
+                C("STAGES >= 2", "the pipeline needs at least two stages"),
+                C("STAGES * 2 * (BM * BK + BK * BN) <= 232448", "the stages fit in 227 KB of shared memory per block"),
+            ],
+            space=dict(BM=(64, 128, 256), BN=(64, 128), BK=(32, 64), WM=(32, 64), WN=(32, 64), STAGES=(2, 3, 4),
+                       NUM_THREADS=(128, 256)),
+        ),
+        KernelSpec(
+            name="wgmma",
+            template="gemm/13_wgmma.cu",
+            headers=("include/sm90_tc16.cuh",),
+            dtypes=HALF,
+            min_cc=90,
+            arch_specific=True,  # wgmma: sm_90a only
+            fallback="mma_swizzled_pipeline",  # operands the copy engine cannot read (unaligned, ld % 8 != 0)
+            tensor_maps=_half_maps,
+            summary="Hopper: TMA into 128-byte-swizzled shared memory, mbarrier stages, wgmma m64nNk16 by WGS"
+            " warpgroups",
+            defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, NUM_THREADS=256),
+            block=lambda c: (c["NUM_THREADS"], 1, 1),
+            grid=_grid_nm("BM", "BN"),
+            smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"],
+            constraints=[
+                *_WGMMA_CONSTRAINTS,
+                C("NUM_THREADS == 128 * WGS", "NUM_THREADS is the WGS consumer warpgroups: 128 * WGS"),
+                C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+                C("STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES <= 232448",
+                  "the stages fit in 227 KB of shared memory per block"),
+            ],
+            space=dict(BM=(128, 256), BN=(128, 256), STAGES=(3, 4, 5), WGS=(1, 2), NUM_THREADS=(128, 256)),
+        ),
+        KernelSpec(
+            name="wgmma_ws",
+            template="gemm/14_wgmma_ws.cu",
+            headers=("include/sm90_tc16.cuh",),
+            dtypes=HALF,
+            min_cc=90,
+            arch_specific=True,
+            persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
+            fallback="mma_swizzled_pipeline",
+            tensor_maps=_half_maps,
+            summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
+            " tile order, TMA-store epilogue",
+            defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, NUM_THREADS=384),
+            block=lambda c: (c["NUM_THREADS"], 1, 1),
+            grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
+            smem=lambda c: (c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32
+                            + c["EPI"] * c["WGS"] * 16384),
+            constraints=[
+                *_WGMMA_CONSTRAINTS,
+                *positive("GM"),
+                C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
+                C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+                C("CL == 1", "CL = 2 (B multicast over a cluster of two) measured no faster and is not offered"),
+                C("PP == 0", "PP = 1 (ping-pong consumers) is experimental and has not run on a GPU since its last fix:"
+                  " PP = 0"),
+                C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
+                C("EPI == 0 or BN % 128 == 0", "EPI = 1 stores 128-column halves: BN % 128 == 0"),
+                C("STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
+                  "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block"),
+            ],
+            space=dict(BM=(128, 256), BN=(128, 256), STAGES=(3, 4, 5), WGS=(2,), GM=(4, 8, 16), CL=(1,), EPI=(0, 1),
+                       PP=(0,), NUM_THREADS=(384,)),
+        ),
         # Chain kernel (cumm.multi_dot): E = A @ B @ C for A m x k, B k x p, C p x n. Its grid, block and
         # smem callables take (cfg, M, N, K) = (cfg, m, n, p): E is M x N and K = p is the inner dimension
         # of the second product; the grid depends on m alone (CL blocks, one cluster, per BM-row panel).
@@ -406,8 +532,9 @@ REGISTRY: dict[str, KernelSpec] = {
             space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
                        MINB=(1,), TMA=(0, 1), KW=(1, 2), RF=(0, 1), PC=(0, 1), MN=(0, 1)),
         ),
-    ]
-}
+]:
+    add(_spec, builtin=True)
+del _spec
 
 
 def get_spec(name: str) -> KernelSpec:

@@ -22,11 +22,11 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
-from . import _arrays, _auto, _edges, _repack, _splitk
+from . import _arrays, _auto, _edges, _repack, _splitk, _tmaps
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
 from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major
-from ._render import supports_batch
+from ._render import dtype_flag, supports_batch
 
 
 class Plan:
@@ -48,7 +48,8 @@ class Plan:
 
             with cupy.cuda.Device(device_id):
                 per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                    self.kern.kernel.ptr, self.block[0] * self.block[1] * self.block[2], self.smem)
+                    self.kern.kernel.ptr, self.block[0] * self.block[1] * self.block[2], self.smem
+                )
             self._slots = per_sm * _auto._sms(device_id)
         return self._slots
 
@@ -56,8 +57,22 @@ class Plan:
         gx, gy, gz = self.spec.grid(self.cfg, M, N, K)
         return gx * gy * gz
 
-    def launch(self, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, splits: int = 1,
-               batch: tuple[int, int, int, int] | None = None) -> None:
+    def launch(
+        self,
+        M,
+        N,
+        K,
+        alpha,
+        a,
+        lda,
+        b,
+        ldb,
+        beta,
+        c,
+        ldc,
+        splits: int = 1,
+        batch: tuple[int, int, int, int] | None = None,
+    ) -> None:
         """One launch (two with split-K). ``batch``: (count, A's, B's and C's batch strides in elements) for a
         batched variant: grid z is the batch."""
         grid = self.spec.grid(self.cfg, M, N, K)
@@ -83,6 +98,8 @@ class Plan:
 
 
 _plans: dict[tuple, Plan] = {}
+
+
 def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, int, int], device_id: int) -> Plan:
     key = (kernel, None if config is None else tuple(sorted(config.items())), flags, device_id)
     plan = _plans.get(key)
@@ -91,8 +108,9 @@ def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, in
         if spec.kind != "gemm":
             raise ValueError(f"kernel {kernel!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
         cc = compute_capability(device_id)
-        spec.check_cc(cc, f"device {device_id}",
-                      f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}")
+        spec.check_cc(
+            cc, f"device {device_id}", f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}"
+        )
         cfg = spec.resolve(config, cc)
         plan = _plans[key] = Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id), flags)
     return plan
@@ -145,15 +163,42 @@ def _key(a, b, out, kernel, config, split_k, beta) -> tuple | None:
     try:
         if ta is _ND and type(b) is _ND and (out is None or type(out) is _ND):
             da, db = a.data, b.data
-            key = (a.shape, a.strides, a.dtype, da.device_id, da.ptr & 15, b.shape, b.strides, b.dtype, db.device_id,
-                   db.ptr & 15, None if out is None else
-                   (out.shape, out.strides, out.dtype, out.data.device_id, out.data.ptr & 15),
-                   kernel, None if config is None else tuple(sorted(config.items())), split_k, beta == 0.0)
+            key = (
+                a.shape,
+                a.strides,
+                a.dtype,
+                da.device_id,
+                da.ptr & 15,
+                b.shape,
+                b.strides,
+                b.dtype,
+                db.device_id,
+                db.ptr & 15,
+                None if out is None else (out.shape, out.strides, out.dtype, out.data.device_id, out.data.ptr & 15),
+                kernel,
+                None if config is None else tuple(sorted(config.items())),
+                split_k,
+                beta == 0.0,
+            )
         elif ta.__module__ == "torch" and type(b) is ta and (out is None or type(out) is ta):
-            key = ("torch", a.shape, a.stride(), a.dtype, a.get_device(), a.data_ptr() & 15, b.shape, b.stride(),
-                   b.dtype, b.get_device(), b.data_ptr() & 15, None if out is None else
-                   (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() & 15),
-                   kernel, None if config is None else tuple(sorted(config.items())), split_k, beta == 0.0)
+            key = (
+                "torch",
+                a.shape,
+                a.stride(),
+                a.dtype,
+                a.get_device(),
+                a.data_ptr() & 15,
+                b.shape,
+                b.stride(),
+                b.dtype,
+                b.get_device(),
+                b.data_ptr() & 15,
+                None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() & 15),
+                kernel,
+                None if config is None else tuple(sorted(config.items())),
+                split_k,
+                beta == 0.0,
+            )
         else:
             return None
         hash(key)
@@ -165,12 +210,50 @@ def _key(a, b, out, kernel, config, split_k, beta) -> tuple | None:
 class Call:
     """Every decision of a matmul call with a given key, and how to run it on new pointers."""
 
-    __slots__ = ("plan", "kind", "dev", "M", "N", "K", "lda", "ldb", "ldc", "dtype", "out_shape", "spans",
-                 "fast", "slots", "f32", "params", "params_ptr", "func", "grid", "lock", "decisions", "batch",
-                 "scalars", "torch_empty")
+    __slots__ = (
+        "plan",
+        "kind",
+        "dev",
+        "M",
+        "N",
+        "K",
+        "lda",
+        "ldb",
+        "ldc",
+        "dtype",
+        "out_shape",
+        "spans",
+        "fast",
+        "slots",
+        "f32",
+        "params",
+        "params_ptr",
+        "func",
+        "grid",
+        "lock",
+        "decisions",
+        "batch",
+        "scalars",
+        "torch_empty",
+        "direct",
+        "maps",
+    )
 
-    def __init__(self, plan: Plan, kind_: str, dev: int, dims, lds, dtype, out_shape, spans, fast: bool,
-                 decisions: dict, batch: tuple[int, int, int, int] | None = None):
+    def __init__(
+        self,
+        plan: Plan,
+        kind_: str,
+        dev: int,
+        dims,
+        lds,
+        dtype,
+        out_shape,
+        spans,
+        fast: bool,
+        decisions: dict,
+        batch: tuple[int, int, int, int] | None = None,
+        direct: bool = False,
+    ):
         self.plan, self.kind, self.dev = plan, kind_, dev
         (self.M, self.N, self.K), (self.lda, self.ldb, self.ldc) = dims, lds
         self.dtype, self.out_shape, self.spans, self.fast = dtype, out_shape, spans, fast
@@ -178,7 +261,11 @@ class Call:
         self.batch = batch  # (count, batch strides of A, B, C in elements) of a batched product
         self.lock = threading.Lock()
         self.torch_empty = None  # torch.empty for this call's result (torch inputs), made on first use
-        if fast:
+        # direct: one driver launch (launch()) runs the call on row-major operands, copies or not; fast: and on
+        # the caller's own arrays, so a cached call may launch straight on their pointers
+        self.direct = direct or fast
+        self.maps = ()
+        if self.direct:
             M, N, K = dims
             # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
             # low half, little-endian)
@@ -190,32 +277,71 @@ class Call:
                 self.slots[slot] = v
             if batch is not None:
                 self.slots[11:] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
-            self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(n)], dtype=np.uint64)
+            spec = plan.spec
+            if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
+                c_map = bool(plan.flags[2]) and dtype != F32
+                specs = spec.tensor_maps(plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map)
+                self.maps = tuple(
+                    (n + i, m.operand, _tmaps.Maps(m)) if m is not None else (n + i, None, None)
+                    for i, m in enumerate(specs)
+                )
+            self.params = np.array(
+                [self.slots.ctypes.data + 8 * i for i in range(n)] + [0] * len(self.maps), dtype=np.uint64
+            )
+            for arg, operand, _ in self.maps:
+                if operand is None:  # a zeroed map the kernel does not read
+                    self.params[arg] = _ZERO_MAP.ctypes.data
             self.params_ptr = self.params.ctypes.data  # (the .ctypes property builds an object per access)
             self.scalars = None  # the (alpha, beta) written into the slots last
             self.func = plan.kern.kernel.ptr
-            gx, gy, gz = plan.spec.grid(plan.cfg, M, N, K)
+            gx, gy, gz = spec.grid(plan.cfg, M, N, K)
+            if spec.persistent:  # one block per slot walks the tiles
+                gx = min(gx, plan.slots(dev))
             self.grid = (gx, gy, gz if batch is None else batch[0])
 
     def launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
         """The kernel on these pointers (a fast call: no split, no repacking, no staging, no strips)."""
         bx, by, bz = self.plan.block
         gx, gy, gz = self.grid
+        if self.maps:
+            with _tmaps.arena.lock:  # a map's arena row cannot be handed on between its lookup and the launch
+                ptrs = (pa, pb, pc)
+                for arg, operand, maps in self.maps:
+                    if maps is not None:
+                        p = ptrs[operand]
+                        self.params[arg] = maps.known.get(p) or maps.make(p)
+                self._launch(pa, pb, pc, alpha, beta, stream, gx, gy, gz, bx, by, bz)
+            return
         with self.lock:  # the slots are shared; the driver copies them when the launch is queued
-            s = self.slots
-            s[4], s[6], s[9] = pa, pb, pc
-            if self.scalars != (alpha, beta):
-                self.f32[6], self.f32[16] = alpha, beta
-                self.scalars = (alpha, beta)
-            _driver.launchKernel(self.func, gx, gy, gz, bx, by, bz, self.plan.smem, stream, self.params_ptr, 0)
+            self._launch(pa, pb, pc, alpha, beta, stream, gx, gy, gz, bx, by, bz)
+
+    def _launch(self, pa, pb, pc, alpha, beta, stream, gx, gy, gz, bx, by, bz) -> None:
+        s = self.slots
+        s[4], s[6], s[9] = pa, pb, pc
+        if self.scalars != (alpha, beta):
+            self.f32[6], self.f32[16] = alpha, beta
+            self.scalars = (alpha, beta)
+        _driver.launchKernel(self.func, gx, gy, gz, bx, by, bz, self.plan.smem, stream, self.params_ptr, 0)
+
+
+_ZERO_MAP = _tmaps.aligned_map()  # 128 zero bytes, 64-byte aligned: a map argument a kernel does not read
 
 
 _calls: dict[tuple, Call] = {}
 _CALLS_MAX = 4096
 
 
-def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = None, out=None,
-           alpha: float = 1.0, beta: float = 0.0, split_k: int | None = None):
+def matmul(
+    a,
+    b,
+    *,
+    kernel: str = "auto",
+    config: Mapping[str, int] | None = None,
+    out=None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    split_k: int | None = None,
+):
     """C = alpha * a @ b + beta * out, for 2-D GPU arrays (cupy, torch, or anything with
     ``__cuda_array_interface__`` / ``__dlpack__``); the result is of the inputs' kind (see README.md).
 
@@ -235,9 +361,23 @@ def matmul(a, b, *, kernel: str = "auto", config: Mapping[str, int] | None = Non
         else:
             return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
         try:
-            key = (a.shape, a.strides, a.dtype, da.device_id, pa & 15, b.shape, b.strides, b.dtype, db.device_id,
-                   pb & 15, part, kernel, None if config is None else tuple(sorted(config.items())), split_k,
-                   beta == 0.0)
+            key = (
+                a.shape,
+                a.strides,
+                a.dtype,
+                da.device_id,
+                pa & 15,
+                b.shape,
+                b.strides,
+                b.dtype,
+                db.device_id,
+                pb & 15,
+                part,
+                kernel,
+                None if config is None else tuple(sorted(config.items())),
+                split_k,
+                beta == 0.0,
+            )
             call = _calls.get(key)
         except Exception:  # unhashable kernel= or config values, a config that is not a mapping
             return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
@@ -323,10 +463,16 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     a, b = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b")
     for name, x in (("b", b_in), ("out", out)):
         if x is not None and _arrays.kind(x) != akind:
-            raise TypeError(f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of "
-                            "one kind (the result is of the inputs' kind)")
+            raise TypeError(
+                f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of "
+                "one kind (the result is of the inputs' kind)"
+            )
     check_operand(a, "a", batched=True)
     check_operand(b, "b", batched=True)
+    if a.dtype != b.dtype:
+        raise TypeError(
+            f"a has dtype {a.dtype} and b {b.dtype}: matmul multiplies arrays of one dtype (convert one with .astype)"
+        )
     M, N, K, batch, shape = _shapes(a, b)
     dev = a.data.device_id  # (x.device builds a Device object per call)
     if b.data.device_id != dev:
@@ -335,7 +481,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     if user_out is None:
         if beta != 0.0:
             raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
-        result = _arrays.empty(akind if akind == "torch" else "cupy", shape, F32, dev)
+        result = _arrays.empty(akind if akind == "torch" else "cupy", shape, a.dtype, dev)
     else:
         result = user_out
     out = _arrays.as_cupy(result, "out")
@@ -346,8 +492,10 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     b2 = b[:, None] if b.ndim == 1 else b
     o2 = out.reshape(batch + (M, N)) if out.ndim != len(batch) + 2 else out
     if o2.size and not _shares(o2, out):
-        raise ValueError(f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, N)} "
-                         "result without a copy: pass a C-contiguous out")
+        raise ValueError(
+            f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, N)} "
+            "result without a copy: pass a C-contiguous out"
+        )
 
     stream = _arrays.torch_stream(dev) if akind == "torch" else None
     with cupy.cuda.ExternalStream(stream, dev) if stream is not None else contextlib.nullcontext():
@@ -366,7 +514,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         call.out_shape = shape
         if call.fast:
             call.spans = (_span(a), _span(b), _span(out))  # the caller's arrays, which the fast path sees
-        if key is not None and akind in ("cupy", "torch") and (call.fast or not batch):
+        if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or call.direct)):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
             _calls[key] = call
@@ -376,8 +524,12 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
                 call.launch(a.data.ptr, b.data.ptr, out.data.ptr, alpha, beta, sptr)
         elif batch:
             with cupy.cuda.Device(dev):
-                call.plan.launch(M, N, K, alpha, ops[0], call.lda, ops[1], call.ldb, beta, ops[2], call.ldc,
-                                 batch=call.batch)
+                call.plan.launch(
+                    M, N, K, alpha, ops[0], call.lda, ops[1], call.ldb, beta, ops[2], call.ldc, batch=call.batch
+                )
+        elif call.direct:  # one launch on the row-major copies
+            with cupy.cuda.Device(dev):
+                call.launch(ops[0].data.ptr, ops[1].data.ptr, ops[2].data.ptr, alpha, beta, sptr)
         else:
             _run(call, a2, b2, o2, alpha, beta)
     return result
@@ -397,8 +549,10 @@ def _shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
     M, K = sa[-2:]
     K2, N = sb[-2:]
     if K != K2:
-        raise ValueError(f"shapes {a.shape} and {b.shape} do not align: a has {K} columns, b has {K2} rows"
-                         + (" (its last dimension)" if a.ndim != 2 or b.ndim != 2 else ""))
+        raise ValueError(
+            f"shapes {a.shape} and {b.shape} do not align: a has {K} columns, b has {K2} rows"
+            + (" (its last dimension)" if a.ndim != 2 or b.ndim != 2 else "")
+        )
     ba, bb = sa[:-2], sb[:-2]
     batch = []
     for i in range(1, max(len(ba), len(bb)) + 1):
@@ -428,11 +582,31 @@ def _batch_operand(x, batch: tuple[int, ...], name: str):
     x3 = x.reshape(nb, rows, cols)
     s0, s1, s2 = x3.strides
     item = x3.dtype.itemsize
-    if not ((s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols
-            and s0 >= 0 and s0 % item == 0):
+    if not (
+        (s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols and s0 >= 0 and s0 % item == 0
+    ):
         x3 = cupy.ascontiguousarray(x3)
         s0, s1 = x3.strides[:2]
     return x3, max(s1 // item, cols, 1), s0 // item
+
+
+def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int):
+    """(kernel, configuration or None, split_k) for a product of ``dtype``: auto's choice, or the named rung
+    (which must take that dtype) with its tuned or small tiles when no configuration is given."""
+    if kernel == "auto":
+        if dtype == "float32":
+            return _auto.select(M, N, K, dev, config, split_k)
+        return _auto.top_for(dtype, compute_capability(dev)), config, split_k
+    spec = get_spec(kernel)
+    if dtype not in spec.dtypes:
+        takes = [n for n in gemm_kernels_list() if dtype in REGISTRY[n].dtypes]
+        raise TypeError(
+            f"kernel {kernel!r} multiplies {' and '.join(spec.dtypes)} arrays, not {dtype}; the rungs for "
+            f"{dtype}: {takes or 'none yet'} (or kernel='auto')"
+        )
+    if config is None:  # a named rung fits the problem: its tuned entry, or tiles that fill the GPU
+        config = _auto.named(kernel, M, N, K, dev)
+    return kernel, config, split_k
 
 
 def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple]:
@@ -447,32 +621,50 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     b3, ldb, bsb = _batch_operand(b, batch, "b")
     c3 = out.reshape(nb, M, N)
     s0, s1, s2 = c3.strides
-    if not (s2 == 4 or N <= 1) or not _shares(c3, out) or s1 % 4 or s0 % 4 or s1 // 4 < N:
-        raise ValueError(f"out must be C-contiguous (row-major with unit column stride) for a batched product; got "
-                         f"strides {out.strides} for shape {out.shape}")
-    ldc, bsc = max(s1 // 4, N, 1), s0 // 4
-    if kernel == "auto":
-        kernel, config, _ = _auto.select(M, N, K, dev, config, 1)
-    elif config is None:
-        config = _auto.named(kernel, M, N, K, dev)
+    oi = c3.dtype.itemsize
+    if not (s2 == oi or N <= 1) or not _shares(c3, out) or s1 % oi or s0 % oi or s1 // oi < N:
+        raise ValueError(
+            f"out must be C-contiguous (row-major with unit column stride) for a batched product; got "
+            f"strides {out.strides} for shape {out.shape}"
+        )
+    ldc, bsc = max(s1 // oi, N, 1), s0 // oi
+    dt = a.dtype.name
+    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev)
     spec = get_spec(kernel)
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
     if not supports_batch(spec):
-        raise ValueError(f"kernel {kernel!r} does not run batched products (its template does not start with "
-                         f"CUMM_BATCH() or CUMM_SPLIT_K); the rungs that do: "
-                         f"{[n for n in gemm_kernels_list() if supports_batch(REGISTRY[n])]}")
+        raise ValueError(
+            f"kernel {kernel!r} does not run batched products (its template does not start with "
+            f"CUMM_BATCH() or CUMM_SPLIT_K); the rungs that do: "
+            f"{[n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes]}"
+        )
 
-    def ok(x3, ld, bs):
-        return int(x3.data.ptr % 16 == 0 and ld % 4 == 0 and bs % 4 == 0)
+    def ok(x3, ld, bs):  # every matrix of the batch starts 16-byte aligned, and so does each of its rows
+        item = x3.dtype.itemsize
+        return int(x3.data.ptr % 16 == 0 and ld * item % 16 == 0 and bs * item % 16 == 0)
 
     flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
+    if a3.dtype.itemsize != 4:
+        flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     plan = get_plan(kernel, config, flags, dev)
-    copied = not (_shares(a3, a) or bsa == 0 and a3.data.mem is a.data.mem) \
-        or not (_shares(b3, b) or bsb == 0 and b3.data.mem is b.data.mem)
+    copied = not (_shares(a3, a) or bsa == 0 and a3.data.mem is a.data.mem) or not (
+        _shares(b3, b) or bsb == 0 and b3.data.mem is b.data.mem
+    )
     fast = not copied and a3.data.ptr == a.data.ptr and b3.data.ptr == b.data.ptr
-    call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), F32, out.shape, (0, 0, 0), fast,
-                dict(splits=1), batch=(nb, bsa, bsb, bsc))
+    call = Call(
+        plan,
+        akind,
+        dev,
+        (M, N, K),
+        (lda, ldb, ldc),
+        c3.dtype,
+        out.shape,
+        (0, 0, 0),
+        fast,
+        dict(splits=1),
+        batch=(nb, bsa, bsb, bsc),
+    )
     return call, (a3, b3, c3)
 
 
@@ -486,15 +678,19 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     c, ldc = row_major(out, "out", copy_ok=False)
     if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
-    if kernel == "auto":
-        kernel, config, split_k = _auto.select(M, N, K, dev, config, split_k)
-    elif config is None:  # a named rung fits the problem: its tuned entry, or tiles that fill the GPU
-        get_spec(kernel)
-        config = _auto.named(kernel, M, N, K, dev)
+    dt, odt = a.dtype.name, c.dtype.name
+    kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
+    half = dt != "float32"  # split-K, padded copies, staging and strips are float32 machinery
+    if half and split_k not in (None, 1):
+        raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
     flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
     spec = get_spec(kernel)
+    if spec.tensor_maps is not None and not (flags0[0] and flags0[1]):
+        # the copy engine reads 16-byte aligned rows only: the fallback rung (loads of any alignment) runs it
+        kernel, spec = spec.fallback, get_spec(spec.fallback)
+        config = _auto.named(kernel, M, N, K, dev)
     repack_a = repack_b = False
-    if _repack.ENABLED and not (flags0[0] and flags0[1]):  # scalar loads of A or B: a padded copy may pay
+    if _repack.ENABLED and not half and not (flags0[0] and flags0[1]):  # scalar loads: a padded copy may pay
         repack_a, repack_b = _repack.repack_plan(spec, M, N, K, bool(flags0[0]), bool(flags0[1]))
     flags = (1 if repack_a else flags0[0], 1 if repack_b else flags0[1], flags0[2])
     splits = 1
@@ -502,24 +698,44 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         splits = _splitk.effective_splits(K, split_k, _splitk.slab(kernel, config, compute_capability(dev)))
         if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
             flags = (flags[0], flags[1], int(N % 4 == 0))
-    stage = bool(_repack.ENABLED and not flags[2] and splits == 1 and spec.stage_out
-                 and _repack.should_stage_out(M, N, K, beta))
+    stage = bool(
+        _repack.ENABLED
+        and not half
+        and not flags[2]
+        and splits == 1
+        and spec.stage_out
+        and _repack.should_stage_out(M, N, K, beta)
+    )
     if stage:
         flags = (flags[0], flags[1], 1)
+    if half:
+        flags = (*flags, 0, dtype_flag(dt, odt))
     plan = get_plan(kernel, config, flags, dev)
     mm, nn = M, N
     bm, bn = plan.tile
-    if bm and splits == 1 and _edges.ENABLED and (0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS):
+    if (
+        bm
+        and splits == 1
+        and _edges.ENABLED
+        and not half
+        and (0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS)
+    ):
         mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
     # fast: one launch of the plan's kernel straight on the caller's arrays (row_major made no copy)
-    fast = (not (repack_a or repack_b or stage) and splits == 1 and (mm, nn) == (M, N)
-            and _shares(a, a_in) and _shares(b, b_in))
+    fast = (
+        not (repack_a or repack_b or stage)
+        and splits == 1
+        and (mm, nn) == (M, N)
+        and _shares(a, a_in)
+        and _shares(b, b_in)
+    )
     grid = plan.spec.grid(plan.cfg, M, N, K)
     if grid[1] > 65535 or grid[2] > 65535:
         fast = False  # Plan.launch reports it
     decisions = dict(repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn)
     spans = (_span(a), _span(b), _span(c))
-    return Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), F32, out.shape, spans, fast, decisions), (a, b, c)
+    call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), c.dtype, out.shape, spans, fast, decisions, direct=half)
+    return call, (a, b, c)
 
 
 def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:

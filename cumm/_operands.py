@@ -8,7 +8,9 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-SUPPORTED_DTYPES = ("float32",)
+# The dtypes matmul takes: float32, and float16 / bfloat16 (CuPy's bfloat16 comes from ml_dtypes) for the rungs
+# that declare them (KernelSpec.dtypes; cumm.kernels(dtype=...) lists them).
+SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
 INT32_MAX = 2**31 - 1
 F32 = np.dtype(np.float32)
 
@@ -33,7 +35,7 @@ def check_operand(x, name: str, batched: bool = False) -> None:
         raise ValueError(f"{name} must have at least one dimension (matmul does not take scalars), got shape ()")
     if not batched and x.ndim != 2:
         raise ValueError(f"{name} must be 2-D (a matrix), got a {x.ndim}-D array of shape {x.shape}")
-    if x.dtype != F32:
+    if x.dtype.name not in SUPPORTED_DTYPES:
         raise TypeError(f"{name} has dtype {x.dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
 
 
@@ -41,8 +43,9 @@ def row_major(x, name: str, copy_ok: bool):
     """(array, leading dimension) with unit column stride; copies only when allowed and needed."""
     rows, cols = x.shape
     s0, s1 = x.strides  # tested first: x.flags builds a Flags object per call
-    if (s1 == 4 or cols <= 1) and s0 > 0 and s0 % 4 == 0 and s0 // 4 >= cols:
-        return x, s0 // 4
+    item = x.dtype.itemsize
+    if (s1 == item or cols <= 1) and s0 > 0 and s0 % item == 0 and s0 // item >= cols:
+        return x, s0 // item
     if x.flags.c_contiguous:
         return x, max(cols, 1)
     if not copy_ok:
@@ -54,7 +57,8 @@ def row_major(x, name: str, copy_ok: bool):
 
 
 def aligned(x, ld: int) -> int:
-    return int(x.data.ptr % 16 == 0 and ld % 4 == 0)
+    """1 when every row of ``x`` (leading dimension ``ld``) starts on a 16-byte boundary: 16-byte accesses."""
+    return int(x.data.ptr % 16 == 0 and ld * x.dtype.itemsize % 16 == 0)
 
 
 def check_out(out, inputs, shape, dev: int, names=None) -> None:
@@ -63,8 +67,12 @@ def check_out(out, inputs, shape, dev: int, names=None) -> None:
     names = names or [f"arrays[{i}]" for i in range(len(inputs))]
     if not isinstance(out, cupy.ndarray):
         raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
-    if out.dtype != F32:
-        raise TypeError(f"out has dtype {out.dtype}; it must be float32 like the result")
+    want = {inputs[0].dtype.name, "float32"}
+    if out.dtype.name not in want:
+        raise TypeError(
+            f"out has dtype {out.dtype}; it must be {' or '.join(sorted(want))} (the inputs' dtype, or "
+            "float32 to keep the FP32 accumulation)"
+        )
     if out.shape != tuple(shape):
         shapes = " x ".join(str(x.shape) for x in inputs)
         raise ValueError(f"out has shape {out.shape}; the product {shapes} needs {tuple(shape)}")

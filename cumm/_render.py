@@ -23,6 +23,22 @@ COMMON_HEADER = "include/common.cuh"
 FLAG_NAMES = ("VEC_A", "VEC_B", "VEC_C", "CUMM_BATCHED")
 ALIGNED = (1, 1, 1)
 BATCHED = 3  # index of the batched flag
+# An optional fifth flag: the dtypes, as an index into DTYPE_VARIANTS (0: float32, rendered as before it
+# existed). Half-precision kernels read CUMM_BF16 (0: float16 inputs, 1: bfloat16) and OUT_F32 (1: C is float32,
+# 0: C has the inputs' type); accumulation is FP32 in every variant.
+DTYPE = 4
+DTYPE_VARIANTS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
+                  ("bfloat16", "float32"))
+
+
+def dtype_flag(inputs: str, output: str) -> int:
+    """The flag of inputs of dtype ``inputs`` (a name) writing C of dtype ``output``."""
+    return DTYPE_VARIANTS.index((inputs, output))
+
+
+def dtypes_of(flags: tuple[int, ...]) -> tuple[str, str]:
+    """(inputs' dtype, C's dtype) of ``flags``."""
+    return DTYPE_VARIANTS[flags[DTYPE] if len(flags) > DTYPE else 0]
 
 
 def template_text(filename: str) -> str:
@@ -77,7 +93,7 @@ def template_hash(spec: KernelSpec) -> str:
 def supports_batch(spec: KernelSpec) -> bool:
     """Whether the template moves its pointers to its product of a batch (CUMM_BATCH(), or CUMM_SPLIT_K, which
     does so in a batched variant; see common.cuh)."""
-    code = code_text(template_text(spec.template))
+    code = code_text(spec_parts(spec)[-1][1])  # the template (or spec.source)
     return "CUMM_BATCH()" in code or "CUMM_SPLIT_K(" in code
 
 
@@ -89,6 +105,9 @@ def batched(flags: tuple[int, ...]) -> bool:
 def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> str:
     params = "_".join(f"{k}{cfg[k]}" for k in spec.params)
     vec = "v" + "".join(str(int(f)) for f in flags[:BATCHED]) + ("_batched" if batched(flags) else "")
+    inputs, output = dtypes_of(flags)
+    if inputs != "float32":
+        vec += f"_{inputs}" + ("_out_float32" if output == "float32" else "")
     return f"cumm_{spec.name}_{params}_{vec}"
 
 
@@ -100,6 +119,9 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
     lines += [f"#define {f} {int(v)}" for f, v in zip(FLAG_NAMES[:BATCHED], flags[:BATCHED], strict=True)]
     if batched(flags):
         lines.append(f"#define {FLAG_NAMES[BATCHED]} 1")
+    inputs, output = dtypes_of(flags)
+    if inputs != "float32":
+        lines += [f"#define CUMM_BF16 {int(inputs == 'bfloat16')}", f"#define OUT_F32 {int(output == 'float32')}"]
     for f, text in spec_parts(spec):
         lines.append(line_directive(f))
         lines.append(text)

@@ -85,8 +85,12 @@ class DeviceInfo:
         name, cc = _auto.device_key(device_id)
         optin = a.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)
         return cls(
-            name=name, cc=cc, sms=a["MultiProcessorCount"], smem_optin=optin,
-            smem_per_sm=a.get("MaxSharedMemoryPerMultiprocessor", optin), l2_bytes=a.get("L2CacheSize", 0),
+            name=name,
+            cc=cc,
+            sms=a["MultiProcessorCount"],
+            smem_optin=optin,
+            smem_per_sm=a.get("MaxSharedMemoryPerMultiprocessor", optin),
+            l2_bytes=a.get("L2CacheSize", 0),
             regs_per_sm=a.get("MaxRegistersPerMultiprocessor", 65536),
             regs_per_block=a.get("MaxRegistersPerBlock", 65536),
             max_threads_per_sm=a.get("MaxThreadsPerMultiProcessor", 2048),
@@ -94,9 +98,7 @@ class DeviceInfo:
 
 
 # For planning without a GPU (``candidates(..., device=H200)``, tests): the H200's published limits.
-H200 = DeviceInfo(name="NVIDIA H200", cc=90, sms=132, smem_optin=232448, smem_per_sm=233472,
-                  l2_bytes=50 * 1024 * 1024)
-
+H200 = DeviceInfo(name="NVIDIA H200", cc=90, sms=132, smem_optin=232448, smem_per_sm=233472, l2_bytes=50 * 1024 * 1024)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -195,8 +197,15 @@ def score(spec: KernelSpec, cfg: Mapping[str, int], M: int, N: int, K: int, dev:
     smem = spec.smem(cfg)
     acc = _accumulators(spec, cfg)
     est_regs = min(register_cap(threads, cfg.get("MINB", 1), dev), (acc or 16) + 64)
-    resident = max(1, min(dev.max_threads_per_sm // threads, dev.regs_per_sm // (est_regs * threads),
-                          dev.smem_per_sm // (smem + 1024), 32))
+    resident = max(
+        1,
+        min(
+            dev.max_threads_per_sm // threads,
+            dev.regs_per_sm // (est_regs * threads),
+            dev.smem_per_sm // (smem + 1024),
+            32,
+        ),
+    )
     warps = min(resident, per_sm) * threads / 32
     latency = min(1.0, warps / 8) ** 0.5
     s = balance * latency
@@ -222,11 +231,19 @@ def _group(spec: KernelSpec, cfg: Mapping[str, int], M: int, N: int, K: int) -> 
     return tuple(spec.grid(cfg, M, N, K))
 
 
-def rank(spec: KernelSpec, cfgs: Sequence[Mapping[str, int]], M: int, N: int, K: int, dev: DeviceInfo,
-         seeds: Sequence[Mapping[str, int]] = ()) -> tuple[list[dict[str, int]], int]:
+def rank(
+    spec: KernelSpec,
+    cfgs: Sequence[Mapping[str, int]],
+    M: int,
+    N: int,
+    K: int,
+    dev: DeviceInfo,
+    seeds: Sequence[Mapping[str, int]] = (),
+) -> tuple[list[dict[str, int]], int]:
     """(diverse, deterministic order of ``cfgs``, number dropped by the score floor); seeds first."""
-    scored = sorted(((score(spec, c, M, N, K, dev), config_key(spec, c), dict(c)) for c in cfgs),
-                    key=lambda t: (-t[0], t[1]))
+    scored = sorted(
+        ((score(spec, c, M, N, K, dev), config_key(spec, c), dict(c)) for c in cfgs), key=lambda t: (-t[0], t[1])
+    )
     groups: dict[tuple, list] = {}
     for t in scored:  # insertion order = order of each group's best
         groups.setdefault(_group(spec, t[2], M, N, K), []).append(t)
@@ -274,12 +291,24 @@ def _offline_report(spec: KernelSpec, cfg: dict[str, int], arch: str, flags: tup
     t0 = time.perf_counter()
     try:
         k = compile_offline(spec, cfg, arch=arch, flags=flags)
-        rep = dict(registers=k.registers, spill_bytes=k.spill_bytes, stack_bytes=k.stack_bytes,
-                   shared_bytes=k.shared_bytes, threads=k.threads, error=None)
+        rep = dict(
+            registers=k.registers,
+            spill_bytes=k.spill_bytes,
+            stack_bytes=k.stack_bytes,
+            shared_bytes=k.shared_bytes,
+            threads=k.threads,
+            error=None,
+        )
     except Exception as e:  # CompileError and anything NVRTC raises: a reason, not a crash
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        rep = dict(registers=None, spill_bytes=None, stack_bytes=None, shared_bytes=None,
-                   threads=spec.threads(cfg), error=f"{type(e).__name__}: {first[:200]}")
+        rep = dict(
+            registers=None,
+            spill_bytes=None,
+            stack_bytes=None,
+            shared_bytes=None,
+            threads=spec.threads(cfg),
+            error=f"{type(e).__name__}: {first[:200]}",
+        )
     rep["compile_s"] = round(time.perf_counter() - t0, 3)
     with _offline_lock:
         _offline[key] = rep
@@ -322,10 +351,20 @@ def progress_bar(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
 
 
-def candidates(kernel: str, M: int, N: int, K: int, *, device: DeviceInfo = H200,
-               flags: tuple[int, int, int] = (1, 1, 1), max_configs: int | None = None,
-               budget_s: float = DEFAULT_BUDGET_S, compile: bool = True, deadline: float | None = None,
-               progress: bool = False) -> Candidates:
+def candidates(
+    kernel: str,
+    M: int,
+    N: int,
+    K: int,
+    *,
+    device: DeviceInfo = H200,
+    flags: tuple[int, int, int] = (1, 1, 1),
+    max_configs: int | None = None,
+    budget_s: float = DEFAULT_BUDGET_S,
+    compile: bool = True,
+    deadline: float | None = None,
+    progress: bool = False,
+) -> Candidates:
     """Steps 1-4 of the pipeline (no GPU needed): the configurations worth timing, in order.
 
     With ``compile=False`` the offline compile filter is skipped (a plan, for inspection). ``deadline``

@@ -9,9 +9,11 @@ Tests, benchmarks, the tuner and the CLI discover kernels through the registry i
 from __future__ import annotations
 
 import operator
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from types import MappingProxyType
 
 from ._errors import ConfigError
@@ -22,6 +24,24 @@ Dim3 = tuple[int, int, int]
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+DTYPES = ("float32", "float16", "bfloat16")  # what a spec may declare
+
+
+def package_template(path: str) -> bool:
+    """Whether ``path`` names a file under cumm/kernels (a rung's template or a shared header)."""
+    return bool(path) and not os.path.isabs(path) and resources.files("cumm").joinpath("kernels", path).is_file()
+
+
+def resolve_template(path: str) -> str:
+    """A template or header path as a spec keeps it: relative to cumm/kernels when such a file exists there,
+    otherwise absolute (a relative path is taken from the working directory). Existence is checked when the
+    spec is registered (cumm.register)."""
+    path = os.fspath(path)
+    if package_template(path):
+        return path
+    return os.path.abspath(os.path.expanduser(path))
 
 
 @dataclass(frozen=True)
@@ -41,7 +61,9 @@ class Constraint:
 @dataclass(frozen=True, eq=False, repr=False)  # identity equality and hash: a spec is one registry entry
 class KernelSpec:
     name: str
-    template: str
+    # A file: a path under cumm/kernels (the ladder's), else absolute or relative to the working directory
+    # (made absolute here). With ``source``, only the name NVRTC's messages give the template.
+    template: str = field(default="", kw_only=True)
     summary: str
     defaults: Mapping[str, int]
     block: Callable[[Config], Dim3]
@@ -71,11 +93,35 @@ class KernelSpec:
     headers: tuple[str, ...] = ()
     # Named configurations (each overrides some defaults), e.g. the tile shapes a chain kernel's size rule picks.
     configs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    # A persistent chain kernel: one launch of at most the resident blocks, a scratch array for T and a grid
-    # barrier between its phases (the caller passes T, its leading dimension and the barrier word).
+    # A persistent kernel: one launch of at most the resident blocks (a GEMM rung walks the tiles itself; a chain
+    # kernel also gets a scratch array for T and a grid barrier between its phases).
     persistent: bool = False
+    # Kernels that read operands through the copy engine: tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map) gives
+    # the maps (cumm._tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
+    # engine cannot read (a pointer not 16-byte aligned, a row pitch not a multiple of 16 bytes) run ``fallback``.
+    tensor_maps: Callable | None = None
+    fallback: str | None = None
+    # The template's text itself, instead of a file (then ``template`` defaults to "<name>.cu").
+    source: str | None = field(default=None, repr=False)
+    # Element types of A and B the template handles (C = A @ B in the same type).
+    dtypes: tuple[str, ...] = ("float32",)
 
     def __post_init__(self) -> None:
+        if self.source is not None and not isinstance(self.source, str):
+            raise TypeError(f"{self.name}: source must be the template's text (a str), got {type(self.source)}")
+        if not self.template:
+            if self.source is None:
+                raise ValueError(f"{self.name}: give template= (a .cu file) or source= (the template's text)")
+            object.__setattr__(self, "template", f"{self.name}.cu")
+        elif self.source is None:
+            object.__setattr__(self, "template", resolve_template(self.template))
+        object.__setattr__(self, "headers", tuple(resolve_template(h) for h in self.headers))
+        dtypes = (self.dtypes,) if isinstance(self.dtypes, str) else tuple(self.dtypes)
+        bad = [d for d in dtypes if d not in DTYPES]
+        if not dtypes or bad:
+            raise ValueError(f"{self.name}: dtypes must be a non-empty tuple of {', '.join(DTYPES)}; "
+                             f"got {self.dtypes!r}")
+        object.__setattr__(self, "dtypes", dtypes)
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
         if self.split_k and "BK" not in self.defaults:
             raise ValueError(f"{self.name}: split_k needs a BK parameter (the slab depth slices are made of)")

@@ -77,13 +77,31 @@ def entry_key(e: Mapping) -> str:
     return f"{e['gpu']}|sm_{int(e['cc'])}|{e['kernel']}|{e['dtype']}|{b}"
 
 
-def make_entry(gpu: str, cc: int, kernel: str, dtype: str, shape: Sequence[int], config: Mapping[str, int],
-               ms: float, tflops: float, **extra) -> dict:
+def make_entry(
+    gpu: str,
+    cc: int,
+    kernel: str,
+    dtype: str,
+    shape: Sequence[int],
+    config: Mapping[str, int],
+    ms: float,
+    tflops: float,
+    **extra,
+) -> dict:
     return dict(
-        schema=SCHEMA, gpu=gpu, cc=int(cc), kernel=kernel, dtype=dtype, bucket=list(bucket(*shape)),
-        shape=[int(v) for v in shape], config={k: int(v) for k, v in config.items()}, ms=float(ms),
-        tflops=float(tflops), template_hash=template_hash(get_spec(kernel)),
-        tuned_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **extra,
+        schema=SCHEMA,
+        gpu=gpu,
+        cc=int(cc),
+        kernel=kernel,
+        dtype=dtype,
+        bucket=list(bucket(*shape)),
+        shape=[int(v) for v in shape],
+        config={k: int(v) for k, v in config.items()},
+        ms=float(ms),
+        tflops=float(tflops),
+        template_hash=template_hash(get_spec(kernel)),
+        tuned_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **extra,
     )
 
 
@@ -133,7 +151,8 @@ def _well_formed(e: Mapping) -> bool:
         return (
             all(isinstance(e[k], int) and not isinstance(e[k], bool) for k in _INT_FIELDS)
             and all(isinstance(e[k], str) for k in ("gpu", "kernel", "dtype", "template_hash"))
-            and isinstance(e["bucket"], list) and len(e["bucket"]) == 3
+            and isinstance(e["bucket"], list)
+            and len(e["bucket"]) == 3
             and all(isinstance(v, int) and v >= 1 for v in e["bucket"])
             and isinstance(e["config"], dict)
             and all(isinstance(k, str) and isinstance(v, int) for k, v in e["config"].items())
@@ -176,8 +195,11 @@ def tuned_entries(gpu: str, cc: int, dtype: str = "float32") -> list[dict]:
             for t in shipped_tables():
                 merged.update(read_table(t))
             merged.update(read_table(Path(upath)))
-            hit = [e for e in merged.values()
-                   if _usable(e) and e["gpu"] == gpu and e["cc"] == int(cc) and e["dtype"] == dtype]
+            hit = [
+                e
+                for e in merged.values()
+                if _usable(e) and e["gpu"] == gpu and e["cc"] == int(cc) and e["dtype"] == dtype
+            ]
             hit.sort(key=entry_key)
             _index[key] = hit
     return hit
@@ -187,8 +209,9 @@ def _log2_distance(a: Sequence[int], b: Sequence[int]) -> float:
     return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2 for x, y in zip(a, b, strict=True)))
 
 
-def lookup(gpu: str, cc: int, dtype: str, M: int, N: int, K: int, max_distance: float = MAX_DISTANCE,
-           kernel: str | None = None) -> dict | None:
+def lookup(
+    gpu: str, cc: int, dtype: str, M: int, N: int, K: int, max_distance: float = MAX_DISTANCE, kernel: str | None = None
+) -> dict | None:
     """The tuned entry nearest to the bucket of M x N x K (log2 distance), if within ``max_distance``.
 
     Among entries of the nearest bucket (several kernels), the one with the most TFLOP/s wins; ``kernel``:
@@ -237,8 +260,9 @@ def _locked(path: Path):
                     fcntl.flock(lf.fileno(), fcntl.LOCK_UN)
 
 
-def save_entries(entries: Iterable[Mapping], path: str | os.PathLike | None = None,
-                 drop_keys: Iterable[str] = ()) -> Path:
+def save_entries(
+    entries: Iterable[Mapping], path: str | os.PathLike | None = None, drop_keys: Iterable[str] = ()
+) -> Path:
     """Merge ``entries`` into the table at ``path`` (default: the user's ``tuned.json``), atomically.
 
     Under an exclusive lock on ``<path>.lock``: read the current file, drop ``drop_keys``, add the

@@ -60,8 +60,14 @@ def rotation_sets(set_bytes: int, l2_bytes: int) -> int:
     return int(max(2, min(64, math.ceil(3 * l2_bytes / set_bytes), (1 << 30) // set_bytes)))
 
 
-def sample_ms(fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT,
-              budget_s: float = BUDGET_S, min_runs: int = MIN_RUNS) -> list[float]:
+def sample_ms(
+    fn: Callable[[], object],
+    *,
+    warmup: int = DEFAULT_WARMUP,
+    repeat: int = DEFAULT_REPEAT,
+    budget_s: float = BUDGET_S,
+    min_runs: int = MIN_RUNS,
+) -> list[float]:
     """Per-call device times (ms) of ``fn`` by CUDA events, warm-up excluded.
 
     Runs ``repeat`` times, fewer if that would exceed ``budget_s`` (never below ``min_runs``).
@@ -93,8 +99,9 @@ def sample_ms(fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat:
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in events]
 
 
-def time_ms(fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT,
-            budget_s: float = BUDGET_S) -> float:
+def time_ms(
+    fn: Callable[[], object], *, warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT, budget_s: float = BUDGET_S
+) -> float:
     """Median device time (ms) of ``fn`` over ``repeat`` CUDA-event timed runs after ``warmup`` calls."""
     return statistics.median(sample_ms(fn, warmup=warmup, repeat=repeat, budget_s=budget_s))
 

@@ -56,9 +56,18 @@ RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, 
 PRUNE_FACTOR = 1.5
 
 STANDARD_SHAPES: list[tuple[int, int, int]] = [
-    (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
-    (8192, 8192, 256), (256, 8192, 8192), (8192, 256, 8192),  # one short dimension
-    (4096, 4096, 1024), (128, 4096, 4096), (4096, 128, 4096), (16384, 16384, 64),  # skinny
+    (512, 512, 512),
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (8192, 8192, 256),
+    (256, 8192, 8192),
+    (8192, 256, 8192),  # one short dimension
+    (4096, 4096, 1024),
+    (128, 4096, 4096),
+    (4096, 128, 4096),
+    (16384, 16384, 64),  # skinny
 ]
 
 
@@ -93,9 +102,11 @@ class TuneResult:
     def summary(self) -> str:
         M, N, K = self.shape
         timed = sum(1 for r in self.table if r.get("ms") is not None)
-        return (f"{self.kernel} {M}x{N}x{K} on {self.gpu}: {self.ms:.4f} ms, {self.tflops:.2f} TFLOP/s "
-                f"(rel err {self.rel_err:.1e}; {timed} timed of {self.counts.get('ranked', '?')} ranked, "
-                f"{self.elapsed_s:.0f} s) config {_compact(self.config)}")
+        return (
+            f"{self.kernel} {M}x{N}x{K} on {self.gpu}: {self.ms:.4f} ms, {self.tflops:.2f} TFLOP/s "
+            f"(rel err {self.rel_err:.1e}; {timed} timed of {self.counts.get('ranked', '?')} ranked, "
+            f"{self.elapsed_s:.0f} s) config {_compact(self.config)}"
+        )
 
 
 class TuneError(RuntimeError):
@@ -121,9 +132,20 @@ def _budget(budget_s: float | None) -> float:
         return DEFAULT_BUDGET_S
 
 
-def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_configs: int | None = None,
-         save: bool = True, progress: bool = True, device_id: int | None = None, budget_s: float | None = None,
-         seed: int = 0) -> TuneResult:
+def tune(
+    kernel: str,
+    M: int,
+    N: int,
+    K: int,
+    *,
+    dtype: str = "float32",
+    max_configs: int | None = None,
+    save: bool = True,
+    progress: bool = True,
+    device_id: int | None = None,
+    budget_s: float | None = None,
+    seed: int = 0,
+) -> TuneResult:
     """Find the fastest verified configuration of ``kernel`` for an ``M x N x K`` product on a GPU.
 
     See the module docstring for the pipeline and the time budget (``budget_s``, default 150 s).
@@ -132,8 +154,11 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
     """
     reason = gpu_unavailable()
     if reason:
-        raise TuneError(f"{reason}; cumm.tune times kernels on an NVIDIA GPU (nothing was saved). "
-                        "cumm._space.candidates lists what it would time, without one", [])
+        raise TuneError(
+            f"{reason}; cumm.tune times kernels on an NVIDIA GPU (nothing was saved). "
+            "cumm._space.candidates lists what it would time, without one",
+            [],
+        )
     import cupy
 
     from ._compile import device_kernel
@@ -153,8 +178,18 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
         # Operands are fresh C-contiguous allocations (256-byte aligned): 16-byte accesses are legal
         # exactly when the row lengths are multiples of 4, as matmul decides for such arrays.
         flags = (int(K % 4 == 0), int(N % 4 == 0), int(N % 4 == 0))
-        cand = candidates(kernel, M, N, K, device=dev, flags=flags, max_configs=max_configs, budget_s=budget,
-                          deadline=t0 + OFFLINE_SHARE * budget, progress=progress)
+        cand = candidates(
+            kernel,
+            M,
+            N,
+            K,
+            device=dev,
+            flags=flags,
+            max_configs=max_configs,
+            budget_s=budget,
+            deadline=t0 + OFFLINE_SHARE * budget,
+            progress=progress,
+        )
         rows = cand.rows
         by_key = {config_key(spec, r["config"]): r for r in rows}
 
@@ -184,7 +219,7 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
             if err is None:
                 ready.append(cfg)
             elif err.startswith("skipped: "):
-                by_key[config_key(spec, cfg)].update(status="skipped", reason=err[len("skipped: "):])
+                by_key[config_key(spec, cfg)].update(status="skipped", reason=err[len("skipped: ") :])
             else:
                 by_key[config_key(spec, cfg)].update(status="failed", reason=err)
 
@@ -226,14 +261,25 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
 
                 warm = back_to_back_ms(lambda i: launch(i % nsets), WARMUP)[-1]
                 if best is not None and warm > PRUNE_FACTOR * best["ms"]:
-                    row.update(status="pruned", reason=f"warm-up {warm:.4f} ms > {PRUNE_FACTOR} x best",
-                               ms=None, warmup_ms=warm)
+                    row.update(
+                        status="pruned",
+                        reason=f"warm-up {warm:.4f} ms > {PRUNE_FACTOR} x best",
+                        ms=None,
+                        warmup_ms=warm,
+                    )
                 else:
                     reps = int(min(MAX_REPS, max(MIN_REPS, math.ceil(SAMPLE_MS / max(warm, 1e-3)))))
                     times = back_to_back_ms(lambda i: launch(i % nsets), reps)
                     ms = statistics.median(times)
-                    row.update(status="timed", reason=None, ms=ms, tflops=flops / (ms * 1e9), reps=reps,
-                               min_ms=min(times), warmup_ms=warm)
+                    row.update(
+                        status="timed",
+                        reason=None,
+                        ms=ms,
+                        tflops=flops / (ms * 1e9),
+                        reps=reps,
+                        min_ms=min(times),
+                        warmup_ms=warm,
+                    )
                     if best is None or ms < best["ms"]:
                         err = rel_err(plan)
                         row["rel_err"] = err
@@ -252,16 +298,29 @@ def tune(kernel: str, M: int, N: int, K: int, *, dtype: str = "float32", max_con
             bar.close()
 
     if best is None:
-        raise TuneError(f"no configuration of {kernel!r} compiled, ran and verified for {M}x{N}x{K} on "
-                        f"{dev.name}: {_failure_summary(rows)}", rows)
+        raise TuneError(
+            f"no configuration of {kernel!r} compiled, ran and verified for {M}x{N}x{K} on "
+            f"{dev.name}: {_failure_summary(rows)}",
+            rows,
+        )
     best["status"] = "best"
     res = TuneResult(
-        kernel=kernel, shape=(M, N, K), dtype=dtype, gpu=dev.name, cc=dev.cc, config=dict(best["config"]),
-        ms=best["ms"], tflops=best["tflops"], rel_err=best["rel_err"], table=rows, counts=cand.counts,
+        kernel=kernel,
+        shape=(M, N, K),
+        dtype=dtype,
+        gpu=dev.name,
+        cc=dev.cc,
+        config=dict(best["config"]),
+        ms=best["ms"],
+        tflops=best["tflops"],
+        rel_err=best["rel_err"],
+        table=rows,
+        counts=cand.counts,
     )
     res.counts["timed"] = sum(1 for r in rows if r.get("ms") is not None)
-    res.entry = make_entry(dev.name, dev.cc, kernel, dtype, (M, N, K), res.config, res.ms, res.tflops,
-                           timed=res.counts["timed"])
+    res.entry = make_entry(
+        dev.name, dev.cc, kernel, dtype, (M, N, K), res.config, res.ms, res.tflops, timed=res.counts["timed"]
+    )
     if save:
         res.saved_to = str(save_entries([res.entry]))
     res.elapsed_s = time.perf_counter() - t0
@@ -288,8 +347,7 @@ def _dedupe(shapes: Iterable[Sequence[int]]) -> list[tuple[int, int, int]]:
     return out
 
 
-def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard: bool,
-                max_configs: int | None) -> int:
+def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard: bool, max_configs: int | None) -> int:
     """``cumm tune``: tune each shape (plus ``STANDARD_SHAPES`` with ``standard``), print, save.
 
     ``kernel=None`` tunes the top rungs (``top_rungs()``) and keeps the faster per shape (the
@@ -310,8 +368,11 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
         return 2
     reason = gpu_unavailable()
     if reason:
-        print(f"cumm tune: {reason}; tuning times kernels on an NVIDIA GPU (nothing was saved). "
-              "'cumm tune --plan' lists the candidates without one", file=sys.stderr)
+        print(
+            f"cumm tune: {reason}; tuning times kernels on an NVIDIA GPU (nothing was saved). "
+            "'cumm tune --plan' lists the candidates without one",
+            file=sys.stderr,
+        )
         return 1
     kernels = [kernel] if kernel else top_rungs()  # after the argument checks: this one needs the GPU
     out_path = os.environ.get("CUMM_TUNE_OUT") or None
@@ -323,8 +384,16 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
         got: list[TuneResult] = []
         for k in kernels:
             try:
-                got.append(tune(k, *shape, max_configs=max_configs, save=False, budget_s=per_kernel,
-                                progress=sys.stderr.isatty()))
+                got.append(
+                    tune(
+                        k,
+                        *shape,
+                        max_configs=max_configs,
+                        save=False,
+                        budget_s=per_kernel,
+                        progress=sys.stderr.isatty(),
+                    )
+                )
             except Exception as e:
                 print(f"  {k} {'x'.join(map(str, shape))}: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
         win = max(got, key=lambda r: r.tflops) if got else None
@@ -338,15 +407,21 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
             print(f"  {win.summary()}", flush=True)
         results.append((shape, win, got))
     _print_table(results, kernels)
-    where = (f"saved to {user_table_path()}" + (f" and {out_path}" if out_path else "")) if failed < len(todo) \
+    where = (
+        (f"saved to {user_table_path()}" + (f" and {out_path}" if out_path else ""))
+        if failed < len(todo)
         else "nothing saved"
+    )
     print(f"tuned {len(todo) - failed}/{len(todo)} shapes in {time.perf_counter() - t_all:.0f} s; {where}")
     return 0 if failed == 0 else 1
 
 
 def _print_table(results, kernels: Sequence[str]) -> None:
-    head = f"{'M x N x K':>20}  {'kernel':<14} {'ms':>10} {'TFLOP/s':>8}  " + "  ".join(
-        f"{k[:13]:>13}" for k in kernels) + "  config"
+    head = (
+        f"{'M x N x K':>20}  {'kernel':<14} {'ms':>10} {'TFLOP/s':>8}  "
+        + "  ".join(f"{k[:13]:>13}" for k in kernels)
+        + "  config"
+    )
     print(head)
     print("-" * len(head))
     for shape, win, got in results:
@@ -359,8 +434,9 @@ def _print_table(results, kernels: Sequence[str]) -> None:
             print(f"{sh:>20}  {win.kernel:<14} {win.ms:>10.4f} {win.tflops:>8.2f}  {cols}  {_compact(win.config)}")
 
 
-def print_plan(kernel: str | None, shapes: Iterable[Sequence[int]], standard: bool, max_configs: int | None,
-               compile: bool = True) -> int:
+def print_plan(
+    kernel: str | None, shapes: Iterable[Sequence[int]], standard: bool, max_configs: int | None, compile: bool = True
+) -> int:
     """``python -m cumm tune --plan``: no GPU; the candidates an H200 would time, per kernel and shape."""
     try:
         todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
@@ -373,11 +449,19 @@ def print_plan(kernel: str | None, shapes: Iterable[Sequence[int]], standard: bo
     for shape in todo:
         for k in kernels:
             t = time.perf_counter()
-            c = candidates(k, *shape, max_configs=max_configs, compile=compile, progress=sys.stderr.isatty(),
-                           budget_s=_budget(None) / len(kernels))
+            c = candidates(
+                k,
+                *shape,
+                max_configs=max_configs,
+                compile=compile,
+                progress=sys.stderr.isatty(),
+                budget_s=_budget(None) / len(kernels),
+            )
             cs = sum(r.get("compile_s") or 0 for r in c.rows)
-            print(f"{k} {'x'.join(map(str, shape))}: {len(c.configs)} candidates, {c.counts} "
-                  f"({time.perf_counter() - t:.1f} s wall, {cs:.0f} s of compiles)")
+            print(
+                f"{k} {'x'.join(map(str, shape))}: {len(c.configs)} candidates, {c.counts} "
+                f"({time.perf_counter() - t:.1f} s wall, {cs:.0f} s of compiles)"
+            )
             for cfg in c.configs[:5]:
                 print(f"    {_compact(cfg)}")
     return 0

@@ -24,7 +24,7 @@ CASES = [
     ((6, 5, 8), (8,)),  # a batch of matrices times a vector
     ((2, 4097, 3), (3, 2)),
 ]
-KERNELS = cumm.kernels() + ["auto"]
+KERNELS = cumm.kernels(dtype="float32") + ["auto"]
 
 
 def _ref(a, b):

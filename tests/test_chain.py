@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import cumm
 from cumm import _chain
-from cumm._chain import launch, order, plans, rules, tmaps
+from cumm import _tmaps as tmaps
+from cumm._chain import launch, order, plans, rules
 from cumm._ladder import get_spec
 
 from .conftest import rel_err

@@ -16,7 +16,7 @@ SHAPES = [  # (M, N, K): ones, primes, off-grid, skinny, K = 1, a full tile grid
     (1, 1, 1), (1, 257, 1), (127, 131, 137), (4097, 33, 65), (1024, 1024, 1), (2048, 2048, 2048),
     (33, 4097, 7), (129, 1, 300), (3, 5, 4099),
 ]
-KERNELS = cumm.kernels() + ["auto"]
+KERNELS = cumm.kernels(dtype="float32") + ["auto"]
 
 
 def _operands(rng, M, N, K):

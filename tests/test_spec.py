@@ -49,8 +49,14 @@ def _mentions(messages: list[str], c: Constraint) -> bool:
 def test_registry_is_in_ladder_order_and_public():
     gemm = [n for n, s in REGISTRY.items() if s.kind == "gemm"]
     assert cumm.kernels() == cumm.kernels("gemm") == gemm
-    assert gemm == ["naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized",
-                    "bank_conflict_free", "warptile", "double_buffer", "tf32x3"]
+    fp32 = ["naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "bank_conflict_free",
+            "warptile", "double_buffer", "tf32x3"]
+    half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
+    assert gemm == fp32 + half
+    assert cumm.kernels(dtype="float32") == fp32
+    assert cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half
+    with pytest.raises(ValueError, match=r"dtype must be one of float32, float16, bfloat16, got 'int8'"):
+        cumm.kernels(dtype="int8")
     assert sorted(n for kind in {s.kind for s in SPECS} for n in cumm.kernels(kind)) == sorted(REGISTRY)
     for name, spec in REGISTRY.items():
         assert spec.name == name

@@ -7,7 +7,7 @@ in the order of least multiply-adds (``order``).
 The fused kernels are the registry's chain kernels (``cumm.kernels("chain")``), each with named
 configurations in its spec; ``plans`` turns a kernel and configuration into a cached launch for a shape,
 ``launch`` launches it through the driver (programmatic dependent launch for the persistent ones) and
-``tmaps`` makes the copy engine's tensor maps. How the kernels work and what they measure: docs/chain.md.
+``cumm._tmaps`` makes the copy engine's tensor maps. How the kernels work and what they measure: docs/chain.md.
 
 A three-array call that fuses is checked and planned once per key (kernel=, the operands' shapes, strides,
 devices and pointer misalignment; see ``_fast_call``): later calls with that key test only what depends on the
@@ -67,20 +67,44 @@ def _fast_call(arrays, kernel: str, out):
     if (type(arrays) is not list and type(arrays) is not tuple) or len(arrays) != 3 or type(kernel) is not str:
         return None, None  # (an unhashable kernel= gets the checked path's message)
     a, b, c = arrays
-    if not (type(a) is _ND and type(b) is _ND and type(c) is _ND
-            and a.dtype is _F32 and b.dtype is _F32 and c.dtype is _F32):  # (the builtin dtype is a singleton)
+    if not (
+        type(a) is _ND and type(b) is _ND and type(c) is _ND and a.dtype is _F32 and b.dtype is _F32 and c.dtype is _F32
+    ):  # (the builtin dtype is a singleton)
         return None, None
     da, db, dc = a.data, b.data, c.data
     pa, pb, pc = da.ptr, db.ptr, dc.ptr
     if out is None:
-        key = (kernel, a.shape, a.strides, da.device_id, b.shape, b.strides, db.device_id, c.shape, c.strides,
-               dc.device_id, None, (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8)
+        key = (
+            kernel,
+            a.shape,
+            a.strides,
+            da.device_id,
+            b.shape,
+            b.strides,
+            db.device_id,
+            c.shape,
+            c.strides,
+            dc.device_id,
+            None,
+            (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8,
+        )
     elif type(out) is _ND and out.dtype is _F32:
         de = out.data
         pe = de.ptr
-        key = (kernel, a.shape, a.strides, da.device_id, b.shape, b.strides, db.device_id, c.shape, c.strides,
-               dc.device_id, (out.shape, out.strides, de.device_id),
-               (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8 | (pe & 15) << 12)
+        key = (
+            kernel,
+            a.shape,
+            a.strides,
+            da.device_id,
+            b.shape,
+            b.strides,
+            db.device_id,
+            c.shape,
+            c.strides,
+            dc.device_id,
+            (out.shape, out.strides, de.device_id),
+            (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8 | (pe & 15) << 12,
+        )
     else:
         return None, None
     plan = _fast.get(key)
@@ -157,6 +181,8 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         raise ValueError(f"kernel={kernel!r} multiplies exactly three arrays, got {len(arrays)}")
     for i, x in enumerate(arrays):
         check_operand(x, f"arrays[{i}]")
+        if x.dtype != _F32:
+            raise TypeError(f"arrays[{i}] has dtype {x.dtype}; multi_dot multiplies float32 arrays")
     shapes = [x.shape for x in arrays]
     dims = [shapes[0][0]]
     for i, (rows, cols) in enumerate(shapes):
@@ -169,8 +195,9 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     dev = arrays[0].data.device_id  # (x.device builds a Device object per call)
     for i, x in enumerate(arrays[1:], 1):
         if x.data.device_id != dev:
-            raise ValueError(f"arrays[0] is on device {dev} and arrays[{i}] on device {x.data.device_id}; "
-                             "put all on one device")
+            raise ValueError(
+                f"arrays[0] is on device {dev} and arrays[{i}] on device {x.data.device_id}; put all on one device"
+            )
     if max(dims) > INT32_MAX:
         raise ValueError(f"dimensions must be below 2**31, got {dims}")
     m, n = dims[0], dims[-1]

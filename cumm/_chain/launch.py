@@ -16,8 +16,8 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
-from . import tmaps
-from .tmaps import Maps, MapSpec
+from .. import _tmaps as tmaps
+from .._tmaps import Maps, MapSpec
 
 
 class Launch:
@@ -31,11 +31,38 @@ class Launch:
     pointers by a _Maps, which keeps them per pointer; the call writes their addresses into its argument
     pointers."""
 
-    __slots__ = ("func", "grid", "threads", "smem", "slots", "pointer_slots", "ptrs", "params", "lock", "kern",
-                 "scratch", "ex", "config", "config_ref", "attr", "maps", "persistent")
+    __slots__ = (
+        "func",
+        "grid",
+        "threads",
+        "smem",
+        "slots",
+        "pointer_slots",
+        "ptrs",
+        "params",
+        "lock",
+        "kern",
+        "scratch",
+        "ex",
+        "config",
+        "config_ref",
+        "attr",
+        "maps",
+        "persistent",
+    )
 
-    def __init__(self, kern, grid: int, threads: int, smem: int, layout: tuple[int | None, ...], scratch: int = 0,
-                 pdl: bool = False, maps: tuple[MapSpec, ...] = (), persistent: bool = False):
+    def __init__(
+        self,
+        kern,
+        grid: int,
+        threads: int,
+        smem: int,
+        layout: tuple[int | None, ...],
+        scratch: int = 0,
+        pdl: bool = False,
+        maps: tuple[MapSpec, ...] = (),
+        persistent: bool = False,
+    ):
         self.kern = kern  # keeps the module loaded
         self.persistent = persistent  # its call passes T and the barrier word after A, B, C, E (plans.run)
         self.scratch = scratch  # bytes of the scratch array (T)
@@ -70,8 +97,7 @@ class Launch:
                 ptr = pointers[operand]
                 self.ptrs[arg] = maps.known.get(ptr) or maps.make(ptr)
             if self.ex is None:
-                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params,
-                                     0)
+                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0)
                 return
             self.config.stream = stream
             rc = self.ex(self.config_ref, self.func, self.params, None)
@@ -85,8 +111,14 @@ def layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
 
 
 class LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h)
-    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
-                ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("smem", ctypes.c_uint),
+        ("stream", ctypes.c_void_p),
+        ("attrs", ctypes.c_void_p),
+        ("num_attrs", ctypes.c_uint),
+    ]
 
 
 class LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute (cuda.h): an id, padding, a 64-byte value union
@@ -121,8 +153,10 @@ def _max_active_clusters(func: int, cl: int, threads: int, smem: int) -> int:
     count = ctypes.c_int()
     rc = lib.cuOccupancyMaxActiveClusters(ctypes.byref(count), ctypes.c_void_p(func), ctypes.byref(config))
     if rc != 0:
-        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed with CUresult {rc} (clusters of {cl} blocks of "
-                           f"{threads} threads, {smem} bytes of shared memory)")
+        raise RuntimeError(
+            f"cuOccupancyMaxActiveClusters failed with CUresult {rc} (clusters of {cl} blocks of "
+            f"{threads} threads, {smem} bytes of shared memory)"
+        )
     return count.value
 
 

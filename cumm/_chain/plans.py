@@ -20,9 +20,9 @@ import cupy
 from .._compile import device_kernel
 from .._ladder import get_spec
 from .._operands import INT32_MAX, compute_capability, row_major
+from .._tmaps import MapSpec
 from . import launch as _launch
 from .launch import Launch, layout, pdl_safe, resident_blocks
-from .tmaps import MapSpec
 
 LAUNCH_CACHE_MAX = 4096
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool
@@ -60,8 +60,12 @@ def tensor_maps(cfg: Mapping[str, int], ints: tuple[int, ...]) -> tuple[MapSpec,
     # X's boxes: a row is one swizzle span (BK = 64: two boxes of 32 columns; the spec allows only these BK)
     span = min(bk, 32)
     swizzle = {8: 1, 16: 2, 32: 3}[span]
-    return (MapSpec(0, k, m, lda, span, bm, swizzle), MapSpec(1, p, k, ldb, bn, bk, 0),
-            MapSpec(4, p, m, ldt, span, bm, swizzle), MapSpec(2, n, p, ldc, bn, bk, 0))
+    return (
+        MapSpec(0, k, m, lda, span, bm, swizzle),
+        MapSpec(1, p, k, ldb, bn, bk, 0),
+        MapSpec(4, p, m, ldt, span, bm, swizzle),
+        MapSpec(2, n, p, ldc, bn, bk, 0),
+    )
 
 
 def operands(a, b, c, out):
@@ -74,8 +78,11 @@ def operands(a, b, c, out):
     if max(lda, ldb, ldc, lde) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}, {lde}")
     pa, pb, pc, pe = a.data.ptr, b.data.ptr, c.data.ptr, e.data.ptr
-    flags = (int(pa % 16 == 0 and lda % 4 == 0), int(pb % 16 == 0 and ldb % 4 == 0),
-             int(pc % 16 == 0 and ldc % 4 == 0 and pe % 16 == 0 and lde % 4 == 0))
+    flags = (
+        int(pa % 16 == 0 and lda % 4 == 0),
+        int(pb % 16 == 0 and ldb % 4 == 0),
+        int(pc % 16 == 0 and ldc % 4 == 0 and pe % 16 == 0 and lde % 4 == 0),
+    )
     return (a, b, c, e), (lda, ldb, ldc, lde), flags, (pa, pb, pc, pe)
 
 
@@ -97,8 +104,9 @@ def resolve(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int,
     return cfg
 
 
-def plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int,
-         ints: tuple[int, ...]) -> Launch:
+def plan(
+    kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, int], dev: int, ints: tuple[int, ...]
+) -> Launch:
     """The launch of chain kernel ``kernel`` with ``config`` for ints = (m, k, p, n, lda, ldb, ldc, lde);
     cached."""
     key = (kernel, config if isinstance(config, str) else tuple(sorted(config.items())), flags, dev, ints)
@@ -123,9 +131,17 @@ def plan(kernel: str, config: str | Mapping[str, int], flags: tuple[int, int, in
         raise RuntimeError(f"{kernel} with {cfg}: no block (or cluster) fits on device {dev}")
     grid = min(spec.grid(cfg, m, n, p)[0], resident)  # all blocks resident: the barrier cannot hang
     ldt = -(-p // 4) * 4  # T's rows padded to 16 bytes: phase 2 reads T with 16-byte copies
-    hit = _launches[key] = Launch(kern, grid, threads, smem, (*layout((*ints, ldt)), None), 4 * m * ldt,
-                                  pdl=_launch.PDL and cc >= 90 and pdl_safe(cfg.get("CL", 1), grid, resident),
-                                  maps=tensor_maps(cfg, (*ints, ldt)), persistent=True)
+    hit = _launches[key] = Launch(
+        kern,
+        grid,
+        threads,
+        smem,
+        (*layout((*ints, ldt)), None),
+        4 * m * ldt,
+        pdl=_launch.PDL and cc >= 90 and pdl_safe(cfg.get("CL", 1), grid, resident),
+        maps=tensor_maps(cfg, (*ints, ldt)),
+        persistent=True,
+    )
     return hit
 
 

@@ -32,15 +32,20 @@ FUSED3 = Rule("fused3", 90, "rows", ((383, "bm16"),), "bm32")  # bm16 wins at m 
 FUSED3_SMALL = Rule("fused3", 90, "fma", ((_n3(160), "bm16"),), "bm16")
 # fused3_tc: up to n = 3072 for square chains, past which two tf32x3 GEMMs are as fast. KS > 1 (k-sliced
 # warps) measured within 3 % of KS = 1 at n = 384 and 512 and slower elsewhere: not used.
-FUSED3_TC = Rule("fused3_tc", 80, "fma",
-                 ((_n3(768), "tc32x32"), (_n3(1536), "tc64x64"), (_n3(3072), "tc128x128")), "tc128x128")
+FUSED3_TC = Rule(
+    "fused3_tc", 80, "fma", ((_n3(768), "tc32x32"), (_n3(1536), "tc64x64"), (_n3(3072), "tc128x128")), "tc128x128"
+)
 # fused3_wg (compute capability 9.0 only), the fastest measured configuration at each size, from batches of
 # back-to-back launches (us per call): kw64x32 to n = 512 (512: 14.7 against wg64x32's 15.4; 384: 12.2
 # against 13.3), wg128x64 to 704 (every tile in one round; 704: 26.2 against wg64x32's 33.6), wg64x32 to 896
 # (768: 43.2 against 49.4), wg128x64 to 4096 (3351 us against cupy's 5347); fused3_tc is as fast up to 320.
-FUSED3_WG = Rule("fused3_wg", 90, "fma",
-                 ((_n3(320), None), (_n3(512), "kw64x32"), (_n3(704), "wg128x64"), (_n3(896), "wg64x32"),
-                  (_n3(4096), "wg128x64")), "wg128x64")
+FUSED3_WG = Rule(
+    "fused3_wg",
+    90,
+    "fma",
+    ((_n3(320), None), (_n3(512), "kw64x32"), (_n3(704), "wg128x64"), (_n3(896), "wg64x32"), (_n3(4096), "wg128x64")),
+    "wg128x64",
+)
 
 # kernel="auto": the first rule (in this order) that applies to the device and names a configuration wins;
 # none: two cumm.matmul calls.

@@ -1,7 +1,8 @@
-"""Tensor maps (CUtensorMap) for the copy engine (TMA, ``cp.async.bulk.tensor``), made through the driver.
+"""Tensor maps (CUtensorMap) for the copy engine (TMA, ``cp.async.bulk.tensor``), made through the driver, for
+the chain kernels and the TMA GEMM rungs.
 
 CuPy wraps none of the tensor-map functions, so they are called through ctypes. A map describes a row-major
-float32 operand and the box the kernel copies; maps are kept per pointer (:class:`Maps`) in one arena of
+operand and the box the kernel copies; maps are kept per pointer (:class:`Maps`) in one arena of
 64-byte aligned rows, handed out round robin: the driver copies a launch's arguments when it is queued, so a
 row can be reused once its owner has forgotten it.
 """
@@ -16,7 +17,7 @@ import numpy as np
 
 
 class MapSpec(NamedTuple):
-    """A 2-D tensor map of a row-major float32 operand (rows x cols, leading dimension ld) read in boxes of
+    """A 2-D tensor map of a row-major operand (rows x cols, leading dimension ld elements) read in boxes of
     box_rows x box_cols, for the copy engine (cp.async.bulk.tensor)."""
 
     operand: int  # which of the launch's pointers
@@ -25,7 +26,9 @@ class MapSpec(NamedTuple):
     ld: int
     box_cols: int
     box_rows: int
-    swizzle: int  # CUtensorMapSwizzle: 0 none, 1/2/3 = 32/64/128-byte spans (box_cols * 4 bytes)
+    swizzle: int  # CUtensorMapSwizzle: 0 none, 1/2/3 = 32/64/128-byte spans (box_cols * element bytes)
+    elem: int = 4  # bytes per element
+    dtype: int = 7  # CUtensorMapDataType: 7 FLOAT32, 1 UINT16 (16-bit halves, moved as bits)
 
 
 _tmap_fns: dict[str, object] = {}  # cuTensorMapEncodeTiled, cuTensorMapReplaceAddress, looked up once
@@ -47,8 +50,20 @@ def encode(ptr: int, spec: MapSpec, out: np.ndarray) -> None:
     as zeros; L2 promotion of 256 bytes."""
     u64, u32, p, i = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int
     encode = tmap_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
-    rc = encode(out.ctypes.data, 7, 2, ptr, (u64 * 2)(spec.cols, spec.rows), (u64 * 1)(4 * spec.ld),
-                (u32 * 2)(spec.box_cols, spec.box_rows), (u32 * 2)(1, 1), 0, spec.swizzle, 3, 0)
+    rc = encode(
+        out.ctypes.data,
+        spec.dtype,
+        2,
+        ptr,
+        (u64 * 2)(spec.cols, spec.rows),
+        (u64 * 1)(spec.elem * spec.ld),
+        (u32 * 2)(spec.box_cols, spec.box_rows),
+        (u32 * 2)(1, 1),
+        0,
+        spec.swizzle,
+        3,
+        0,
+    )
     if rc:
         raise RuntimeError(f"the driver could not make a tensor map (CUresult {rc}) for {spec} at {ptr:#x}")
 
@@ -57,7 +72,7 @@ def aligned_map() -> np.ndarray:
     """16 zero words, 64-byte aligned (where the driver writes a map)."""
     buf = np.zeros(16 + 8, dtype=np.uint64)
     word = (-buf.ctypes.data % 64) // 8
-    return buf[word:word + 16]
+    return buf[word : word + 16]
 
 
 class Arena:
@@ -70,7 +85,7 @@ class Arena:
     def __init__(self):
         self.buf = np.zeros(self.ROWS * 16 + 8, dtype=np.uint64)
         word = (-self.buf.ctypes.data % 64) // 8
-        self.rows = self.buf[word:word + self.ROWS * 16].reshape(self.ROWS, 16)
+        self.rows = self.buf[word : word + self.ROWS * 16].reshape(self.ROWS, 16)
         self.base = self.rows.ctypes.data
         self.owners: list = [None] * self.ROWS  # (Maps, pointer) per row
         self.next = 0
@@ -113,7 +128,8 @@ class Maps:
             out[:] = self.first
             rc = tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(address, ptr)
             if rc:
-                raise RuntimeError(f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for "
-                                   f"{self.spec}")
+                raise RuntimeError(
+                    f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for {self.spec}"
+                )
         self.known[ptr] = address
         return address

@@ -1,0 +1,343 @@
+"""``cumm.check``: a kernel on the odd shapes where tiled kernels go wrong, against float64, with guard bands.
+
+Each case runs ``cumm.matmul(a, b, kernel=..., config=..., out=C)`` where C is a view inside a larger buffer:
+rows of a sentinel value above and below it and columns of it left and right (a padded leading dimension).
+C itself is filled with NaN first, so an element the kernel never writes stays NaN; a sentinel that changed
+is a write outside C. The result is compared with the float64 product of the same (rounded) inputs:
+relative Frobenius error below the dtype's tolerance. Shapes: 1 x 1 x 1, primes, a dimension one past a tile
+multiple (4097), K = 1, K = 7, M = 1, N = 1, operands that are unaligned strided views, alpha and beta, and a
+2048 cube. ``python -m cumm check --kernel-file my_kernel.py`` runs it from the shell (``--sanitize``: under
+compute-sanitizer's memcheck, which also sees writes that land beyond the guard bands).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ._spec import KernelSpec
+
+TOLERANCE = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 3e-2}  # relative Frobenius error against float64
+SENTINEL = -31337.0  # the guard bands' value (exact in float32; float16 and bfloat16 keep its rounding)
+GUARD_ROWS = 3  # rows of sentinels above and below C
+GUARD_COLS = 4  # columns of sentinels left of C (keeps C 16-byte aligned) and at least this many right of it
+UNDER_SANITIZER = "CUMM_UNDER_SANITIZER"  # set by ``cumm check --sanitize`` in the process it re-runs
+
+
+@dataclass(frozen=True)
+class Case:
+    """One product of the standard set: M x N x K, a layout, and alpha, beta."""
+
+    name: str
+    M: int
+    N: int
+    K: int
+    layout: str = "contiguous"  # or "view": A and B unaligned strided views, C with an odd leading dimension
+    alpha: float = 1.0
+    beta: float = 0.0
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.M, self.N, self.K
+
+
+STANDARD_CASES: tuple[Case, ...] = (
+    Case("1x1x1", 1, 1, 1),
+    Case("primes", 127, 131, 137),
+    Case("one past a tile", 4097, 33, 65),
+    Case("K = 1", 257, 129, 1),
+    Case("K = 7", 129, 257, 7),
+    Case("M = 1", 1, 513, 259),
+    Case("N = 1", 515, 1, 67),
+    Case("unaligned views", 301, 203, 101, layout="view"),
+    Case("alpha, beta", 127, 131, 137, alpha=-0.5, beta=2.0),
+    Case("2048 cube", 2048, 2048, 2048),
+)
+LARGE = 2**28  # cases of at least this many multiply-adds are left out under the sanitizer (memcheck is slow)
+
+
+@dataclass
+class CheckRow:
+    """One case in one dtype: the error against float64 and what went wrong, if anything."""
+
+    case: str
+    shape: tuple[int, int, int]
+    dtype: str
+    rel_err: float | None
+    verdict: str  # "ok", "FAIL" (wrong values, unwritten elements, writes outside C) or "ERROR" (did not run)
+    problems: list[str] = field(default_factory=list)
+    ran: str = ""  # which configuration the call ran, when known
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check` found: one row per case and dtype; ``ok`` when every row is."""
+
+    kernel: str
+    config: dict[str, int] | None
+    device: str
+    rows: list[CheckRow]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok for r in self.rows)
+
+    @property
+    def failures(self) -> list[CheckRow]:
+        return [r for r in self.rows if not r.ok]
+
+    def __str__(self) -> str:
+        cfg = "" if not self.config else " " + " ".join(f"{k}={v}" for k, v in self.config.items())
+        head = f"cumm.check {self.kernel}{cfg} on {self.device}: "
+        head += "ok" if self.ok else f"{len(self.failures)} of {len(self.rows)} FAILED"
+        cells = [("case", "M x N x K", "dtype", "rel. error", "verdict", "ran")]
+        for r in self.rows:
+            err = "-" if r.rel_err is None else f"{r.rel_err:.1e}"
+            cells.append((r.case, "x".join(map(str, r.shape)), r.dtype, err, r.verdict, r.ran or "-"))
+        widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+        lines = [head, ""]
+        for c in cells:
+            lines.append(
+                "  ".join(
+                    v.ljust(w) if i in (0, 2, 5) else v.rjust(w) for i, (v, w) in enumerate(zip(c, widths, strict=True))
+                ).rstrip()
+            )
+        for r in self.failures:
+            lines.append(f"{r.verdict} {r.case} {'x'.join(map(str, r.shape))} {r.dtype}: " + "; ".join(r.problems))
+        return "\n".join(lines)
+
+
+def standard_cases(shapes: Iterable[Sequence[int]] | None = None, *, large: bool = True) -> list[Case]:
+    """The standard set, or contiguous cases of ``shapes`` (M, N, K); ``large=False`` drops big ones."""
+    if shapes is None:
+        cases = list(STANDARD_CASES)
+    else:
+        cases = []
+        for s in shapes:
+            t = tuple(s)
+            if len(t) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in t):
+                raise ValueError(f"a shape is three positive ints (M, N, K), got {s!r}")
+            cases.append(Case("x".join(map(str, t)), *t))
+    return [c for c in cases if large or c.M * c.N * c.K < LARGE]
+
+
+def check(
+    kernel: str | KernelSpec,
+    config: Mapping[str, int] | None = None,
+    *,
+    dtypes: Sequence[str] | None = None,
+    shapes: Iterable[Sequence[int]] | None = None,
+    large: bool | None = None,
+) -> CheckReport:
+    """Run ``kernel`` (a registered name, or its spec) through ``cumm.matmul(..., kernel=kernel, config=config)``
+    on the standard odd shapes (or ``shapes``, each M, N, K) in each of ``dtypes`` (default: the spec's), and
+    report every case: error against float64 with C NaN-poisoned, guard bands around C for writes outside it.
+
+    ``config=None`` runs what ``cumm.matmul`` picks for a named kernel (a tuned entry, or the spec's "small"
+    tiles for a small product, else the defaults): the "ran" column says which. ``large=False`` leaves out
+    the 2048 cube (default: left out only under compute-sanitizer). Needs a GPU.
+    """
+    from ._ladder import get_spec
+    from ._timing import gpu_unavailable
+
+    name = kernel.name if isinstance(kernel, KernelSpec) else kernel
+    spec = get_spec(name)
+    if isinstance(kernel, KernelSpec) and spec is not kernel:
+        raise ValueError(
+            f"this spec of {name!r} is not the registered one: cumm.register(spec) it first "
+            "(replace=True to replace the registered one)"
+        )
+    if spec.kind != "gemm":
+        raise ValueError(f"kernel {name!r} is a {spec.kind} kernel; cumm.check runs matrix-product (gemm) kernels")
+    dtypes = tuple(spec.dtypes if dtypes is None else ((dtypes,) if isinstance(dtypes, str) else dtypes))
+    for d in dtypes:
+        if d not in TOLERANCE:
+            raise ValueError(f"dtype {d!r} is not one cumm.check knows; choose from {', '.join(TOLERANCE)}")
+    if config is not None:
+        spec.resolve(config)  # a bad configuration is reported before the GPU is touched
+    if large is None:
+        large = not os.environ.get(UNDER_SANITIZER)
+    cases = standard_cases(shapes, large=large)
+    reason = gpu_unavailable()
+    if reason:
+        raise RuntimeError(
+            f"{reason}; cumm.check runs the kernel on an NVIDIA GPU "
+            "(cumm.compile(name, arch='sm_90') compiles it without one)"
+        )
+    import cupy
+
+    device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    device = device.decode() if isinstance(device, bytes) else str(device)
+    rows: list[CheckRow] = []
+    broken = ""
+    rng = cupy.random.default_rng(12345)
+    for dtype in dtypes:
+        for case in cases:
+            if broken:  # a sticky CUDA error: the context can run nothing more
+                rows.append(CheckRow(case.name, case.shape, dtype, None, "ERROR", [f"not run: {broken}"]))
+                continue
+            row = _run_case(spec.name, config, case, dtype, rng)
+            rows.append(row)
+            if row.verdict == "ERROR" and _sticky(row.problems[0]):
+                broken = "an earlier case left a CUDA error that poisons the process (illegal address?)"
+    return CheckReport(spec.name, None if config is None else dict(config), device, rows)
+
+
+def _sticky(message: str) -> bool:
+    return any(
+        w in message
+        for w in ("illegal", "ILLEGAL", "misaligned", "MISALIGNED", "launch failure", "LAUNCH_FAILED", "unspecified")
+    )
+
+
+def _dtype(name: str):
+    import cupy
+
+    if name == "bfloat16":
+        import ml_dtypes  # cumm's cuda extras install it; CuPy >= 14 takes it as a dtype
+
+        return cupy.dtype(ml_dtypes.bfloat16)
+    return cupy.dtype(name)
+
+
+def _operands(case: Case, dtype, rng):
+    """A (M x K) and B (K x N), random normal in ``dtype``: contiguous, or views one element into a buffer
+    with an odd row length (a misaligned pointer and leading dimension)."""
+    import cupy
+
+    M, N, K = case.shape
+
+    def normal(rows, cols):
+        return rng.standard_normal((rows, cols), dtype=cupy.float32).astype(dtype)
+
+    if case.layout == "view":
+        return normal(M + 1, K + 3)[1:, 1 : K + 1], normal(K + 2, N + 5)[1:-1, 3 : N + 3]
+    return normal(M, K), normal(K, N)
+
+
+def _guarded_out(M: int, N: int, dtype, odd: bool):
+    """(buffer, C): C an M x N view of the buffer, GUARD_ROWS rows of sentinels above and below, GUARD_COLS
+    columns left and at least GUARD_COLS right (a leading dimension that keeps rows 16-byte aligned, or
+    ``odd``: one that does not)."""
+    import cupy
+
+    right = GUARD_COLS + (-(GUARD_COLS + N + GUARD_COLS) % 4) + (1 if odd else 0)
+    buf = cupy.full((GUARD_ROWS + M + GUARD_ROWS, GUARD_COLS + N + right), SENTINEL, dtype=dtype)
+    return buf, buf[GUARD_ROWS : GUARD_ROWS + M, GUARD_COLS : GUARD_COLS + N]
+
+
+def _guard_problems(buf, M: int, N: int, sentinel) -> list[str]:
+    """Where sentinels changed: above, below, left or right of C."""
+    import cupy
+
+    changed = ~(buf == sentinel)  # NaN compares unequal: a NaN written there counts
+    r0, r1, c0, c1 = GUARD_ROWS, GUARD_ROWS + M, GUARD_COLS, GUARD_COLS + N
+    regions = (
+        ("above C (rows before row 0)", changed[:r0]),
+        ("below C (rows past row M - 1)", changed[r1:]),
+        ("left of C (columns before column 0)", changed[r0:r1, :c0]),
+        ("right of C (columns past column N - 1, inside the leading dimension)", changed[r0:r1, c1:]),
+    )
+    out = []
+    for where, mask in regions:
+        n = int(cupy.count_nonzero(mask))
+        if n:
+            out.append(f"out-of-bounds write: {n} guard value(s) overwritten {where}")
+    return out
+
+
+def _span(idx) -> str:
+    lo, hi = int(idx.min()), int(idx.max())
+    return str(lo) if lo == hi else f"{lo}..{hi}"
+
+
+def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow:
+    import cupy
+
+    import cumm
+
+    from . import _matmul
+
+    M, N, K = case.shape
+    row = CheckRow(case.name, case.shape, dtype_name, None, "ok")
+    try:
+        dtype = _dtype(dtype_name)
+        a, b = _operands(case, dtype, rng)
+        buf, c = _guarded_out(M, N, dtype, odd=case.layout == "view")
+        sentinel = buf[0, 0].copy()
+        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        ref *= case.alpha
+        if case.beta != 0.0:
+            c[...] = rng.standard_normal((M, N), dtype=cupy.float32).astype(dtype)
+            ref += case.beta * c.astype(cupy.float64)
+        else:
+            c.fill(math.nan)
+        cumm.matmul(a, b, kernel=kernel, config=config, out=c, alpha=case.alpha, beta=case.beta)
+        cupy.cuda.get_current_stream().synchronize()
+    except Exception as e:
+        msg = f"{type(e).__name__}: {e}".strip()
+        row.verdict, row.problems = "ERROR", [msg if len(msg) < 2000 else msg[:2000] + " ..."]
+        return row
+    if config is None and case.alpha == 1.0 and case.beta == 0.0:
+        decision = getattr(_matmul, "decision", None)  # what the call ran ("" when not known)
+        row.ran = decision(a, b, c, kernel=kernel) if decision is not None else ""
+    problems = _guard_problems(buf, M, N, sentinel)
+    c64 = c.astype(cupy.float64)
+    bad = ~cupy.isfinite(c64)
+    nbad = int(cupy.count_nonzero(bad))
+    if nbad:
+        rows_, cols_ = cupy.nonzero(bad)
+        problems.append(
+            f"{nbad} of {M * N} elements NaN or Inf (never written?) in rows {_span(rows_)}, columns {_span(cols_)}"
+        )
+    else:
+        den = float(cupy.linalg.norm(ref))
+        diff = c64 - ref
+        err = float(cupy.linalg.norm(diff))
+        row.rel_err = err / den if den else err
+        tol = TOLERANCE[dtype_name]
+        if not row.rel_err < tol:
+            worst = int(cupy.argmax(cupy.abs(diff)))
+            wm, wn = divmod(worst, N)
+            wrong = cupy.abs(diff) > tol * max(den / math.sqrt(M * N), 1e-30) * 10
+            nw = int(cupy.count_nonzero(wrong))
+            where = ""
+            if nw:
+                rr, cc = cupy.nonzero(wrong)
+                where = f"; {nw} element(s) far off in rows {_span(rr)}, columns {_span(cc)}"
+            problems.append(
+                f"relative error {row.rel_err:.2e} >= {tol:.0e} (largest at row {wm}, column {wn}: "
+                f"{float(c64[wm, wn]):.6g} instead of {float(ref[wm, wn]):.6g}){where}"
+            )
+    if problems:
+        row.verdict, row.problems = "FAIL", problems
+    return row
+
+
+def sanitizer_command(argv: Sequence[str]) -> list[str] | None:
+    """compute-sanitizer memcheck running ``python -m cumm <argv>``, or None when it is not on PATH."""
+    import shutil
+    import sys
+
+    exe = shutil.which("compute-sanitizer")
+    if exe is None:
+        return None
+    return [
+        exe,
+        "--tool",
+        "memcheck",
+        "--error-exitcode",
+        "1",
+        "--print-limit",
+        "20",
+        sys.executable,
+        "-m",
+        "cumm",
+        *argv,
+    ]

@@ -1,0 +1,227 @@
+// wgmma_ws: 13_wgmma, warp-specialized and persistent (sm_90a). What changes, and why it is faster:
+// - A producer warpgroup (only one of its threads works: TMA needs one) fills the stage ring; WGS consumer
+//   warpgroups only wait on "full" barriers and issue wgmma. In 13, thread 0 refilled a stage between its own
+//   wgmma and waited there for every warp to release it, so all consumers ran in lockstep with the refill.
+// - setmaxnreg: the producer gives its registers back (40 a thread) and the consumers take them (232), so the
+//   BM x BN accumulators (BN / 2 FP32 per thread and m64 tile) fit beside the addressing.
+// - Persistent grid: one block per multiprocessor walks the tiles t = blockIdx.x, + gridDim.x, ...; the stage
+//   ring runs on across tiles, so the producer loads the next tile's first slabs while the consumers store the
+//   current one (no pipeline refill or block launch per tile).
+// - Tile order: groups of GM tile rows are walked column by column, so the blocks running at once share A row
+//   panels and B column panels in L2 (fewer DRAM reads than row-major order over the whole grid).
+// - EPI = 1, TMA-store epilogue: the consumers write their tile to shared memory (swizzled, conflict-free) and
+//   one thread per warpgroup hands it to the copy engine, instead of 4-byte stores from every thread that cover
+//   half of each 32-byte sector and keep the consumers from starting the next tile's wgmma.
+// - CL = 2: clusters of two blocks own two vertically adjacent tiles (same B column panel); each block loads
+//   its own A and half of the B boxes, multicast into both blocks' shared memory: 2/3 of the L2 -> SM traffic
+//   of CL = 1 for 128 x 256 tiles. A stage is refilled only when both blocks' consumers have released it (they
+//   arrive on both blocks' empty barriers). So far it has measured no faster than CL = 1.
+// - PP = 1 (experimental): ping-pong; each consumer warpgroup owns whole tiles and the two take turns on the
+//   mainloop, so one's epilogue overlaps the other's wgmma.
+// Host: as 13 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
+// aligned A and B, lda, ldb % 8 == 0), and a third map for C (dims N x M, box 64 x 64, 128-byte swizzle, 16-bit;
+// used only with EPI = 1, VEC_C (C 16-byte aligned, ldc % 8 == 0) and 16-bit output, else any 64-byte-aligned
+// 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks; CL = 2: 2 min(tile pairs, resident clusters
+// (cuOccupancyMaxActiveClusters)) blocks, cluster dims compiled in (__cluster_dims__). NUM_THREADS =
+// 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 16, plus 16384 WGS with EPI = 1.
+
+#define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
+#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
+#define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
+#if CL == 2
+#define CUMM_CLUSTER __cluster_dims__(2, 1, 1)
+#else
+#define CUMM_CLUSTER
+#endif
+
+// Tile t of the grouped order: (tile row, tile column).
+__device__ __forceinline__ int2 cumm_tile_coord(int t, int ntm, int ntn) {
+    const int per_group = GM * ntn, first = t / per_group * GM, rows = min(ntm - first, GM), r = t % per_group;
+    return make_int2(first + r % rows, r / rows);
+}
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
+    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap16 tmA, const __grid_constant__ CummTmap16 tmB,
+                const __grid_constant__ CummTmap16 tmC) {
+    constexpr int MT = PP ? BM / 64 : BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
+    static_assert(MT * 64 * (PP ? 1 : WGS) == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
+    static_assert(CL == 1 || (CL == 2 && BN % 128 == 0), "CL = 2 splits the B boxes between the two blocks");
+    static_assert(!CUMM_EPI_TMA || BN % 128 == 0, "EPI = 1 stores 128-column halves");
+    static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
+    unsigned char* const sm = smem_raw + (base - raw);
+    unsigned long long* const full = reinterpret_cast<unsigned long long*>(sm + STAGES * SB + CUMM_C_STAGE);
+    unsigned long long* const empty = full + STAGES;
+    unsigned long long* const handoff = empty + STAGES;  // PP = 1: handoff[w]: the other warpgroup's mainloop ended
+
+    const int tid = threadIdx.x;
+    // CL = 2: the schedule walks pairs of tile rows (a cluster's two tiles); rank r takes row 2 p + r. An odd
+    // last row's partner tile lies past M: it loads zeros (and its B half for the partner) and stores nothing.
+    const int ntm = (M + BM * CL - 1) / (BM * CL), ntn = (N + BN - 1) / BN, tiles = ntm * ntn;
+    const int KT = (K + 63) / 64;
+    const int rank = CL == 1 ? 0 : (int)cumm_cluster_rank();
+    const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
+
+    if (tid == 0) {
+        cumm_prefetch_tmap(&tmA);
+        cumm_prefetch_tmap(&tmB);
+        for (int s = 0; s < STAGES; ++s) {
+            cumm_mbar_init(&full[s], 1);
+            cumm_mbar_init(&empty[s], 4 * (PP ? 1 : WGS) * CL);  // one arrival per consumer warp (of the cluster)
+        }
+        if (PP) {
+            cumm_mbar_init(&handoff[0], 4);
+            cumm_mbar_init(&handoff[1], 4);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    if (CL == 1)
+        __syncthreads();
+    else
+        cumm_cluster_sync();  // every block's barriers exist before anyone multicasts or arrives remotely
+
+    if (tid < 128) {  // producer warpgroup
+        cumm_setmaxnreg_dec<40>();
+        if (tid == 0) {
+            int it = 0;  // slabs issued by this block, over all its tiles
+            for (int t = first; t < tiles; t += step) {
+                const int2 tc = cumm_tile_coord(t, ntm, ntn);
+                const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
+                for (int kt = 0; kt < KT; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    // first round: passes at once (waits for the phase before the barrier's first)
+                    cumm_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                    unsigned char* const st = sm + s * SB;
+                    cumm_mbar_expect(&full[s], SB);  // A, and all of B: half from this block, half from the other
+                    cumm_tma_load_2d(st, &tmA, kt * 64, bm0, &full[s]);
+#pragma unroll
+                    for (int j = 0; j < BN / 64; ++j) {
+                        if (CL == 1)
+                            cumm_tma_load_2d(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s]);
+                        else if (j % 2 == rank)
+                            cumm_tma_load_2d_mc(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s], 3);
+                    }
+                }
+            }
+        }
+        if (CL == 2) {
+            __syncwarp();
+            cumm_cluster_sync();  // stay until the other block is done with this one's barriers
+        }
+        return;
+    }
+
+    cumm_setmaxnreg_inc<232>();
+    const int wg = tid / 128 - 1, warp = tid % 128 / 32, lane = tid % 32;
+    const int g = lane / 4, t4 = lane % 4;
+    int it = 0;  // slabs consumed (the ring's position)
+    // hand stage s back: to this block's producer, and with CL = 2 to the other block's, which multicasts into it
+    auto release = [&](int s) {
+        if (lane == 0) {
+            cumm_mbar_arrive(&empty[s]);
+            if (CL == 2) cumm_mbar_arrive_remote(&empty[s], rank ^ 1);
+        }
+    };
+    int i = 0;  // this block's tile ordinal
+    int k = 0;  // PP = 1: tiles this warpgroup has started
+    for (int t = first; t < tiles; t += step, ++i) {
+        // PP = 1: warpgroup wg takes every WGS-th tile; the producer fills the ring in tile order, so the other
+        // warpgroup's first slabs arrive as this one's last are consumed: one runs its mainloop while the
+        // other stores its tile, and the tensor cores stay busy across tile boundaries.
+        // The mainloops take turns (handoff barriers): a warpgroup starts tile i only once the other has finished
+        // tile i - 1's, so it never waits on a full barrier more than one phase ahead (a parity wait cannot tell
+        // phase p from p + 2; without the turns, PP = 1 hung once blocks had two tiles of many slabs).
+        if (PP && i % WGS != wg) continue;
+        if (PP) {
+            const int q = wg == 0 ? k - 1 : k;  // completed turns of handoff[wg] this tile needs, minus one
+            if (q >= 0) cumm_mbar_wait(&handoff[wg], q & 1);
+            ++k;
+        }
+        it = i * KT;
+        const int2 tc = cumm_tile_coord(t, ntm, ntn);
+        const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
+        const int wrow = PP ? 0 : wg * MT * 64;  // this warpgroup's first row in the tile
+        float d[MT][BN / 2];
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+            const int s = it % STAGES;
+            cumm_mbar_wait(&full[s], (it / STAGES) & 1);
+            const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
+            cumm_wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+                    cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk),
+                                     cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
+            cumm_wg_commit();
+            cumm_wg_wait<1>();  // the previous slab's wgmma are done: hand its stage back
+            if (kt > 0) release((it - 1) % STAGES);
+        }
+        cumm_wg_wait<0>();
+        release((it - 1) % STAGES);
+        if (PP && lane == 0) cumm_mbar_arrive(&handoff[wg ^ 1]);  // the other warpgroup's turn
+#pragma unroll
+        for (int m = 0; m < MT; ++m) cumm_wg_pin(d[m]);
+
+#if CUMM_EPI_TMA
+        // Interior tiles only: edge tiles (past M or N) take the predicated direct stores below. With boxes that
+        // crossed column N, C's padding columns past N (ldc > N) were found written (perhaps the store engine
+        // clips at 16-byte granularity; not established).
+        if (beta == 0.0f && bm0 + BM <= M && bn0 + BN <= N) {
+            // Through shared memory and the copy engine: each warpgroup writes its 64 rows, 128 columns at a time,
+            // as two 64 x 64 boxes in the 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8): the 8 rows
+            // of a warp's stores hit different banks), and one thread stores them; the copy engine clips the
+            // edges. The consumers go on to the next tile while the stores drain.
+            const int wtid = tid % 128;
+            unsigned char* const cs = sm + STAGES * SB + wg * 64 * 128 * 2;
+#pragma unroll
+            for (int m = 0; m < MT; ++m)
+#pragma unroll
+                for (int half = 0; half < BN / 128; ++half) {
+                    if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
+                    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+                    for (int jj = 0; jj < 16; ++jj) {
+                        const int j = half * 16 + jj;
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            const int r = warp * 16 + g + 8 * h;
+                            const unsigned v = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
+                            *reinterpret_cast<unsigned*>(cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4) = v;
+                        }
+                    }
+                    cumm_fence_proxy_async();  // generic-proxy stores -> the copy engine
+                    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+                    if (wtid == 0) {
+                        const int row0 = bm0 + wrow + m * 64;
+                        cumm_tma_store_2d(&tmC, cs, bn0 + half * 128, row0);
+                        cumm_tma_store_2d(&tmC, cs + 8192, bn0 + half * 128 + 64, row0);
+                        cumm_tma_store_commit();
+                    }
+                }
+            continue;
+        }
+#endif
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = bm0 + wrow + m * 64 + warp * 16 + g + 8 * h;
+                if (row >= M) continue;
+                cumm_out_t* crow = C + (i64)row * ldc;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+                    cumm_store_pair<VEC_C>(crow, bn0 + 8 * j + 2 * t4, N, d[m][4 * j + 2 * h], d[m][4 * j + 2 * h + 1],
+                                           alpha, beta);
+            }
+    }
+#if CUMM_EPI_TMA
+    if (tid % 128 == 0) cumm_tma_store_wait_all();
+#endif
+    if (CL == 2) cumm_cluster_sync();
+}
