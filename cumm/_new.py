@@ -12,6 +12,7 @@ import ast
 import inspect
 import json
 import os
+import re
 from pathlib import Path
 
 from ._ladder import get_spec
@@ -19,7 +20,7 @@ from ._register import REGISTRY, RESERVED
 from ._render import template_text
 from ._spec import KernelSpec
 
-_GEOMETRY = ("block", "grid", "smem", "derived")
+_GEOMETRY = ("block", "grid", "smem", "derived", "tensor_maps")
 _SPEC_HELPERS = {"cdiv": "def cdiv(a, b):\n    return -(-a // b)"}  # names _ladder imports from _spec
 
 
@@ -81,7 +82,15 @@ def _geometry(rung: str) -> tuple[list[str], dict[str, str]] | None:
         return None
     helpers = [_SPEC_HELPERS[n] for n in sorted(extra)]
     order = sorted(needed, key=lambda n: defs[n].lineno)
-    helpers += [ast.get_source_segment(src, defs[n]) or "" for n in order]
+    # cumm's modules by absolute name: the file is not inside the package
+    helpers += [
+        re.sub(
+            r"\bfrom \.(\w)",
+            r"from cumm.\1",
+            re.sub(r"\bfrom \. import\b", "from cumm import", ast.get_source_segment(src, defs[n]) or ""),
+        )
+        for n in order
+    ]
     return helpers, exprs
 
 
@@ -134,6 +143,16 @@ def spec_file(name: str, spec: KernelSpec, template_file: str) -> str:
             out(f"    {f}={exprs[f]},")
         elif f != "smem" or base:
             out(f"    {f}=_RUNG.{f},")
+    if "tensor_maps" in exprs:
+        out(f"    tensor_maps={exprs['tensor_maps']},  # copy-engine (TMA) descriptors passed after the arguments")
+    elif spec.tensor_maps is not None:
+        out(
+            "    tensor_maps=_RUNG.tensor_maps,"
+            if base
+            else f"    tensor_maps=cumm.kernel_spec({_literal(spec.name)}).tensor_maps,"
+        )
+    if spec.fallback:
+        out(f"    fallback={_literal(spec.fallback)},  # the kernel run on operands the copy engine cannot read")
     if "derived" in exprs:
         out(f"    derived={exprs['derived']},  # named values the constraints use")
     elif base:
@@ -152,7 +171,7 @@ def spec_file(name: str, spec: KernelSpec, template_file: str) -> str:
             + ", ".join(f"{k}: {_literal(v)}" for k, v in spec.cc_defaults.items())
             + "},  # per compute capability: these win over defaults there"
         )
-    for flag in ("split_k", "stage_out", "arch_specific"):
+    for flag in ("split_k", "stage_out", "arch_specific", "persistent"):
         if getattr(spec, flag):
             out(f"    {flag}=True,")
     if spec.vector_loads:

@@ -347,8 +347,23 @@ def test_new_from_every_rung(tmp_path, rung):
     assert dict(mine.defaults) == dict(theirs.defaults) and dict(mine.space) == dict(theirs.space)
     assert [(c.expr, c.message) for c in mine.constraints] == [(c.expr, c.message) for c in theirs.constraints]
     assert {k: dict(v) for k, v in mine.configs.items()} == {k: dict(v) for k, v in theirs.configs.items()}
-    for f in ("split_k", "vector_loads", "stage_out", "min_cc", "headers", "dtypes", "arch_specific"):
+    for f in (
+        "split_k",
+        "vector_loads",
+        "stage_out",
+        "min_cc",
+        "headers",
+        "dtypes",
+        "arch_specific",
+        "persistent",
+        "fallback",
+    ):
         assert getattr(mine, f) == getattr(theirs, f), f
+    assert (mine.tensor_maps is None) == (theirs.tensor_maps is None)
+    if theirs.tensor_maps is not None:
+        cfg = theirs.default_config(90)
+        args = (cfg, 512, 256, 128, 128, 256, 256, True)
+        assert repr(mine.tensor_maps(*args)) == repr(theirs.tensor_maps(*args))
     for cfg in [theirs.default_config(), *(theirs.resolve(c) for c in theirs.configs)]:
         assert mine.block(cfg) == theirs.block(cfg) and mine.smem(cfg) == theirs.smem(cfg)
         assert mine.grid(cfg, 1000, 3000, 77) == theirs.grid(cfg, 1000, 3000, 77)
