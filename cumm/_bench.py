@@ -94,15 +94,15 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
 
 
 def make_row(kernel: str, shape: Shape, *, ms: float | None, rel_err: float | None, runs: int = 0,
-             cublas_tflops: float | None = None, error: str | None = None) -> Row:
+             cublas_tflops: float | None = None, error: str | None = None, tolerance: float = TOLERANCE) -> Row:
     """One result. A row is "ok" only if it was verified (rel_err < TOLERANCE) and timed; otherwise it is
     "FAIL" and carries no time, so a wrong kernel can never show a speed."""
     M, N, K = shape
     if rel_err is not None and not math.isfinite(rel_err):
         rel_err, error = None, error or "result contains NaN or Inf"
-    ok = error is None and rel_err is not None and rel_err < TOLERANCE and ms is not None
+    ok = error is None and rel_err is not None and rel_err < tolerance and ms is not None
     if not ok and error is None and rel_err is not None:
-        error = f"relative error {rel_err:.2e} >= {TOLERANCE:.0e}"
+        error = f"relative error {rel_err:.2e} >= {tolerance:.0e}"
     tf = tflops(M, N, K, ms) if ok else None
     row: Row = {
         "kernel": kernel, "M": M, "N": N, "K": K,
@@ -278,37 +278,70 @@ def device_info() -> dict[str, str]:
     }
 
 
-def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None) -> list[tuple]:
-    """Rotating (A, B, C) float32 sets; A and B random normal, C uninitialized (every call writes it)."""
+# Verification threshold per dtype: relative Frobenius error against float64 of the (rounded) inputs. A half
+# result is rounded to 11 (float16) or 8 (bfloat16) significant bits, so its error is ~2^-12 or ~2^-9.
+TOLERANCES = {"float32": TOLERANCE, "float16": 2e-3, "bfloat16": 1.5e-2}
+
+
+def _np_dtype(dtype: str):
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    import numpy as np
+
+    return np.dtype(dtype)
+
+
+def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: str = "float32") -> list[tuple]:
+    """Rotating (A, B, C) sets of ``dtype``; A and B random normal, C uninitialized (every call writes it)."""
     import cupy
 
+    item = 4 if dtype == "float32" else 2
     if n_sets is None:
         dev = cupy.cuda.Device()
         l2 = dev.attributes.get("L2CacheSize") or L2_FALLBACK_BYTES
         pool = cupy.get_default_memory_pool()
         free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
-        n_sets = n_input_sets(4 * (M * K + K * N), 4 * (M * K + K * N + M * N), l2, free)
-    f32 = cupy.float32
-    return [(rng.standard_normal((M, K), dtype=f32), rng.standard_normal((K, N), dtype=f32),
-             cupy.empty((M, N), dtype=f32)) for _ in range(n_sets)]
+        n_sets = n_input_sets(item * (M * K + K * N), item * (M * K + K * N + M * N), l2, free)
+    f32, dt = cupy.float32, _np_dtype(dtype)
+    return [(rng.standard_normal((M, K), dtype=f32).astype(dt), rng.standard_normal((K, N), dtype=f32).astype(dt),
+             cupy.empty((M, N), dtype=dt)) for _ in range(n_sets)]
 
 
 def reference(a, b):
     """The float64 product and its Frobenius norm."""
     import cupy
 
-    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    ref = a.astype(cupy.float32).astype(cupy.float64) @ b.astype(cupy.float32).astype(cupy.float64)
     return ref, float(cupy.linalg.norm(ref))
 
 
-def kernel_call(kernel: str) -> Callable:
-    """``call(a, b, c)`` writing a @ b into c: cuBLAS through cupy.matmul, or a cumm kernel ("auto" too)."""
+def kernel_call(kernel: str, dtype: str = "float32") -> Callable:
+    """``call(a, b, c)`` writing a @ b into c: cuBLAS (cupy.matmul for float32; torch.matmul, the cuBLAS
+    fp16/bf16 products with FP32 accumulation that users call, on the same memory for half dtypes), or a cumm
+    kernel ("auto" too)."""
     import cupy
 
     import cumm
 
-    if kernel == CUBLAS:
+    if kernel == CUBLAS and dtype == "float32":
         return lambda a, b, c: cupy.matmul(a, b, out=c)
+    if kernel == CUBLAS:
+        try:
+            import torch
+        except ImportError:
+            raise BenchError(f"the {dtype} cuBLAS baseline is torch.matmul: install torch") from None
+        views: dict = {}
+
+        def call(a, b, c):
+            key = (a.data.ptr, b.data.ptr, c.data.ptr)
+            t = views.get(key)
+            if t is None:
+                t = views[key] = (torch.from_dlpack(a), torch.from_dlpack(b), torch.from_dlpack(c))
+            torch.matmul(t[0], t[1], out=t[2])
+
+        return call
     return lambda a, b, c: cumm.matmul(a, b, kernel=kernel, out=c)
 
 
@@ -319,19 +352,20 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float) -> float:
     a, b, c = abc
     c.fill(math.nan)
     call(a, b, c)
-    return float(cupy.linalg.norm(c.astype(cupy.float64) - ref)) / ref_norm
+    return float(cupy.linalg.norm(c.astype(cupy.float32).astype(cupy.float64) - ref)) / ref_norm
 
 
 def _measure(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, cublas_tflops: float | None,
-             timing: Mapping) -> Row:
-    call = kernel_call(kernel)
+             timing: Mapping, dtype: str = "float32") -> Row:
+    call = kernel_call(kernel, dtype)
+    tol = TOLERANCES[dtype]
     try:
         err = verify(call, sets[0], ref, ref_norm)  # also compiles: keeps compile time out of the warm-up
     except Exception as e:  # a configuration the device rejects, a compile error: report it, keep going
         return make_row(kernel, shape, ms=None, rel_err=None, cublas_tflops=cublas_tflops,
-                        error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    if not err < TOLERANCE:  # also true for NaN
-        return make_row(kernel, shape, ms=None, rel_err=err, cublas_tflops=cublas_tflops)
+                        error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", tolerance=tol)
+    if not err < tol:  # also true for NaN
+        return make_row(kernel, shape, ms=None, rel_err=err, cublas_tflops=cublas_tflops, tolerance=tol)
     nxt = itertools.cycle(sets).__next__
 
     def fn():
@@ -339,7 +373,7 @@ def _measure(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape,
 
     times = sample_ms(fn, **timing)
     row = make_row(kernel, shape, ms=statistics.median(times), rel_err=err, runs=len(times),
-                   cublas_tflops=cublas_tflops)
+                   cublas_tflops=cublas_tflops, tolerance=tol)
     if kernel != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
         from ._matmul import decision
 
@@ -370,7 +404,7 @@ def square(sizes: Iterable[int]) -> list[Shape]:
 
 def run(kernels: Sequence[str] | None = None, shapes: Iterable[Shape] | None = None, *,
         warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT, budget_s: float = BUDGET_S,
-        progress: bool | None = None) -> list[Row]:
+        progress: bool | None = None, dtype: str = "float32") -> list[Row]:
     """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
     (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first."""
     import cupy
@@ -382,11 +416,13 @@ def run(kernels: Sequence[str] | None = None, shapes: Iterable[Shape] | None = N
     if reason:
         raise BenchError(f"{reason}; the benchmark needs an NVIDIA GPU")
     _check_cupy_compute_type()
-    valid = [*cumm.kernels(), "auto"]
-    kernels = list(cumm.kernels()) if kernels is None else list(kernels)
+    if dtype not in TOLERANCES:
+        raise ValueError(f"dtype must be one of {', '.join(TOLERANCES)}, got {dtype!r}")
+    valid = [*cumm.kernels(dtype=dtype), "auto"]
+    kernels = list(cumm.kernels(dtype=dtype)) if kernels is None else list(kernels)
     for k in kernels:
         if k not in valid:
-            raise ValueError(f"unknown kernel {k!r}; choose from {', '.join(valid)}")
+            raise ValueError(f"unknown kernel {k!r} for {dtype}; choose from {', '.join(valid)}")
     shapes = square(DEFAULT_SIZES) if shapes is None else list(shapes)
     timing = dict(warmup=warmup, repeat=repeat, budget_s=budget_s)
 
@@ -396,10 +432,10 @@ def run(kernels: Sequence[str] | None = None, shapes: Iterable[Shape] | None = N
     results: list[Row] = []
     try:
         for shape in shapes:
-            sets = input_sets(rng, *shape)
+            sets = input_sets(rng, *shape, dtype=dtype)
             ref, ref_norm = reference(*sets[0][:2])
             bar.set_postfix_str(f"{CUBLAS} {shape_str(shape)}")
-            base = _measure(CUBLAS, sets, ref, ref_norm, shape, None, timing)
+            base = _measure(CUBLAS, sets, ref, ref_norm, shape, None, timing, dtype)
             if base["status"] != "ok":
                 raise BenchError(
                     f"the cuBLAS baseline failed verification at {shape_str(shape)} ({base.get('error')}); "
@@ -410,7 +446,7 @@ def run(kernels: Sequence[str] | None = None, shapes: Iterable[Shape] | None = N
             bar.update()
             for k in kernels:
                 bar.set_postfix_str(f"{k} {shape_str(shape)}")
-                results.append(_measure(k, sets, ref, ref_norm, shape, base["tflops"], timing))
+                results.append(_measure(k, sets, ref, ref_norm, shape, base["tflops"], timing, dtype))
                 bar.update()
             del sets, ref
             cupy.get_default_memory_pool().free_all_blocks()  # the next shape's sets need the room
@@ -472,8 +508,6 @@ def bench(kernels: Sequence[str] | None = None, sizes: Iterable[int] | None = No
     runs, status ("ok" or "FAIL"), error, ran. ``plot``: also draw TFLOP/s against size into this file
     (needs matplotlib).
     """
-    if dtype != "float32":
-        raise ValueError(f"dtype {dtype!r}: the benchmark times float32 products (cuBLAS FP32 beside them)")
     if isinstance(kernels, str):
         kernels = [k.strip() for k in kernels.split(",") if k.strip()]
     todo: list[Shape] = [] if sizes is None else square(sizes)
@@ -484,7 +518,7 @@ def bench(kernels: Sequence[str] | None = None, sizes: Iterable[int] | None = No
         todo.append(t)  # type: ignore[arg-type]
     if plot:
         require_matplotlib()  # before the GPU time is spent
-    rows = run(kernels, list(dict.fromkeys(todo)) or None, repeat=repeat, progress=progress)
+    rows = run(kernels, list(dict.fromkeys(todo)) or None, repeat=repeat, progress=progress, dtype=dtype)
     if plot:
         _draw(rows, plot)
     return rows

@@ -33,6 +33,16 @@ def _kernel_list(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+_DTYPES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16", "bf16": "bfloat16",
+           "bfloat16": "bfloat16"}
+
+
+def _dtype(text: str) -> str:
+    if text not in _DTYPES:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; choose fp32, fp16 or bf16")
+    return _DTYPES[text]
+
+
 def _size_list(text: str) -> list[int]:
     bad = argparse.ArgumentTypeError(f"malformed sizes {text!r}: expected positive integers like 1024,4096")
     try:
@@ -88,6 +98,9 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b.add_argument("--json", metavar="PATH", help="write results and device information as JSON")
     b.add_argument("--markdown", metavar="PATH", help="write the table as markdown")
     b.add_argument("--plot", metavar="PATH", help="plot TFLOP/s against size (needs matplotlib: cumm[plot])")
+    b.add_argument("--dtype", type=_dtype, default="float32", metavar="DTYPE",
+                   help="fp32 (default; cuBLAS via cupy.matmul in FP32), fp16 or bf16 (the rungs for that dtype; "
+                        "cuBLAS via torch.matmul at the same dtype, FP32 accumulation)")
     b.add_argument("--overhead", action="store_true",
                    help="also measure host overhead per call: cumm.matmul vs cupy.matmul on 64x64x64")
 
@@ -240,7 +253,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     if not shapes:
         shapes = _bench.square(_bench.DEFAULT_SIZES)
     try:
-        results = _bench.run(args.kernels, list(dict.fromkeys(shapes)), repeat=args.repeat)
+        results = _bench.run(args.kernels, list(dict.fromkeys(shapes)), repeat=args.repeat, dtype=args.dtype)
         overhead = _bench.host_overhead() if args.overhead else None
         doc = _bench.build_report(results, device=_bench.device_info(), overhead=overhead, command=command)
     except _bench.BenchError as e:
@@ -256,7 +269,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
         with open(args.markdown, "w") as f:
             f.write(_bench.format_markdown(doc))
     if args.plot:
-        _bench.plot(results, args.plot, title=f"cumm SGEMM vs cuBLAS (FP32), {doc['device']}")
+        _bench.plot(results, args.plot, title=f"cumm vs cuBLAS ({args.dtype}), {doc['device']}")
     failed = sum(r["status"] != "ok" for r in results)
     if failed:
         return fail(f"{failed} kernel run(s) FAILed verification or could not run (see the table)")

@@ -110,8 +110,8 @@ def fake_gpu(monkeypatch):
         monkeypatch.delenv(v, raising=False)
     calls = {}
 
-    def run(kernels, shapes, *, repeat):
-        calls.update(kernels=kernels, shapes=shapes, repeat=repeat)
+    def run(kernels, shapes, *, repeat, dtype="float32"):
+        calls.update(kernels=kernels, shapes=shapes, repeat=repeat, dtype=dtype)
         return [r for r in fake_results() if r["status"] == "ok"]
 
     monkeypatch.setattr(_bench, "gpu_unavailable", lambda: None)
@@ -128,7 +128,7 @@ def test_bench_wiring(fake_gpu, capsys, tmp_path):
                     "--repeat", "30", "--json", str(js), "--markdown", str(md), "--overhead"])
     assert rc == 0
     assert fake_gpu == {"kernels": ["naive", "warptile", "auto"], "shapes": [(4096, 4096, 4096), (1024, 512, 256)],
-                        "repeat": 30}
+                        "repeat": 30, "dtype": "float32"}
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("kernel") and "warptile" in out and "host overhead" in out
     doc = json.loads(js.read_text())
@@ -144,7 +144,7 @@ def test_bench_default_sizes(fake_gpu):
 
 
 def test_bench_exit_1_when_a_kernel_fails(fake_gpu, monkeypatch, capsys):
-    monkeypatch.setattr(_bench, "run", lambda kernels, shapes, *, repeat: fake_results())
+    monkeypatch.setattr(_bench, "run", lambda kernels, shapes, *, repeat, dtype="float32": fake_results())
     assert _cli.main(["bench"]) == 1
     cap = capsys.readouterr()
     assert "FAIL" in cap.out and "FAIL" in cap.err

@@ -1,0 +1,147 @@
+"""The half-precision tensor-core rungs on the GPU: float16 and bfloat16 inputs against a float64 product of the
+(already rounded) inputs, each error compared with cuBLAS's own on the same inputs, on every kind of shape."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import cumm
+
+pytestmark = pytest.mark.gpu
+HALF = ("float16", "bfloat16")
+KERNELS = cumm.kernels(dtype="float16")
+SHAPES = [  # (M, N, K): ones, M = 1, K = 1, K = 7, primes, past the tile grid, deep and thin
+    (1, 1, 1), (1, 300, 77), (129, 1, 300), (64, 64, 1), (100, 50, 7), (127, 131, 137), (257, 263, 1031),
+    (4097, 72, 64), (300, 4097, 40), (1024, 1024, 1024),
+]
+
+
+def _dtype(name):
+    import cupy
+
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return cupy.dtype(name)
+
+
+def _inputs(rng, M, N, K, dt):
+    a = rng.standard_normal((M, K), dtype="float32").astype(_dtype(dt))
+    b = rng.standard_normal((K, N), dtype="float32").astype(_dtype(dt))
+    return a, b
+
+
+def _ref(a, b):
+    import cupy
+
+    return a.astype(cupy.float32).astype(cupy.float64) @ b.astype(cupy.float32).astype(cupy.float64)
+
+
+def _err(c, ref) -> float:
+    import cupy
+
+    d = c.astype(cupy.float32).astype(cupy.float64)
+    den = float(cupy.linalg.norm(ref))
+    return float(cupy.linalg.norm(d - ref)) / den if den else float(cupy.linalg.norm(d))
+
+
+def _cublas(a, b):
+    """cuBLAS on the same inputs: torch.matmul when torch is importable, else cupy.matmul."""
+    try:
+        import torch
+    except ImportError:
+        return _cublas_cupy(a, b)
+    ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+    import cupy
+
+    return cupy.from_dlpack(torch.matmul(ta, tb))
+
+
+def _cublas_cupy(a, b):
+    import cupy
+
+    try:
+        return cupy.matmul(a, b)
+    except Exception as e:  # a CuPy without bfloat16 products
+        pytest.skip(f"no cuBLAS baseline for {a.dtype} here (torch missing, cupy: {type(e).__name__})")
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("kernel", [*KERNELS, "auto"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_half_against_float64_and_cublas(kernel, shape, dt, rng):
+    import cupy
+
+    M, N, K = shape
+    a, b = _inputs(rng, M, N, K, dt)
+    ref = _ref(a, b)
+    out = cupy.full((M, N), math.nan, dtype=a.dtype)
+    got = cumm.matmul(a, b, kernel=kernel, out=out)
+    assert got is out and got.dtype == a.dtype
+    ours, theirs = _err(got, ref), _err(_cublas(a, b), ref)
+    assert ours <= 1.5 * theirs + 1e-7, f"{kernel} {dt} {shape}: {ours:.3e} against cuBLAS {theirs:.3e}"
+    fresh = cumm.matmul(a, b, kernel=kernel)  # a new result in the inputs' dtype
+    assert fresh.dtype == a.dtype and _err(fresh, ref) <= 1.5 * theirs + 1e-7
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_float32_out_alpha_beta_and_unaligned_views(kernel, dt, rng):
+    """out= float32 keeps the FP32 accumulation; alpha and beta; views whose rows are not 16-byte aligned (the
+    TMA rungs fall back to mma_swizzled_pipeline)."""
+    import cupy
+
+    M, N, K = 131, 97, 75
+    big_a, big_b = _inputs(rng, M + 1, N + 3, K + 5, dt)
+    a, b = big_a[1:, 2 : K + 2], big_b[:K, 1 : N + 1]  # odd offsets and leading dimensions
+    c0 = rng.standard_normal((M, N), dtype=cupy.float32)
+    out = c0.copy()
+    cumm.matmul(a, b, kernel=kernel, out=out, alpha=0.5, beta=-1.5)
+    ref = 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float64)
+    assert _err(out, ref) < 1e-5  # FP32 accumulation of exact products, written in FP32
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_nan_and_inf_propagate(kernel, rng):
+    import cupy
+
+    a, b = _inputs(rng, 70, 90, 80, "float16")
+    a[3, 5] = math.nan
+    b[7, 11] = math.inf
+    c = cumm.matmul(a, b, kernel=kernel)
+    assert bool(cupy.isnan(c[3]).all()), "a NaN in row 3 of a poisons row 3 of C"
+    col = c[:, 11].astype(cupy.float32)
+    assert bool((cupy.isinf(col) | cupy.isnan(col)).all()), "an inf in B's column 11 reaches every row"
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_deep_k_in_float16_does_not_overflow(kernel, rng):
+    """K = 65536 of values near 1: partial sums far past float16's maximum (65504) stay in FP32 accumulators."""
+    import cupy
+
+    K = 65536
+    a = (rng.random((64, K), dtype=cupy.float32) * 0.5 + 0.75).astype(cupy.float16)
+    b = (rng.random((K, 64), dtype=cupy.float32) * 0.5 + 0.75).astype(cupy.float16)
+    c = cumm.matmul(a, b, kernel=kernel, out=cupy.empty((64, 64), cupy.float32))
+    ref = _ref(a, b)
+    assert bool(cupy.isfinite(c).all()) and _err(c, ref) < 1e-3
+
+
+def test_half_errors(rng):
+    import cupy
+
+    a, b = _inputs(rng, 8, 8, 8, "float16")
+    with pytest.raises(TypeError, match=r"a has dtype float16 and b bfloat16"):
+        cumm.matmul(a, b.astype(_dtype("bfloat16")))
+    with pytest.raises(TypeError, match=r"kernel 'warptile' multiplies float32 arrays, not float16; the rungs for"
+                                        r" float16: \['mma'"):
+        cumm.matmul(a, b, kernel="warptile")
+    with pytest.raises(TypeError, match=r"kernel 'mma' multiplies float16 and bfloat16 arrays, not float32"):
+        cumm.matmul(a.astype(cupy.float32), b.astype(cupy.float32), kernel="mma")
+    with pytest.raises(TypeError, match=r"out has dtype float64; it must be float16 or float32"):
+        cumm.matmul(a, b, out=cupy.empty((8, 8), cupy.float64))
+    with pytest.raises(ValueError, match=r"split_k=2 is for float32 products"):
+        cumm.matmul(a, b, split_k=2)
