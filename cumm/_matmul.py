@@ -429,6 +429,20 @@ def _launch_cupy(call: Call, pa: int, pb: int, out, alpha: float, beta: float):
     return out
 
 
+def decision(a, b, out, *, kernel: str = "auto") -> str:
+    """What a call ``matmul(a, b, kernel=kernel, out=out)`` made earlier runs: "<kernel> <non-default
+    parameters>" and the split count when it splits, e.g. "tf32x3 BM=64 BN=64 split_k=4"; "" if not known."""
+    key = _key(a, b, out, kernel, None, None, 0.0)
+    call = _calls.get(key) if key is not None else None
+    if call is None:
+        return ""
+    spec, cfg = call.plan.spec, call.plan.cfg
+    base = spec.default_config(compute_capability(call.dev))
+    diff = " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
+    splits = call.decisions.get("splits", 1)
+    return " ".join(x for x in (spec.name, diff, f"split_k={splits}" if splits > 1 else "") if x)
+
+
 _getdevice = cupy.cuda.runtime.getDevice
 
 
