@@ -36,9 +36,25 @@ from ._tune import tune
 __version__ = "0.1.0"
 
 __all__ = [
-    "CheckReport", "CompileError", "CompiledKernel", "ConfigError", "Constraint", "KernelSpec", "SharedMemoryError",
-    "SUPPORTED_DTYPES", "bench", "check", "compile", "kernel_source", "kernel_spec", "kernels", "matmul",
-    "multi_dot", "register", "tune", "unregister",
+    "CheckReport",
+    "CompileError",
+    "CompiledKernel",
+    "ConfigError",
+    "Constraint",
+    "KernelSpec",
+    "SharedMemoryError",
+    "SUPPORTED_DTYPES",
+    "bench",
+    "check",
+    "compile",
+    "kernel_source",
+    "kernel_spec",
+    "kernels",
+    "matmul",
+    "multi_dot",
+    "register",
+    "tune",
+    "unregister",
 ]
 
 
@@ -55,8 +71,9 @@ def kernel_spec(name: str) -> KernelSpec:
     return _get_spec(name)
 
 
-def compile(kernel: str, config: "_Mapping[str, int] | None" = None, arch: str = "sm_90", *,
-            aligned: bool = True) -> CompiledKernel:
+def compile(
+    kernel: str, config: "_Mapping[str, int] | None" = None, arch: str = "sm_90", *, aligned: bool = True
+) -> CompiledKernel:
     """Compile ``kernel`` for ``arch`` with NVRTC, without a GPU; report registers, spills, shared memory.
 
     ``config`` overrides any subset of the defaults for that architecture; ``aligned=False`` compiles the

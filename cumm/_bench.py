@@ -55,6 +55,7 @@ class BenchError(RuntimeError):
 # Pure helpers (no GPU)
 # ---------------------------------------------------------------------------------------------------
 
+
 def parse_shape(text: str) -> Shape:
     """``"4096x1024x512"`` -> ``(4096, 1024, 512)`` (M x N x K); ValueError saying what is wrong."""
     parts = text.strip().lower().split("x")
@@ -93,8 +94,17 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
 
 
-def make_row(kernel: str, shape: Shape, *, ms: float | None, rel_err: float | None, runs: int = 0,
-             cublas_tflops: float | None = None, error: str | None = None, tolerance: float = TOLERANCE) -> Row:
+def make_row(
+    kernel: str,
+    shape: Shape,
+    *,
+    ms: float | None,
+    rel_err: float | None,
+    runs: int = 0,
+    cublas_tflops: float | None = None,
+    error: str | None = None,
+    tolerance: float = TOLERANCE,
+) -> Row:
     """One result. A row is "ok" only if it was verified (rel_err < TOLERANCE) and timed; otherwise it is
     "FAIL" and carries no time, so a wrong kernel can never show a speed."""
     M, N, K = shape
@@ -105,7 +115,10 @@ def make_row(kernel: str, shape: Shape, *, ms: float | None, rel_err: float | No
         error = f"relative error {rel_err:.2e} >= {tolerance:.0e}"
     tf = tflops(M, N, K, ms) if ok else None
     row: Row = {
-        "kernel": kernel, "M": M, "N": N, "K": K,
+        "kernel": kernel,
+        "M": M,
+        "N": N,
+        "K": K,
         "ms": ms if ok else None,
         "tflops": tf,
         "cublas_tflops": cublas_tflops,
@@ -161,14 +174,24 @@ def format_table(results: Sequence[Mapping], *, markdown: bool = False) -> str:
 
 
 def format_overhead(o: Mapping) -> str:
-    torch = (f", torch.matmul {o['torch_us']:.1f} us (cumm.matmul on torch tensors {o['cumm_torch_us']:.1f} us)"
-             if o.get("torch_us") is not None else "")
-    return (f"host overhead per call ({shape_str(o['shape'])} float32, {o['calls']} calls, cache hit): "
-            f"cumm.matmul {o['cumm_us']:.1f} us, cupy.matmul {o['cupy_us']:.1f} us ({o['ratio']:.2f}x){torch}")
+    torch = (
+        f", torch.matmul {o['torch_us']:.1f} us (cumm.matmul on torch tensors {o['cumm_torch_us']:.1f} us)"
+        if o.get("torch_us") is not None
+        else ""
+    )
+    return (
+        f"host overhead per call ({shape_str(o['shape'])} float32, {o['calls']} calls, cache hit): "
+        f"cumm.matmul {o['cumm_us']:.1f} us, cupy.matmul {o['cupy_us']:.1f} us ({o['ratio']:.2f}x){torch}"
+    )
 
 
-def build_report(results: Sequence[Mapping], *, device: Mapping[str, str], overhead: Mapping | None = None,
-                 command: str | None = None) -> dict:
+def build_report(
+    results: Sequence[Mapping],
+    *,
+    device: Mapping[str, str],
+    overhead: Mapping | None = None,
+    command: str | None = None,
+) -> dict:
     """The JSON document: device, cc, cupy, cuda, results, [host_overhead], command."""
     doc = {k: device[k] for k in ("device", "cc", "cupy", "cuda")}
     doc["results"] = [dict(r) for r in results]
@@ -238,12 +261,21 @@ def plot(results: Sequence[Mapping], path: str, *, title: str | None = None) -> 
     ax = fig.add_subplot()
     for kernel in [k for k in series if k != CUBLAS] + ([CUBLAS] if CUBLAS in series else []):
         pts = sorted(series[kernel])
-        style = dict(color="k", linestyle="--", marker="s", label="cuBLAS (FP32)") if kernel == CUBLAS else \
-            dict(marker="o", label=kernel)
+        style = (
+            dict(color="k", linestyle="--", marker="s", label="cuBLAS (FP32)")
+            if kernel == CUBLAS
+            else dict(marker="o", label=kernel)
+        )
         (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], **style)
         if extra.get(kernel):
-            ax.plot([p[0] for p in extra[kernel]], [p[1] for p in extra[kernel]], linestyle="none",
-                    marker=style["marker"], markerfacecolor="none", color=line.get_color())
+            ax.plot(
+                [p[0] for p in extra[kernel]],
+                [p[1] for p in extra[kernel]],
+                linestyle="none",
+                marker=style["marker"],
+                markerfacecolor="none",
+                color=line.get_color(),
+            )
     ax.set_xscale("log", base=2)
     xs = sorted(ticks)
     ax.set_xticks(xs, [str(x) for x in xs])
@@ -261,6 +293,7 @@ def plot(results: Sequence[Mapping], path: str, *, title: str | None = None) -> 
 # ---------------------------------------------------------------------------------------------------
 # GPU side
 # ---------------------------------------------------------------------------------------------------
+
 
 def device_info() -> dict[str, str]:
     import cupy
@@ -305,8 +338,14 @@ def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: st
         free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
         n_sets = n_input_sets(item * (M * K + K * N), item * (M * K + K * N + M * N), l2, free)
     f32, dt = cupy.float32, _np_dtype(dtype)
-    return [(rng.standard_normal((M, K), dtype=f32).astype(dt), rng.standard_normal((K, N), dtype=f32).astype(dt),
-             cupy.empty((M, N), dtype=dt)) for _ in range(n_sets)]
+    return [
+        (
+            rng.standard_normal((M, K), dtype=f32).astype(dt),
+            rng.standard_normal((K, N), dtype=f32).astype(dt),
+            cupy.empty((M, N), dtype=dt),
+        )
+        for _ in range(n_sets)
+    ]
 
 
 def reference(a, b):
@@ -355,15 +394,30 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float) -> float:
     return float(cupy.linalg.norm(c.astype(cupy.float32).astype(cupy.float64) - ref)) / ref_norm
 
 
-def _measure(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, cublas_tflops: float | None,
-             timing: Mapping, dtype: str = "float32") -> Row:
+def _measure(
+    kernel: str,
+    sets: list[tuple],
+    ref,
+    ref_norm: float,
+    shape: Shape,
+    cublas_tflops: float | None,
+    timing: Mapping,
+    dtype: str = "float32",
+) -> Row:
     call = kernel_call(kernel, dtype)
     tol = TOLERANCES[dtype]
     try:
         err = verify(call, sets[0], ref, ref_norm)  # also compiles: keeps compile time out of the warm-up
     except Exception as e:  # a configuration the device rejects, a compile error: report it, keep going
-        return make_row(kernel, shape, ms=None, rel_err=None, cublas_tflops=cublas_tflops,
-                        error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", tolerance=tol)
+        return make_row(
+            kernel,
+            shape,
+            ms=None,
+            rel_err=None,
+            cublas_tflops=cublas_tflops,
+            error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+            tolerance=tol,
+        )
     if not err < tol:  # also true for NaN
         return make_row(kernel, shape, ms=None, rel_err=err, cublas_tflops=cublas_tflops, tolerance=tol)
     nxt = itertools.cycle(sets).__next__
@@ -372,8 +426,15 @@ def _measure(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape,
         call(*nxt())
 
     times = sample_ms(fn, **timing)
-    row = make_row(kernel, shape, ms=statistics.median(times), rel_err=err, runs=len(times),
-                   cublas_tflops=cublas_tflops, tolerance=tol)
+    row = make_row(
+        kernel,
+        shape,
+        ms=statistics.median(times),
+        rel_err=err,
+        runs=len(times),
+        cublas_tflops=cublas_tflops,
+        tolerance=tol,
+    )
     if kernel != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
         from ._matmul import decision
 
@@ -402,9 +463,16 @@ def square(sizes: Iterable[int]) -> list[Shape]:
     return [(s, s, s) for s in sizes]
 
 
-def run(kernels: Sequence[str] | None = None, shapes: Iterable[Shape] | None = None, *,
-        warmup: int = DEFAULT_WARMUP, repeat: int = DEFAULT_REPEAT, budget_s: float = BUDGET_S,
-        progress: bool | None = None, dtype: str = "float32") -> list[Row]:
+def run(
+    kernels: Sequence[str] | None = None,
+    shapes: Iterable[Shape] | None = None,
+    *,
+    warmup: int = DEFAULT_WARMUP,
+    repeat: int = DEFAULT_REPEAT,
+    budget_s: float = BUDGET_S,
+    progress: bool | None = None,
+    dtype: str = "float32",
+) -> list[Row]:
     """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
     (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first."""
     import cupy
@@ -496,9 +564,16 @@ def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
 _draw = plot  # (bench's plot= argument shadows the function)
 
 
-def bench(kernels: Sequence[str] | None = None, sizes: Iterable[int] | None = None,
-          shapes: Iterable[Sequence[int]] | None = None, dtype: str = "float32", plot: str | None = None, *,
-          repeat: int = DEFAULT_REPEAT, progress: bool | None = None) -> list[Row]:
+def bench(
+    kernels: Sequence[str] | None = None,
+    sizes: Iterable[int] | None = None,
+    shapes: Iterable[Sequence[int]] | None = None,
+    dtype: str = "float32",
+    plot: str | None = None,
+    *,
+    repeat: int = DEFAULT_REPEAT,
+    progress: bool | None = None,
+) -> list[Row]:
     """Time ``kernels`` (names: rungs, registered kernels, "auto"; default all GEMM kernels) beside cuBLAS, as
     ``python -m cumm bench`` does: each result checked against float64 first (a wrong one is a FAIL row with no
     time), operands rotated past the L2, the median of CUDA-event timed runs.

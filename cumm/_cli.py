@@ -33,8 +33,14 @@ def _kernel_list(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-_DTYPES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16", "bf16": "bfloat16",
-           "bfloat16": "bfloat16"}
+_DTYPES = {
+    "fp32": "float32",
+    "float32": "float32",
+    "fp16": "float16",
+    "float16": "float16",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+}
 
 
 def _dtype(text: str) -> str:
@@ -81,75 +87,148 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="{bench,tune,check,new}")
 
     b = sub.add_parser(
-        "bench", help="time kernels against cuBLAS (FP32) and print a table",
+        "bench",
+        help="time kernels against cuBLAS (FP32) and print a table",
         description="Time kernels against cuBLAS (cupy.matmul, FP32): CUDA events, median of runs after warm-up, "
-                    "operands rotated past the L2 cache, each result checked against float64 first (wrong -> FAIL). "
-                    "Prints the table to stdout; exits 1 if a kernel FAILs.",
+        "operands rotated past the L2 cache, each result checked against float64 first (wrong -> FAIL). "
+        "Prints the table to stdout; exits 1 if a kernel FAILs.",
     )
-    b.add_argument("--kernels", type=_kernel_list, default=None, metavar="K1,K2",
-                   help=f"kernels to time (default: all). Choices: {kernels}, auto")
-    b.add_argument("--sizes", type=_size_list, default=None, metavar="S1,S2",
-                   help="square sizes M = N = K (default 1024,2048,4096 when neither --sizes nor --shapes is given)")
-    b.add_argument("--shapes", type=_shape_list, default=None, metavar="MxNxK,...",
-                   help="additional arbitrary shapes, e.g. 4096x1024x512")
-    b.add_argument("--repeat", type=_positive, default=_bench.DEFAULT_REPEAT, metavar="N",
-                   help=f"timed runs per kernel and shape (default {_bench.DEFAULT_REPEAT}; slow kernels stop after "
-                        f"about {_bench.BUDGET_S:g} s but run at least {_bench.MIN_RUNS} times)")
+    b.add_argument(
+        "--kernels",
+        type=_kernel_list,
+        default=None,
+        metavar="K1,K2",
+        help=f"kernels to time (default: all). Choices: {kernels}, auto",
+    )
+    b.add_argument(
+        "--sizes",
+        type=_size_list,
+        default=None,
+        metavar="S1,S2",
+        help="square sizes M = N = K (default 1024,2048,4096 when neither --sizes nor --shapes is given)",
+    )
+    b.add_argument(
+        "--shapes",
+        type=_shape_list,
+        default=None,
+        metavar="MxNxK,...",
+        help="additional arbitrary shapes, e.g. 4096x1024x512",
+    )
+    b.add_argument(
+        "--repeat",
+        type=_positive,
+        default=_bench.DEFAULT_REPEAT,
+        metavar="N",
+        help=f"timed runs per kernel and shape (default {_bench.DEFAULT_REPEAT}; slow kernels stop after "
+        f"about {_bench.BUDGET_S:g} s but run at least {_bench.MIN_RUNS} times)",
+    )
     b.add_argument("--json", metavar="PATH", help="write results and device information as JSON")
     b.add_argument("--markdown", metavar="PATH", help="write the table as markdown")
     b.add_argument("--plot", metavar="PATH", help="plot TFLOP/s against size (needs matplotlib: cumm[plot])")
-    b.add_argument("--dtype", type=_dtype, default="float32", metavar="DTYPE",
-                   help="fp32 (default; cuBLAS via cupy.matmul in FP32), fp16 or bf16 (the rungs for that dtype; "
-                        "cuBLAS via torch.matmul at the same dtype, FP32 accumulation)")
-    b.add_argument("--overhead", action="store_true",
-                   help="also measure host overhead per call: cumm.matmul vs cupy.matmul on 64x64x64")
+    b.add_argument(
+        "--dtype",
+        type=_dtype,
+        default="float32",
+        metavar="DTYPE",
+        help="fp32 (default; cuBLAS via cupy.matmul in FP32), fp16 or bf16 (the rungs for that dtype; "
+        "cuBLAS via torch.matmul at the same dtype, FP32 accumulation)",
+    )
+    b.add_argument(
+        "--overhead",
+        action="store_true",
+        help="also measure host overhead per call: cumm.matmul vs cupy.matmul on 64x64x64",
+    )
 
     t = sub.add_parser(
-        "tune", help="search tile configurations for a kernel and shape",
+        "tune",
+        help="search tile configurations for a kernel and shape",
         description="Search tile configurations: either --kernel with --shape, or --standard for the standard set.",
     )
     t.add_argument("--kernel", choices=gemm_kernels(), metavar="KERNEL", help=f"kernel to tune; one of {kernels}")
-    t.add_argument("--shape", type=_shape, action="append", default=[], metavar="MxNxK",
-                   help="shape to tune for (repeatable)")
+    t.add_argument(
+        "--shape", type=_shape, action="append", default=[], metavar="MxNxK", help="shape to tune for (repeatable)"
+    )
     t.add_argument("--standard", action="store_true", help="tune the standard kernels and shapes")
-    t.add_argument("--max-configs", type=_positive, default=None, metavar="N",
-                   help="try at most N configurations per kernel and shape")
-    t.add_argument("--budget", type=float, default=None, metavar="S",
-                   help="seconds per shape (default 150; also CUMM_TUNE_BUDGET_S)")
-    t.add_argument("--out", metavar="PATH",
-                   help="also merge the winners into this table, e.g. cumm/tuned/h200.json (also CUMM_TUNE_OUT)")
-    t.add_argument("--plan", action="store_true",
-                   help="no GPU: print the configurations an H200 would time (compiled offline unless --no-compile)")
+    t.add_argument(
+        "--max-configs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="try at most N configurations per kernel and shape",
+    )
+    t.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds per shape (default 150; also CUMM_TUNE_BUDGET_S)",
+    )
+    t.add_argument(
+        "--out",
+        metavar="PATH",
+        help="also merge the winners into this table, e.g. cumm/tuned/h200.json (also CUMM_TUNE_OUT)",
+    )
+    t.add_argument(
+        "--plan",
+        action="store_true",
+        help="no GPU: print the configurations an H200 would time (compiled offline unless --no-compile)",
+    )
     t.add_argument("--no-compile", action="store_true", help="with --plan: skip the offline compiles")
     c = sub.add_parser(
-        "check", help="run a kernel on odd shapes against float64, with guard bands around the output",
+        "check",
+        help="run a kernel on odd shapes against float64, with guard bands around the output",
         description="Run kernels through cumm.matmul on the standard odd shapes (1x1x1, primes, 4097x33x65, K = 1, "
-                    "K = 7, M = 1, N = 1, unaligned views, alpha and beta, 2048^3) against float64, the output "
-                    "NaN-filled and surrounded by guard values that reveal writes outside it. Exits 1 if a case "
-                    "fails.",
+        "K = 7, M = 1, N = 1, unaligned views, alpha and beta, 2048^3) against float64, the output "
+        "NaN-filled and surrounded by guard values that reveal writes outside it. Exits 1 if a case "
+        "fails.",
     )
-    c.add_argument("--kernel", type=_kernel_list, default=None, metavar="K1,K2",
-                   help="kernels to check (default: those the --kernel-file registers)")
-    c.add_argument("--config", type=_config, default=None, metavar="P=V,...",
-                   help="parameters to override, e.g. BK=16,STAGES=3 (default: what cumm.matmul picks)")
-    c.add_argument("--shapes", type=_shape_list, default=None, metavar="MxNxK,...",
-                   help="these shapes instead of the standard set")
-    c.add_argument("--sanitize", action="store_true",
-                   help="run again under compute-sanitizer --tool memcheck (without the 2048^3 case)")
+    c.add_argument(
+        "--kernel",
+        type=_kernel_list,
+        default=None,
+        metavar="K1,K2",
+        help="kernels to check (default: those the --kernel-file registers)",
+    )
+    c.add_argument(
+        "--config",
+        type=_config,
+        default=None,
+        metavar="P=V,...",
+        help="parameters to override, e.g. BK=16,STAGES=3 (default: what cumm.matmul picks)",
+    )
+    c.add_argument(
+        "--shapes", type=_shape_list, default=None, metavar="MxNxK,...", help="these shapes instead of the standard set"
+    )
+    c.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="run again under compute-sanitizer --tool memcheck (without the 2048^3 case)",
+    )
     n = sub.add_parser(
-        "new", help="write NAME.cu and NAME.py: a rung's template and spec, ready to edit",
+        "new",
+        help="write NAME.cu and NAME.py: a rung's template and spec, ready to edit",
         description="Start a kernel of your own from a rung: NAME.cu is the rung's template, NAME.py its spec "
-                    "(registered when the file is imported). Then: cumm check --kernel-file NAME.py; "
-                    "cumm bench --kernel-file NAME.py --kernels RUNG,NAME.",
+        "(registered when the file is imported). Then: cumm check --kernel-file NAME.py; "
+        "cumm bench --kernel-file NAME.py --kernels RUNG,NAME.",
     )
     n.add_argument("name", help="the new kernel's name (an identifier)")
-    n.add_argument("--from", dest="rung", default="double_buffer", metavar="RUNG",
-                   help=f"the rung to start from (default double_buffer); one of {kernels}")
+    n.add_argument(
+        "--from",
+        dest="rung",
+        default="double_buffer",
+        metavar="RUNG",
+        help=f"the rung to start from (default double_buffer); one of {kernels}",
+    )
     n.add_argument("--dir", default=".", metavar="DIR", help="where to write the files (default: here)")
     n.add_argument("--force", action="store_true", help="overwrite NAME.cu and NAME.py if they exist")
     for sp in (b, t, c):
-        sp.add_argument("--kernel-file", action="append", default=[], metavar="FILE.py",
-                        help="import this Python file first (repeatable): the kernels it registers can be named")
+        sp.add_argument(
+            "--kernel-file",
+            action="append",
+            default=[],
+            metavar="FILE.py",
+            help="import this Python file first (repeatable): the kernels it registers can be named",
+        )
     for sp in (b, t, c, n):
         sp.set_defaults(subparser=sp)  # errors found after parsing are reported by the subcommand's parser
     return p
@@ -166,8 +245,9 @@ def _config(text: str) -> dict[str, int]:
                 raise ValueError
             out[key.strip()] = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"malformed configuration {text!r}: expected P=V pairs such as "
-                                             "BK=16,STAGES=3") from None
+            raise argparse.ArgumentTypeError(
+                f"malformed configuration {text!r}: expected P=V pairs such as BK=16,STAGES=3"
+            ) from None
     return out
 
 
@@ -223,10 +303,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
         from . import _tune  # lazily: the tuner's imports are needed only here
 
         if args.plan:
-            return _tune.print_plan(args.kernel, list(args.shape), args.standard, args.max_configs,
-                                    compile=not args.no_compile)
-        return int(_tune.tune_shapes(kernel=args.kernel, shapes=list(args.shape), standard=args.standard,
-                                     max_configs=args.max_configs))
+            return _tune.print_plan(
+                args.kernel, list(args.shape), args.standard, args.max_configs, compile=not args.no_compile
+            )
+        return int(
+            _tune.tune_shapes(
+                kernel=args.kernel, shapes=list(args.shape), standard=args.standard, max_configs=args.max_configs
+            )
+        )
     return _run_bench(args, command=f"{prog} {shlex.join(argv)}")
 
 
@@ -302,8 +386,11 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
         rest = [a for a in argv if a != "--sanitize"]
         cmd = _check.sanitizer_command(rest)
         if cmd is None:
-            print("cumm check: compute-sanitizer is not installed (not on PATH; it comes with the CUDA toolkit); "
-                  "run without --sanitize, or install it", file=sys.stderr)
+            print(
+                "cumm check: compute-sanitizer is not installed (not on PATH; it comes with the CUDA toolkit); "
+                "run without --sanitize, or install it",
+                file=sys.stderr,
+            )
             return 2
         print(f"cumm check: running under {' '.join(cmd[:3])}", file=sys.stderr, flush=True)
         return subprocess.run(cmd, env=dict(os.environ, **{_check.UNDER_SANITIZER: "1"})).returncode

@@ -97,7 +97,8 @@ def _nvrtc_compile(nvrtc, spec: KernelSpec, cfg: Config, arch: str, source: str,
             log = nvrtc.getProgramLog(prog)
             raise CompileError(
                 f"NVRTC failed to compile kernel {spec.name!r} for {arch} with {dict(cfg)}: {e}\n{log}",
-                log=log, source=source,
+                log=log,
+                source=source,
             ) from None
         return nvrtc.getProgramLog(prog).rstrip("\x00"), _cubin(nvrtc, prog)
     finally:
@@ -125,11 +126,19 @@ def compile_offline(spec: KernelSpec, cfg: Config, arch: str = "sm_90", flags=AL
         if f"Compiling entry function '{name}'" not in log:
             raise CompileError(
                 f"NVRTC compiled kernel {spec.name!r} for {arch} but returned no ptxas report (registers, "
-                f"spills); log: {log!r}", log=log, source=source,
+                f"spills); log: {log!r}",
+                log=log,
+                source=source,
             )
     return CompiledKernel(
-        kernel=spec.name, config=dict(cfg), arch=arch, name=name, cubin=cubin,
-        dynamic_shared_bytes=spec.smem(cfg), threads=spec.threads(cfg), log=log,
+        kernel=spec.name,
+        config=dict(cfg),
+        arch=arch,
+        name=name,
+        cubin=cubin,
+        dynamic_shared_bytes=spec.smem(cfg),
+        threads=spec.threads(cfg),
+        log=log,
         **_parse_ptxas(log, name),
     )
 
@@ -231,8 +240,9 @@ class ArchKernel:
     num_regs = property(lambda self: self._attribute("NUM_REGS"))
     shared_size_bytes = property(lambda self: self._attribute("SHARED_SIZE_BYTES"))
     max_threads_per_block = property(lambda self: self._attribute("MAX_THREADS_PER_BLOCK"))
-    max_dynamic_shared_size_bytes = property(lambda self: self._attribute("MAX_DYNAMIC_SHARED_SIZE_BYTES"),
-                                             _set_max_dynamic_shared)
+    max_dynamic_shared_size_bytes = property(
+        lambda self: self._attribute("MAX_DYNAMIC_SHARED_SIZE_BYTES"), _set_max_dynamic_shared
+    )
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
         self.kernel(grid, block, args, shared_mem=shared_mem, stream=stream)
@@ -281,8 +291,9 @@ def aux_source(template: str) -> str:
     """common.cuh, then ``template`` (a file of cumm/kernels): the whole source of an auxiliary kernel."""
     from ._render import COMMON_HEADER, template_text
 
-    return "\n".join([f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER),
-                      f'#line 1 "{template}"', template_text(template)])
+    return "\n".join(
+        [f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER), f'#line 1 "{template}"', template_text(template)]
+    )
 
 
 _aux: dict[tuple, tuple] = {}

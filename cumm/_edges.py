@@ -28,8 +28,8 @@ from ._spec import cdiv
 
 ENABLED = os.environ.get("CUMM_EDGES", "1").strip() != "0"
 EDGE_ROWS = 16  # as in edge_strip.cu: the thickest strip its kernels take
-JB = 128        # columns of a strip per block (EDGE_JB)
-KT = 32         # slab depth (EDGE_KT); slices of K are whole slabs
+JB = 128  # columns of a strip per block (EDGE_JB)
+KT = 32  # slab depth (EDGE_KT); slices of K are whole slabs
 TEMPLATE = "auxiliary/edge_strip.cu"
 NAMES = ("cumm_edge_rows", "cumm_edge_cols")
 BLOCKS_PER_SM = 16  # strip blocks to aim for per multiprocessor (slices of K supply them): loads in flight
@@ -63,8 +63,23 @@ def source() -> str:
     return aux_source(TEMPLATE)
 
 
-def run(M: int, N: int, K: int, mm: int, nn: int, alpha: float, a, lda: int, b, ldb: int, beta: float, c,
-        ldc: int, sms: int, dev: int) -> None:
+def run(
+    M: int,
+    N: int,
+    K: int,
+    mm: int,
+    nn: int,
+    alpha: float,
+    a,
+    lda: int,
+    b,
+    ldb: int,
+    beta: float,
+    c,
+    ldc: int,
+    sms: int,
+    dev: int,
+) -> None:
     """C[mm:, :] and C[:mm, nn:] of C = alpha * a @ b + beta * C (row-major views with leading dimensions
     lda, ldb, ldc; the caller has the GEMM kernel compute C[:mm, :nn])."""
     import cupy
@@ -75,13 +90,19 @@ def run(M: int, N: int, K: int, mm: int, nn: int, alpha: float, a, lda: int, b, 
         R, L = M - mm, N
         S, kc = slices(L, K, sms)
         w = cupy.empty((S, R, L), dtype=f32)
-        rows((cdiv(L, JB), S), (JB,),
-             (i32(R), i32(L), i32(K), i32(kc), a[mm:], i32(lda), i32(1), b, i32(ldb), i32(1), w, i32(L), i32(1)))
+        rows(
+            (cdiv(L, JB), S),
+            (JB,),
+            (i32(R), i32(L), i32(K), i32(kc), a[mm:], i32(lda), i32(1), b, i32(ldb), i32(1), w, i32(L), i32(1)),
+        )
         _splitk.reduce(w, S, R, L, alpha, beta, c[mm:], ldc)
     if nn < N:  # right strip (mm >= 1): X = b[:, nn:] read as R x K, Y = a^T (K x mm); W[z] is mm x R, like C
         R, L = N - nn, mm
         S, kc = slices(L, K, sms)
         w = cupy.empty((S, L, R), dtype=f32)
-        cols((cdiv(L, JB), S), (JB,),
-             (i32(R), i32(L), i32(K), i32(kc), b[:, nn:], i32(1), i32(ldb), a, i32(1), i32(lda), w, i32(1), i32(R)))
+        cols(
+            (cdiv(L, JB), S),
+            (JB,),
+            (i32(R), i32(L), i32(K), i32(kc), b[:, nn:], i32(1), i32(ldb), a, i32(1), i32(lda), w, i32(1), i32(R)),
+        )
         _splitk.reduce(w, S, L, R, alpha, beta, c[:mm, nn:], ldc)

@@ -50,22 +50,36 @@ _WARPTILE_CONSTRAINTS = [
     at_most_1024_threads("NUM_THREADS"),
     C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
     C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS", "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
-    C("(WM * WN) % (32 * TM * TN * WNITER) == 0 and WMITER >= 1",
-      "WMITER = WM*WN / (32*TM*TN*WNITER) must be a positive integer"),
+    C(
+        "(WM * WN) % (32 * TM * TN * WNITER) == 0 and WMITER >= 1",
+        "WMITER = WM*WN / (32*TM*TN*WNITER) must be a positive integer",
+    ),
     C("WM % WMITER == 0 and WN % WNITER == 0", "WMITER and WNITER split the warp tile into equal sub-tiles"),
-    C("WSUBM % TM == 0 and WSUBN % TN == 0",
-      "the warp sub-tile (WSUBM x WSUBN) must divide by the thread tile TM x TN"),
+    C(
+        "WSUBM % TM == 0 and WSUBN % TN == 0",
+        "the warp sub-tile (WSUBM x WSUBN) must divide by the thread tile TM x TN",
+    ),
     C("(WSUBM // TM) * (WSUBN // TN) == 32", "the 32 lanes of a warp exactly cover a warp sub-tile"),
     *_FLOAT4_TILES,
     *_SWIZZLE,
-    C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
-      "every thread fetches the same number of float4s of the A and B tiles"),
+    C(
+        "(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+        "every thread fetches the same number of float4s of the A and B tiles",
+    ),
 ]
 
 _WARPTILE_DEFAULTS = dict(BM=128, BN=128, BK=16, WM=64, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=256, MINB=2)
 _WARPTILE_SPACE = dict(
-    BM=(64, 128, 256), BN=(64, 128, 256), BK=(8, 16, 32), WM=(32, 64, 128), WN=(32, 64, 128),
-    WNITER=(1, 2, 4), TM=(4, 8), TN=(4, 8), NUM_THREADS=(128, 256), MINB=(1, 2),
+    BM=(64, 128, 256),
+    BN=(64, 128, 256),
+    BK=(8, 16, 32),
+    WM=(32, 64, 128),
+    WN=(32, 64, 128),
+    WNITER=(1, 2, 4),
+    TM=(4, 8),
+    TN=(4, 8),
+    NUM_THREADS=(128, 256),
+    MINB=(1, 2),
 )
 
 
@@ -73,16 +87,19 @@ _TF32X3_CONSTRAINTS = [
     *positive("BM", "BN", "BK", "WM", "WN", "STAGES", "NUM_THREADS", "MINB"),
     C("WM % 16 == 0 and WN % 8 == 0", "a warp tile is made of whole 16 x 8 mma tiles"),
     C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
-    C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS",
-      "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS", "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
     at_most_1024_threads("NUM_THREADS"),
     C("BK % 8 == 0", "a slab is a whole number of k = 8 mma steps"),
     C("BN % 4 == 0", "B's rows are copied as 16-byte chunks"),
-    C("(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
-      "every thread copies the same number of 16-byte chunks of the A and B tiles"),
+    C(
+        "(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+        "every thread copies the same number of 16-byte chunks of the A and B tiles",
+    ),
     C("STAGES >= 2", "the pipeline needs at least two stages"),
-    C("STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
-      "the pipeline stages fit in 227 KB of shared memory per block"),
+    C(
+        "STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
+        "the pipeline stages fit in 227 KB of shared memory per block",
+    ),
 ]
 
 
@@ -93,9 +110,11 @@ def _tf32x3_smem(c):
 # fused3_wg's shared memory in bytes (see fused3_wg.cu): per K group (KW) its raw stages and split buffers of
 # Y^T, and a partial tile; with TMA = 1 dense stages on 1024-byte boundaries, three split buffers, an mbarrier
 # per stage (PC = 1: and one for C's chunks) and the alignment slack. The constraint below is the same formula.
-_WG_SMEM = ("KW * (4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8))"
-            " + 8 * (STAGES + PC)) + 1024 if TMA else"
-            " 4 * KW * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8))")
+_WG_SMEM = (
+    "KW * (4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8))"
+    " + 8 * (STAGES + PC)) + 1024 if TMA else"
+    " 4 * KW * (STAGES * (BM * (BK + 4) + BK * (BN + 4)) + 4 * BN * BK + BM * (BN + 8))"
+)
 
 
 _WG_SMEM_CODE = compile(_WG_SMEM, "<fused3_wg shared memory>", "eval")
@@ -115,8 +134,10 @@ _MMA_CONSTRAINTS = [
 ]
 _WGMMA_CONSTRAINTS = [
     *positive("BM", "BN", "STAGES", "WGS"),
-    C("BN % 64 == 0 and BN <= 256", "B is copied in 64-column boxes and wgmma's N is at most 256: BN % 64 == 0,"
-      " BN <= 256"),
+    C(
+        "BN % 64 == 0 and BN <= 256",
+        "B is copied in 64-column boxes and wgmma's N is at most 256: BN % 64 == 0, BN <= 256",
+    ),
     C("STAGES >= 2", "the pipeline needs at least two stages"),
 ]
 
@@ -141,397 +162,487 @@ def _warptile_block(c):
 
 # Every rung goes through the same registration (and its checks) as a user's kernel: cumm/_register.py.
 for _spec in [
-        KernelSpec(
-            name="naive",
-            template="gemm/01_naive.cu",
-            summary="one thread per element of C; threads run down columns (uncoalesced)",
-            defaults=dict(BS=32),
-            block=lambda c: (c["BS"], c["BS"], 1),
-            grid=lambda c, M, N, K: (cdiv(M, c["BS"]), cdiv(N, c["BS"]), 1),
-            constraints=[*positive("BS"), at_most_1024_threads("BS * BS")],
-            space=dict(BS=(8, 16, 32)),
+    KernelSpec(
+        name="naive",
+        template="gemm/01_naive.cu",
+        summary="one thread per element of C; threads run down columns (uncoalesced)",
+        defaults=dict(BS=32),
+        block=lambda c: (c["BS"], c["BS"], 1),
+        grid=lambda c, M, N, K: (cdiv(M, c["BS"]), cdiv(N, c["BS"]), 1),
+        constraints=[*positive("BS"), at_most_1024_threads("BS * BS")],
+        space=dict(BS=(8, 16, 32)),
+    ),
+    KernelSpec(
+        name="coalesced",
+        template="gemm/02_coalesced.cu",
+        summary="consecutive threads along a row of C: B loads and C stores coalesce",
+        defaults=dict(BS=32),
+        block=lambda c: (c["BS"] * c["BS"], 1, 1),
+        grid=_grid_nm("BS", "BS"),
+        constraints=[*positive("BS"), at_most_1024_threads("BS * BS")],
+        space=dict(BS=(8, 16, 32)),
+    ),
+    KernelSpec(
+        name="smem",
+        template="gemm/03_smem.cu",
+        summary="shared-memory cache blocking with BS x BS tiles",
+        defaults=dict(BS=32),
+        block=lambda c: (c["BS"] * c["BS"], 1, 1),
+        grid=_grid_nm("BS", "BS"),
+        constraints=[*positive("BS"), at_most_1024_threads("BS * BS"), _static_smem("2 * BS * BS")],
+        space=dict(BS=(8, 16, 32)),
+    ),
+    KernelSpec(
+        name="blocktile_1d",
+        template="gemm/04_blocktile_1d.cu",
+        summary="each thread computes TM results down a column of C",
+        defaults=dict(BM=64, BN=64, BK=8, TM=8),
+        block=lambda c: (c["BM"] * c["BN"] // c["TM"], 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        constraints=[
+            *positive("BM", "BN", "BK", "TM"),
+            C("BM % TM == 0", "TM divides BM: each thread owns TM whole rows"),
+            at_most_1024_threads("BM * BN // TM"),
+            _static_smem("BM * BK + BK * BN"),
+        ],
+        space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(4, 8, 16), TM=(4, 8, 16)),
+    ),
+    KernelSpec(
+        name="blocktile_2d",
+        template="gemm/05_blocktile_2d.cu",
+        summary="each thread computes a TM x TN tile as outer products from shared memory",
+        defaults=dict(BM=128, BN=128, BK=32, TM=8, TN=8),
+        block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        constraints=[
+            *positive("BM", "BN", "BK", "TM", "TN"),
+            C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
+            at_most_1024_threads(_THREADS_2D),
+            _static_smem("BM * (BK + 1) + BK * BN"),
+        ],
+        space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8)),
+    ),
+    KernelSpec(
+        name="vectorized",
+        # No stage_out: its scalar-store variant runs faster than its 16-byte one (H200, 4096^3: 3.43 against
+        # 3.61 ms, the codegen of the main loop differs), so an unaligned C is best written in place.
+        template="gemm/06_vectorized.cu",
+        vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
+        summary="16-byte global loads/stores; A transposed in shared memory, read as float4",
+        defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
+        block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        constraints=[
+            *positive("BM", "BN", "BK", "TM", "TN"),
+            C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
+            at_most_1024_threads(_THREADS_2D),
+            *_FLOAT4_TILES,
+            C(
+                f"(BM * BK) % (4 * {_THREADS_2D}) == 0 and (BK * BN) % (4 * {_THREADS_2D}) == 0",
+                "every thread fetches the same number of float4s of the A and B tiles",
+            ),
+            _static_smem("BK * BM + BK * BN"),
+        ],
+        space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8)),
+    ),
+    KernelSpec(
+        name="bank_conflict_free",
+        stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
+        template="gemm/07_bank_conflict_free.cu",
+        vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
+        summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
+        defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8, SWIZZLE=1, PAD=4),
+        block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        constraints=[
+            *positive("BM", "BN", "BK", "TM", "TN"),
+            C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
+            at_most_1024_threads(_THREADS_2D),
+            *_FLOAT4_TILES,
+            C(
+                f"(BM * BK) % (4 * {_THREADS_2D}) == 0 and (BK * BN) % (4 * {_THREADS_2D}) == 0",
+                "every thread fetches the same number of float4s of the A and B tiles",
+            ),
+            C("SWIZZLE in (0, 1)", "SWIZZLE is 1 (XOR swizzle) or 0 (padding by PAD floats)"),
+            C("PAD % 4 == 0", "PAD keeps rows 16-byte aligned for LDS.128, so it is a multiple of 4"),
+            C(
+                "SWIZZLE == 0 or (BK in (4, 8, 16, 32) and BM % 32 == 0)",
+                "the A swizzle needs BK in 4, 8, 16, 32 and BM a multiple of 32",
+            ),
+            _static_smem("BK * (BM + PAD * (1 - SWIZZLE)) + BK * BN"),
+        ],
+        space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8), SWIZZLE=(0, 1)),
+    ),
+    KernelSpec(
+        name="warptile",
+        stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
+        template="gemm/08_warptile.cu",
+        split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
+        vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
+        summary="block -> warp -> thread tiling; conflict-free LDS.128 per warp sub-tile",
+        # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
+        configs={"small": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)},
+        defaults=_WARPTILE_DEFAULTS,
+        block=_warptile_block,
+        grid=_grid_nm("BM", "BN"),
+        smem=lambda c: c["BK"] * (c["BM"] + c["BN"]) * 4,
+        constraints=_WARPTILE_CONSTRAINTS,
+        derived=_warptile_derived,
+        space=_WARPTILE_SPACE,
+    ),
+    KernelSpec(
+        name="double_buffer",
+        stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
+        template="gemm/09_double_buffer.cu",
+        split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
+        vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
+        summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
+        # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
+        configs={"small": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)},
+        block=_warptile_block,
+        grid=_grid_nm("BM", "BN"),
+        smem=lambda c: 2 * c["BK"] * (c["BM"] + c["BN"]) * 4,
+        defaults=dict(_WARPTILE_DEFAULTS, BN=256, BK=8, WN=64, TM=8, MINB=1),
+        constraints=_WARPTILE_CONSTRAINTS,
+        derived=_warptile_derived,
+        space=_WARPTILE_SPACE,
+    ),
+    KernelSpec(
+        name="tf32x3",
+        stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
+        template="gemm/10_tf32x3.cu",
+        headers=("include/tf32x3_tile.cuh",),
+        min_cc=80,  # mma.sync with TF32 operands
+        split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
+        vector_loads=True,  # cumm_cp_async_chunk<VEC_A> and <VEC_B>: 16-byte copies, never past K or N
+        summary="tensor cores (mma.sync TF32) with each operand split in two: FP32 accuracy, 3 mma per product",
+        # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
+        configs={"small": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)},
+        block=lambda c: (c["NUM_THREADS"], 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        smem=_tf32x3_smem,
+        defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4, NUM_THREADS=256, MINB=1),
+        # H200 tuning (docs/performance.md): 64 x 64 warp tiles, 60.4 TFLOP/s at 4096^3 against 56.2
+        # for the defaults; 253 registers, no spills on sm_90 (sm_80's ptxas spills 96 bytes there).
+        cc_defaults={90: dict(BN=256, BK=16, WN=64, STAGES=3)},
+        constraints=_TF32X3_CONSTRAINTS,
+        space=dict(
+            BM=(64, 128, 256),
+            BN=(64, 128, 256),
+            BK=(16, 32),
+            WM=(32, 64),
+            WN=(32, 64),
+            STAGES=(2, 3, 4),
+            NUM_THREADS=(128, 256),
+            MINB=(1, 2),
         ),
-        KernelSpec(
-            name="coalesced",
-            template="gemm/02_coalesced.cu",
-            summary="consecutive threads along a row of C: B loads and C stores coalesce",
-            defaults=dict(BS=32),
-            block=lambda c: (c["BS"] * c["BS"], 1, 1),
-            grid=_grid_nm("BS", "BS"),
-            constraints=[*positive("BS"), at_most_1024_threads("BS * BS")],
-            space=dict(BS=(8, 16, 32)),
+    ),
+    # Half-precision tensor-core rungs (float16 / bfloat16 inputs, FP32 accumulation; C in the inputs' dtype
+    # or float32). Their primitives: include/sm90_tc16.cuh.
+    KernelSpec(
+        name="mma",
+        template="gemm/11_mma.cu",
+        headers=("include/sm90_tc16.cuh",),
+        dtypes=HALF,
+        min_cc=80,  # mma.sync m16n8k16 with bfloat16, ldmatrix
+        summary="tensor cores: mma.sync m16n8k16 on fp16/bf16 from shared memory read with ldmatrix",
+        defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, NUM_THREADS=256),
+        block=lambda c: (c["NUM_THREADS"], 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        constraints=[
+            *_MMA_CONSTRAINTS,
+            C("(BM * BK + BK * BN) * 2 <= 48 * 1024", "static shared memory is limited to 48 KB per block"),
+        ],
+        space=dict(BM=(64, 128), BN=(64, 128), BK=(32, 64), WM=(32, 64), WN=(32, 64), NUM_THREADS=(128, 256)),
+    ),
+    KernelSpec(
+        name="mma_swizzled_pipeline",
+        template="gemm/12_mma_swizzled_pipeline.cu",
+        headers=("include/sm90_tc16.cuh",),
+        dtypes=HALF,
+        min_cc=80,
+        summary="mma with XOR-swizzled shared memory (no ldmatrix bank conflicts) and a cp.async multistage pipeline",
+        defaults=dict(BM=128, BN=128, BK=64, WM=64, WN=32, STAGES=3, NUM_THREADS=256),
+        block=lambda c: (c["NUM_THREADS"], 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        smem=lambda c: c["STAGES"] * 2 * (c["BM"] * c["BK"] + c["BK"] * c["BN"]),
+        constraints=[
+            *_MMA_CONSTRAINTS,
+            C(
+                "BK == 32 or BK % 64 == 0",
+                "a swizzled row is 4 or a multiple of 8 16-byte chunks: BK is 32 or a multiple of 64",
+            ),
+            C("BN % 64 == 0", "a swizzled row of B is a multiple of 8 16-byte chunks: BN is a multiple of 64"),
+            C("STAGES >= 2", "the pipeline needs at least two stages"),
+            C("STAGES * 2 * (BM * BK + BK * BN) <= 232448", "the stages fit in 227 KB of shared memory per block"),
+        ],
+        space=dict(
+            BM=(64, 128, 256),
+            BN=(64, 128),
+            BK=(32, 64),
+            WM=(32, 64),
+            WN=(32, 64),
+            STAGES=(2, 3, 4),
+            NUM_THREADS=(128, 256),
         ),
-        KernelSpec(
-            name="smem",
-            template="gemm/03_smem.cu",
-            summary="shared-memory cache blocking with BS x BS tiles",
-            defaults=dict(BS=32),
-            block=lambda c: (c["BS"] * c["BS"], 1, 1),
-            grid=_grid_nm("BS", "BS"),
-            constraints=[*positive("BS"), at_most_1024_threads("BS * BS"), _static_smem("2 * BS * BS")],
-            space=dict(BS=(8, 16, 32)),
+    ),
+    KernelSpec(
+        name="wgmma",
+        template="gemm/13_wgmma.cu",
+        headers=("include/sm90_tc16.cuh",),
+        dtypes=HALF,
+        min_cc=90,
+        arch_specific=True,  # wgmma: sm_90a only
+        fallback="mma_swizzled_pipeline",  # operands the copy engine cannot read (unaligned, ld % 8 != 0)
+        tensor_maps=_half_maps,
+        summary="Hopper: TMA into 128-byte-swizzled shared memory, mbarrier stages, wgmma m64nNk16 by WGS warpgroups",
+        defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, NUM_THREADS=256),
+        block=lambda c: (c["NUM_THREADS"], 1, 1),
+        grid=_grid_nm("BM", "BN"),
+        smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"],
+        constraints=[
+            *_WGMMA_CONSTRAINTS,
+            C("NUM_THREADS == 128 * WGS", "NUM_THREADS is the WGS consumer warpgroups: 128 * WGS"),
+            C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+            C(
+                "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES <= 232448",
+                "the stages fit in 227 KB of shared memory per block",
+            ),
+        ],
+        space=dict(BM=(128, 256), BN=(128, 256), STAGES=(3, 4, 5), WGS=(1, 2), NUM_THREADS=(128, 256)),
+    ),
+    KernelSpec(
+        name="wgmma_ws",
+        template="gemm/14_wgmma_ws.cu",
+        headers=("include/sm90_tc16.cuh",),
+        dtypes=HALF,
+        min_cc=90,
+        arch_specific=True,
+        persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
+        fallback="mma_swizzled_pipeline",
+        tensor_maps=_half_maps,
+        summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
+        " tile order, TMA-store epilogue",
+        defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, NUM_THREADS=384),
+        block=lambda c: (c["NUM_THREADS"], 1, 1),
+        grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
+        smem=lambda c: (
+            c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384
         ),
-        KernelSpec(
-            name="blocktile_1d",
-            template="gemm/04_blocktile_1d.cu",
-            summary="each thread computes TM results down a column of C",
-            defaults=dict(BM=64, BN=64, BK=8, TM=8),
-            block=lambda c: (c["BM"] * c["BN"] // c["TM"], 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            constraints=[
-                *positive("BM", "BN", "BK", "TM"),
-                C("BM % TM == 0", "TM divides BM: each thread owns TM whole rows"),
-                at_most_1024_threads("BM * BN // TM"),
-                _static_smem("BM * BK + BK * BN"),
-            ],
-            space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(4, 8, 16), TM=(4, 8, 16)),
+        constraints=[
+            *_WGMMA_CONSTRAINTS,
+            *positive("GM"),
+            C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
+            C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+            C("CL == 1", "CL = 2 (B multicast over a cluster of two) measured no faster and is not offered"),
+            C(
+                "PP == 0",
+                "PP = 1 (ping-pong consumers) is experimental and has not run on a GPU since its last fix: PP = 0",
+            ),
+            C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
+            C("EPI == 0 or BN % 128 == 0", "EPI = 1 stores 128-column halves: BN % 128 == 0"),
+            C(
+                "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
+                "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
+            ),
+        ],
+        space=dict(
+            BM=(128, 256),
+            BN=(128, 256),
+            STAGES=(3, 4, 5),
+            WGS=(2,),
+            GM=(4, 8, 16),
+            CL=(1,),
+            EPI=(0, 1),
+            PP=(0,),
+            NUM_THREADS=(384,),
         ),
-        KernelSpec(
-            name="blocktile_2d",
-            template="gemm/05_blocktile_2d.cu",
-            summary="each thread computes a TM x TN tile as outer products from shared memory",
-            defaults=dict(BM=128, BN=128, BK=32, TM=8, TN=8),
-            block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            constraints=[
-                *positive("BM", "BN", "BK", "TM", "TN"),
-                C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
-                at_most_1024_threads(_THREADS_2D),
-                _static_smem("BM * (BK + 1) + BK * BN"),
-            ],
-            space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8)),
+    ),
+    # Chain kernel (cumm.multi_dot): E = A @ B @ C for A m x k, B k x p, C p x n. Its grid, block and
+    # smem callables take (cfg, M, N, K) = (cfg, m, n, p): E is M x N and K = p is the inner dimension
+    # of the second product; the grid depends on m alone (CL blocks, one cluster, per BM-row panel).
+    KernelSpec(
+        name="fused3",
+        template="chain/fused3.cu",
+        headers=("include/cluster.cuh",),
+        summary="A @ B @ C in one kernel: a cluster of CL blocks per BM-row panel, T = A @ B kept on chip",
+        kind="chain",
+        # From device-time sweeps on an H200 (bench/chain.py --configs; docs/chain.md):
+        # bm32: a 32-row panel per cluster of 4 blocks; 128-wide slices of T and panels of E; 8 x 8 thread
+        #   tiles (64 FFMA per 4 LDS.128) and 32-deep slabs split over 4 k-slices: 256 threads, 113 KB of
+        #   shared memory (a 512-column chunk of T, then stages or partial tiles). 43 us at n = 512 (bm16: 50).
+        # bm16: a 16-row panel per cluster of 8; 32-wide slices; 4 x 4 thread tiles over 4 k-slices: 128
+        #   threads, 33 KB, several blocks per multiprocessor. Small chains, which are latency-bound: 9.5 us at
+        #   n = 128 and 16 us at n = 256 (bm32: 17 and 26).
+        configs={
+            "bm32": dict(BM=32, BN=128, BK=32, CL=4, PCH=1, TM=8, TN=8, KS=4, MINB=1),
+            "bm16": dict(BM=16, BN=32, BK=32, CL=8, PCH=1, TM=4, TN=4, KS=4, MINB=2),
+        },
+        defaults=dict(BM=32, BN=128, BK=32, CL=1, PCH=4, TM=8, TN=8, KS=4, MINB=1),
+        cc_defaults={90: dict(CL=4, PCH=1), 100: dict(CL=4, PCH=1), 120: dict(CL=4, PCH=1)},
+        block=lambda c: (c["KS"] * (c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
+        grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]), 1, 1),
+        smem=lambda c: (
+            4
+            * (
+                c["CL"] * c["PCH"] * c["BN"] * (c["BM"] + 4)
+                + max(2 * c["BK"] * (c["BM"] + 4 + c["BN"]), c["KS"] // 2 * c["BM"] * c["BN"])
+            )
         ),
-        KernelSpec(
-            name="vectorized",
-            # No stage_out: its scalar-store variant runs faster than its 16-byte one (H200, 4096^3: 3.43 against
-            # 3.61 ms, the codegen of the main loop differs), so an unaligned C is best written in place.
-            template="gemm/06_vectorized.cu",
-            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
-            summary="16-byte global loads/stores; A transposed in shared memory, read as float4",
-            defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
-            block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            constraints=[
-                *positive("BM", "BN", "BK", "TM", "TN"),
-                C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
-                at_most_1024_threads(_THREADS_2D),
-                *_FLOAT4_TILES,
-                C(f"(BM * BK) % (4 * {_THREADS_2D}) == 0 and (BK * BN) % (4 * {_THREADS_2D}) == 0",
-                  "every thread fetches the same number of float4s of the A and B tiles"),
-                _static_smem("BK * BM + BK * BN"),
-            ],
-            space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8)),
+        derived=lambda c: {"NT": c["KS"] * (c["BM"] // c["TM"]) * (c["BN"] // c["TN"])},
+        constraints=[
+            *positive("BM", "BN", "BK", "CL", "PCH", "TM", "TN", "KS", "MINB"),
+            C("TM % 4 == 0 and TN % 4 == 0", "a thread's tile is read as float4s, so TM and TN are multiples of 4"),
+            C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
+            C("((BM // TM) * (BN // TN)) % 32 == 0", "each k-slice of threads is a whole number of warps"),
+            at_most_1024_threads("NT"),
+            C("BK % KS == 0", "each slab is split evenly over the KS k-slices"),
+            C("BN % BK == 0", "T's column slices (BN wide) end on slab boundaries (BK deep) of the second product"),
+            C(
+                "(BM * BK) % NT == 0 and (BK * BN) % (4 * NT) == 0",
+                "every thread copies as many elements of A's slab and 16-byte chunks of B's or C's as the others",
+            ),
+            C("KS & (KS - 1) == 0", "the KS slices' tiles are summed as a tree, so KS is a power of two"),
+            C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
+            C(
+                "4 * (CL * PCH * BN * (BM + 4) + max(2 * BK * (BM + 4 + BN), KS // 2 * BM * BN)) <= 232448",
+                "shared memory (a chunk of T, then two stages or KS / 2 partial tiles) is at most 227 KB per block",
+            ),
+        ],
+        space=dict(
+            BM=(16, 32, 64),
+            BN=(32, 64, 128),
+            BK=(16, 32, 64),
+            CL=(1, 2, 4, 8),
+            PCH=(1, 2, 4, 8),
+            TM=(4, 8),
+            TN=(4, 8),
+            KS=(1, 2, 4, 8),
+            MINB=(1, 2),
         ),
-        KernelSpec(
-            name="bank_conflict_free",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-            template="gemm/07_bank_conflict_free.cu",
-            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
-            summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
-            defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8, SWIZZLE=1, PAD=4),
-            block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            constraints=[
-                *positive("BM", "BN", "BK", "TM", "TN"),
-                C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
-                at_most_1024_threads(_THREADS_2D),
-                *_FLOAT4_TILES,
-                C(f"(BM * BK) % (4 * {_THREADS_2D}) == 0 and (BK * BN) % (4 * {_THREADS_2D}) == 0",
-                  "every thread fetches the same number of float4s of the A and B tiles"),
-                C("SWIZZLE in (0, 1)", "SWIZZLE is 1 (XOR swizzle) or 0 (padding by PAD floats)"),
-                C("PAD % 4 == 0", "PAD keeps rows 16-byte aligned for LDS.128, so it is a multiple of 4"),
-                C("SWIZZLE == 0 or (BK in (4, 8, 16, 32) and BM % 32 == 0)",
-                  "the A swizzle needs BK in 4, 8, 16, 32 and BM a multiple of 32"),
-                _static_smem("BK * (BM + PAD * (1 - SWIZZLE)) + BK * BN"),
-            ],
-            space=dict(BM=(64, 128), BN=(64, 128), BK=(8, 16), TM=(4, 8), TN=(4, 8), SWIZZLE=(0, 1)),
+    ),
+    KernelSpec(
+        name="fused3_tc",
+        template="chain/fused3_tc.cu",
+        headers=("include/tf32x3_tile.cuh", "include/grid_barrier.cuh"),
+        min_cc=80,
+        summary="A @ B @ C in one persistent tensor-core launch (tf32x3 tiles): T = A @ B via L2, a grid barrier",
+        kind="chain",
+        persistent=True,
+        # Tile shapes by chain size (cumm/_chain/rules.py), from device-time sweeps on an H200: small tiles
+        # while the chain is small (more tiles than multiprocessors), larger ones as it grows.
+        configs={
+            "tc32x32": dict(BM=32, BN=32, BK=64, WM=16, WN=16, STAGES=4, NUM_THREADS=128, MINB=1),
+            "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+            "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
+            "tc128x128": dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, NUM_THREADS=256, MINB=1),
+        },
+        block=lambda c: (c["NUM_THREADS"] * c["KS"], 1, 1),
+        # tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
+        grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
+        smem=lambda c: max(_tf32x3_smem(c), 4 * (c["KS"] - 1) * c["BM"] * c["BN"]),
+        defaults=dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1, KS=1),
+        constraints=[
+            *_TF32X3_CONSTRAINTS,
+            *positive("KS"),
+            C("BK % (8 * KS) == 0", "each of the KS slices takes whole k = 8 steps of every slab"),
+            at_most_1024_threads("NUM_THREADS * KS"),
+            C("4 * (KS - 1) * BM * BN <= 232448", "the slices' partial tiles fit in 227 KB of shared memory"),
+        ],
+        space=dict(
+            BM=(32, 64, 128),
+            BN=(32, 64, 128),
+            BK=(16, 32),
+            WM=(16, 32, 64),
+            WN=(16, 32, 64),
+            STAGES=(2, 3, 4),
+            NUM_THREADS=(64, 128, 256),
+            MINB=(1, 2),
+            KS=(1, 2, 4),
         ),
-        KernelSpec(
-            name="warptile",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-            template="gemm/08_warptile.cu",
-            split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
-            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
-            summary="block -> warp -> thread tiling; conflict-free LDS.128 per warp sub-tile",
-            # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
-            configs={"small": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)},
-            defaults=_WARPTILE_DEFAULTS,
-            block=_warptile_block,
-            grid=_grid_nm("BM", "BN"),
-            smem=lambda c: c["BK"] * (c["BM"] + c["BN"]) * 4,
-            constraints=_WARPTILE_CONSTRAINTS,
-            derived=_warptile_derived,
-            space=_WARPTILE_SPACE,
+    ),
+    KernelSpec(
+        name="fused3_wg",
+        template="chain/fused3_wg.cu",
+        headers=("include/cluster.cuh", "include/grid_barrier.cuh", "include/sm90.cuh"),
+        min_cc=90,
+        arch_specific=True,  # wgmma: sm_90a only
+        summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks"
+        " or over warpgroups of one block",
+        kind="chain",
+        persistent=True,
+        # BM x BN tiles, each tile's K split over a cluster of CL blocks or (KW = 2) over two warpgroups of
+        # one block; TMA = 1: chunks by the copy engine for 16-byte aligned operands (others run the
+        # cp.async form of the same tiles, cumm/_chain/plans.py). Each is the fastest measured at some chain
+        # size on the H200 (cumm/_chain/rules.py, docs/chain.md).
+        configs={
+            "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, TMA=1, KW=2, PC=1),
+            "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, TMA=1, RF=1),
+            "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, TMA=1, MN=1),
+        },
+        block=lambda c: (2 * c["BM"] * c["KW"], 1, 1),  # a warpgroup (128 threads) per 64 rows, per K group
+        # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the
+        # GPU holds at once
+        grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
+        smem=_wg_smem,
+        # kw64x32's cp.async form (what cumm/_chain/plans.py's cp_async_config runs for an unaligned
+        # operand: K over a cluster of 2, chunks of 32), which takes operands of any alignment
+        defaults=dict(BM=64, BN=32, BK=32, CL=2, STAGES=4, MINB=1, TMA=0, KW=1, RF=0, PC=0, MN=0),
+        constraints=[
+            *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
+            C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
+            C("BN in (32, 64, 128)", "BN is the N of the wgmma instruction: 32, 64 or 128 (the template's shapes)"),
+            C("BK % 8 == 0", "a chunk is a whole number of k = 8 wgmma steps"),
+            C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
+            C("BM % CL == 0", "each of the CL ranks sums and stores BM / CL rows of a tile"),
+            C("STAGES >= 2", "the pipeline needs at least two stages"),
+            C("TMA in (0, 1)", "TMA is 0 (every thread copies with cp.async) or 1 (the copy engine, sm_90)"),
+            C(
+                "TMA == 0 or BK in (8, 16, 32, 64)",
+                "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span, or two 128-byte ones:"
+                " BK is 8, 16, 32 or 64",
+            ),
+            C("KW in (1, 2, 4)", "KW is 1, 2 or 4: the K groups of warpgroups within a block"),
+            C(
+                "RF in (0, 1)",
+                "RF is 0 (the last chunk's wgmma waited for after the barrier) or 1 (before the proxy fence)",
+            ),
+            C(
+                "PC in (0, 1)",
+                "PC is 0 (phase 2 splits C chunk by chunk) or 1 (the first phase-2 tile's C split"
+                " in the grid barrier's wait)",
+            ),
+            C("PC == 0 or TMA == 1", "PC=1 copies C with the copy engine: use TMA=1 with PC=1"),
+            C(
+                "MN in (0, 1)",
+                "MN is 0 (three wgmma of N = BN per k-step) or 1 (x_big's two products as one of N = 2 BN)",
+            ),
+            C(
+                "MN == 0 or BN <= 64",
+                "MN=1 puts Y's big and small halves into one wgmma of N = 2 BN (at most 128 here): use BN <= 64"
+                " with MN=1",
+            ),
+            C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
+            C(
+                f"({_WG_SMEM}) <= 232448",
+                "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
+                " 227 KB per block",
+            ),
+        ],
+        space=dict(
+            BM=(64, 128),
+            BN=(32, 64, 128),
+            BK=(16, 32, 64),
+            CL=(1, 2, 4, 8),
+            STAGES=(2, 3, 4, 8),
+            MINB=(1,),
+            TMA=(0, 1),
+            KW=(1, 2),
+            RF=(0, 1),
+            PC=(0, 1),
+            MN=(0, 1),
         ),
-        KernelSpec(
-            name="double_buffer",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-            template="gemm/09_double_buffer.cu",
-            split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
-            vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
-            summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
-            # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
-            configs={"small": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)},
-            block=_warptile_block,
-            grid=_grid_nm("BM", "BN"),
-            smem=lambda c: 2 * c["BK"] * (c["BM"] + c["BN"]) * 4,
-            defaults=dict(_WARPTILE_DEFAULTS, BN=256, BK=8, WN=64, TM=8, MINB=1),
-            constraints=_WARPTILE_CONSTRAINTS,
-            derived=_warptile_derived,
-            space=_WARPTILE_SPACE,
-        ),
-        KernelSpec(
-            name="tf32x3",
-            stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-            template="gemm/10_tf32x3.cu",
-            headers=("include/tf32x3_tile.cuh",),
-            min_cc=80,  # mma.sync with TF32 operands
-            split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
-            vector_loads=True,  # cumm_cp_async_chunk<VEC_A> and <VEC_B>: 16-byte copies, never past K or N
-            summary="tensor cores (mma.sync TF32) with each operand split in two: FP32 accuracy, 3 mma per product",
-            # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
-            configs={"small": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)},
-            block=lambda c: (c["NUM_THREADS"], 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            smem=_tf32x3_smem,
-            defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4, NUM_THREADS=256, MINB=1),
-            # H200 tuning (docs/performance.md): 64 x 64 warp tiles, 60.4 TFLOP/s at 4096^3 against 56.2
-            # for the defaults; 253 registers, no spills on sm_90 (sm_80's ptxas spills 96 bytes there).
-            cc_defaults={90: dict(BN=256, BK=16, WN=64, STAGES=3)},
-            constraints=_TF32X3_CONSTRAINTS,
-            space=dict(BM=(64, 128, 256), BN=(64, 128, 256), BK=(16, 32), WM=(32, 64), WN=(32, 64),
-                       STAGES=(2, 3, 4), NUM_THREADS=(128, 256), MINB=(1, 2)),
-        ),
-        # Half-precision tensor-core rungs (float16 / bfloat16 inputs, FP32 accumulation; C in the inputs' dtype
-        # or float32). Their primitives: include/sm90_tc16.cuh.
-        KernelSpec(
-            name="mma",
-            template="gemm/11_mma.cu",
-            headers=("include/sm90_tc16.cuh",),
-            dtypes=HALF,
-            min_cc=80,  # mma.sync m16n8k16 with bfloat16, ldmatrix
-            summary="tensor cores: mma.sync m16n8k16 on fp16/bf16 from shared memory read with ldmatrix",
-            defaults=dict(BM=128, BN=128, BK=32, WM=64, WN=32, NUM_THREADS=256),
-            block=lambda c: (c["NUM_THREADS"], 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            constraints=[*_MMA_CONSTRAINTS, C("(BM * BK + BK * BN) * 2 <= 48 * 1024",
-                                              "static shared memory is limited to 48 KB per block")],
-            space=dict(BM=(64, 128), BN=(64, 128), BK=(32, 64), WM=(32, 64), WN=(32, 64), NUM_THREADS=(128, 256)),
-        ),
-        KernelSpec(
-            name="mma_swizzled_pipeline",
-            template="gemm/12_mma_swizzled_pipeline.cu",
-            headers=("include/sm90_tc16.cuh",),
-            dtypes=HALF,
-            min_cc=80,
-            summary="mma with XOR-swizzled shared memory (no ldmatrix bank conflicts) and a cp.async multistage"
-            " pipeline",
-            defaults=dict(BM=128, BN=128, BK=64, WM=64, WN=32, STAGES=3, NUM_THREADS=256),
-            block=lambda c: (c["NUM_THREADS"], 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            smem=lambda c: c["STAGES"] * 2 * (c["BM"] * c["BK"] + c["BK"] * c["BN"]),
-            constraints=[
-                *_MMA_CONSTRAINTS,
-                C("BK == 32 or BK % 64 == 0", "a swizzled row is 4 or a multiple of 8 16-byte chunks: BK is 32 or a"
-                  " multiple of 64"),
-                C("BN % 64 == 0", "a swizzled row of B is a multiple of 8 16-byte chunks: BN is a multiple of 64"),
-                C("STAGES >= 2", "the pipeline needs at least two stages"),
-                C("STAGES * 2 * (BM * BK + BK * BN) <= 232448", "the stages fit in 227 KB of shared memory per block"),
-            ],
-            space=dict(BM=(64, 128, 256), BN=(64, 128), BK=(32, 64), WM=(32, 64), WN=(32, 64), STAGES=(2, 3, 4),
-                       NUM_THREADS=(128, 256)),
-        ),
-        KernelSpec(
-            name="wgmma",
-            template="gemm/13_wgmma.cu",
-            headers=("include/sm90_tc16.cuh",),
-            dtypes=HALF,
-            min_cc=90,
-            arch_specific=True,  # wgmma: sm_90a only
-            fallback="mma_swizzled_pipeline",  # operands the copy engine cannot read (unaligned, ld % 8 != 0)
-            tensor_maps=_half_maps,
-            summary="Hopper: TMA into 128-byte-swizzled shared memory, mbarrier stages, wgmma m64nNk16 by WGS"
-            " warpgroups",
-            defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, NUM_THREADS=256),
-            block=lambda c: (c["NUM_THREADS"], 1, 1),
-            grid=_grid_nm("BM", "BN"),
-            smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"],
-            constraints=[
-                *_WGMMA_CONSTRAINTS,
-                C("NUM_THREADS == 128 * WGS", "NUM_THREADS is the WGS consumer warpgroups: 128 * WGS"),
-                C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
-                C("STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES <= 232448",
-                  "the stages fit in 227 KB of shared memory per block"),
-            ],
-            space=dict(BM=(128, 256), BN=(128, 256), STAGES=(3, 4, 5), WGS=(1, 2), NUM_THREADS=(128, 256)),
-        ),
-        KernelSpec(
-            name="wgmma_ws",
-            template="gemm/14_wgmma_ws.cu",
-            headers=("include/sm90_tc16.cuh",),
-            dtypes=HALF,
-            min_cc=90,
-            arch_specific=True,
-            persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
-            fallback="mma_swizzled_pipeline",
-            tensor_maps=_half_maps,
-            summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
-            " tile order, TMA-store epilogue",
-            defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, NUM_THREADS=384),
-            block=lambda c: (c["NUM_THREADS"], 1, 1),
-            grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
-            smem=lambda c: (c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32
-                            + c["EPI"] * c["WGS"] * 16384),
-            constraints=[
-                *_WGMMA_CONSTRAINTS,
-                *positive("GM"),
-                C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
-                C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
-                C("CL == 1", "CL = 2 (B multicast over a cluster of two) measured no faster and is not offered"),
-                C("PP == 0", "PP = 1 (ping-pong consumers) is experimental and has not run on a GPU since its last fix:"
-                  " PP = 0"),
-                C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
-                C("EPI == 0 or BN % 128 == 0", "EPI = 1 stores 128-column halves: BN % 128 == 0"),
-                C("STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
-                  "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block"),
-            ],
-            space=dict(BM=(128, 256), BN=(128, 256), STAGES=(3, 4, 5), WGS=(2,), GM=(4, 8, 16), CL=(1,), EPI=(0, 1),
-                       PP=(0,), NUM_THREADS=(384,)),
-        ),
-        # Chain kernel (cumm.multi_dot): E = A @ B @ C for A m x k, B k x p, C p x n. Its grid, block and
-        # smem callables take (cfg, M, N, K) = (cfg, m, n, p): E is M x N and K = p is the inner dimension
-        # of the second product; the grid depends on m alone (CL blocks, one cluster, per BM-row panel).
-        KernelSpec(
-            name="fused3",
-            template="chain/fused3.cu",
-            headers=("include/cluster.cuh",),
-            summary="A @ B @ C in one kernel: a cluster of CL blocks per BM-row panel, T = A @ B kept on chip",
-            kind="chain",
-            # From device-time sweeps on an H200 (bench/chain.py --configs; docs/chain.md):
-            # bm32: a 32-row panel per cluster of 4 blocks; 128-wide slices of T and panels of E; 8 x 8 thread
-            #   tiles (64 FFMA per 4 LDS.128) and 32-deep slabs split over 4 k-slices: 256 threads, 113 KB of
-            #   shared memory (a 512-column chunk of T, then stages or partial tiles). 43 us at n = 512 (bm16: 50).
-            # bm16: a 16-row panel per cluster of 8; 32-wide slices; 4 x 4 thread tiles over 4 k-slices: 128
-            #   threads, 33 KB, several blocks per multiprocessor. Small chains, which are latency-bound: 9.5 us at
-            #   n = 128 and 16 us at n = 256 (bm32: 17 and 26).
-            configs={
-                "bm32": dict(BM=32, BN=128, BK=32, CL=4, PCH=1, TM=8, TN=8, KS=4, MINB=1),
-                "bm16": dict(BM=16, BN=32, BK=32, CL=8, PCH=1, TM=4, TN=4, KS=4, MINB=2),
-            },
-            defaults=dict(BM=32, BN=128, BK=32, CL=1, PCH=4, TM=8, TN=8, KS=4, MINB=1),
-            cc_defaults={90: dict(CL=4, PCH=1), 100: dict(CL=4, PCH=1), 120: dict(CL=4, PCH=1)},
-            block=lambda c: (c["KS"] * (c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
-            grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]), 1, 1),
-            smem=lambda c: 4 * (c["CL"] * c["PCH"] * c["BN"] * (c["BM"] + 4)
-                                + max(2 * c["BK"] * (c["BM"] + 4 + c["BN"]), c["KS"] // 2 * c["BM"] * c["BN"])),
-            derived=lambda c: {"NT": c["KS"] * (c["BM"] // c["TM"]) * (c["BN"] // c["TN"])},
-            constraints=[
-                *positive("BM", "BN", "BK", "CL", "PCH", "TM", "TN", "KS", "MINB"),
-                C("TM % 4 == 0 and TN % 4 == 0", "a thread's tile is read as float4s, so TM and TN are multiples of 4"),
-                C("BM % TM == 0 and BN % TN == 0", "the thread tile TM x TN divides the block tile BM x BN"),
-                C("((BM // TM) * (BN // TN)) % 32 == 0", "each k-slice of threads is a whole number of warps"),
-                at_most_1024_threads("NT"),
-                C("BK % KS == 0", "each slab is split evenly over the KS k-slices"),
-                C("BN % BK == 0", "T's column slices (BN wide) end on slab boundaries (BK deep) of the second product"),
-                C("(BM * BK) % NT == 0 and (BK * BN) % (4 * NT) == 0",
-                  "every thread copies as many elements of A's slab and 16-byte chunks of B's or C's as the others"),
-                C("KS & (KS - 1) == 0", "the KS slices' tiles are summed as a tree, so KS is a power of two"),
-                C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
-                C("4 * (CL * PCH * BN * (BM + 4) + max(2 * BK * (BM + 4 + BN), KS // 2 * BM * BN)) <= 232448",
-                  "shared memory (a chunk of T, then two stages or KS / 2 partial tiles) is at most 227 KB per block"),
-            ],
-            space=dict(BM=(16, 32, 64), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), PCH=(1, 2, 4, 8),
-                       TM=(4, 8), TN=(4, 8), KS=(1, 2, 4, 8), MINB=(1, 2)),
-        ),
-        KernelSpec(
-            name="fused3_tc",
-            template="chain/fused3_tc.cu",
-            headers=("include/tf32x3_tile.cuh", "include/grid_barrier.cuh"),
-            min_cc=80,
-            summary="A @ B @ C in one persistent tensor-core launch (tf32x3 tiles): T = A @ B via L2, a grid barrier",
-            kind="chain",
-            persistent=True,
-            # Tile shapes by chain size (cumm/_chain/rules.py), from device-time sweeps on an H200: small tiles
-            # while the chain is small (more tiles than multiprocessors), larger ones as it grows.
-            configs={
-                "tc32x32": dict(BM=32, BN=32, BK=64, WM=16, WN=16, STAGES=4, NUM_THREADS=128, MINB=1),
-                "tc32x64": dict(BM=32, BN=64, BK=64, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
-                "tc64x64": dict(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1),
-                "tc128x128": dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, NUM_THREADS=256, MINB=1),
-            },
-            block=lambda c: (c["NUM_THREADS"] * c["KS"], 1, 1),
-            # tiles of the larger phase; cumm.multi_dot caps it at the blocks the GPU holds at once
-            grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
-            smem=lambda c: max(_tf32x3_smem(c), 4 * (c["KS"] - 1) * c["BM"] * c["BN"]),
-            defaults=dict(BM=32, BN=64, BK=32, WM=16, WN=32, STAGES=4, NUM_THREADS=128, MINB=1, KS=1),
-            constraints=[
-                *_TF32X3_CONSTRAINTS,
-                *positive("KS"),
-                C("BK % (8 * KS) == 0", "each of the KS slices takes whole k = 8 steps of every slab"),
-                at_most_1024_threads("NUM_THREADS * KS"),
-                C("4 * (KS - 1) * BM * BN <= 232448", "the slices' partial tiles fit in 227 KB of shared memory"),
-            ],
-            space=dict(BM=(32, 64, 128), BN=(32, 64, 128), BK=(16, 32), WM=(16, 32, 64), WN=(16, 32, 64),
-                       STAGES=(2, 3, 4), NUM_THREADS=(64, 128, 256), MINB=(1, 2), KS=(1, 2, 4)),
-        ),
-        KernelSpec(
-            name="fused3_wg",
-            template="chain/fused3_wg.cu",
-            headers=("include/cluster.cuh", "include/grid_barrier.cuh", "include/sm90.cuh"),
-            min_cc=90,
-            arch_specific=True,  # wgmma: sm_90a only
-            summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks"
-            " or over warpgroups of one block",
-            kind="chain",
-            persistent=True,
-            # BM x BN tiles, each tile's K split over a cluster of CL blocks or (KW = 2) over two warpgroups of
-            # one block; TMA = 1: chunks by the copy engine for 16-byte aligned operands (others run the
-            # cp.async form of the same tiles, cumm/_chain/plans.py). Each is the fastest measured at some chain
-            # size on the H200 (cumm/_chain/rules.py, docs/chain.md).
-            configs={
-                "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, TMA=1, KW=2, PC=1),
-                "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, TMA=1, RF=1),
-                "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, TMA=1, MN=1),
-            },
-            block=lambda c: (2 * c["BM"] * c["KW"], 1, 1),  # a warpgroup (128 threads) per 64 rows, per K group
-            # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the
-            # GPU holds at once
-            grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["BM"]) * cdiv(max(N, K), c["BN"]), 1, 1),
-            smem=_wg_smem,
-            # kw64x32's cp.async form (what cumm/_chain/plans.py's cp_async_config runs for an unaligned
-            # operand: K over a cluster of 2, chunks of 32), which takes operands of any alignment
-            defaults=dict(BM=64, BN=32, BK=32, CL=2, STAGES=4, MINB=1, TMA=0, KW=1, RF=0, PC=0, MN=0),
-            constraints=[
-                *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
-                C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
-                C("BN in (32, 64, 128)", "BN is the N of the wgmma instruction: 32, 64 or 128 (the template's shapes)"),
-                C("BK % 8 == 0", "a chunk is a whole number of k = 8 wgmma steps"),
-                C("CL in (1, 2, 4, 8)", "a cluster has 1, 2, 4 or 8 blocks (8 is the portable maximum)"),
-                C("BM % CL == 0", "each of the CL ranks sums and stores BM / CL rows of a tile"),
-                C("STAGES >= 2", "the pipeline needs at least two stages"),
-                C("TMA in (0, 1)", "TMA is 0 (every thread copies with cp.async) or 1 (the copy engine, sm_90)"),
-                C("TMA == 0 or BK in (8, 16, 32, 64)",
-                  "with TMA=1 a row of X's chunk is one 32-, 64- or 128-byte swizzle span, or two 128-byte ones:"
-                  " BK is 8, 16, 32 or 64"),
-                C("KW in (1, 2, 4)", "KW is 1, 2 or 4: the K groups of warpgroups within a block"),
-                C("RF in (0, 1)", "RF is 0 (the last chunk's wgmma waited for after the barrier) or 1 (before the"
-                  " proxy fence)"),
-                C("PC in (0, 1)", "PC is 0 (phase 2 splits C chunk by chunk) or 1 (the first phase-2 tile's C split"
-                  " in the grid barrier's wait)"),
-                C("PC == 0 or TMA == 1", "PC=1 copies C with the copy engine: use TMA=1 with PC=1"),
-                C("MN in (0, 1)", "MN is 0 (three wgmma of N = BN per k-step) or 1 (x_big's two products as one"
-                  " of N = 2 BN)"),
-                C("MN == 0 or BN <= 64",
-                  "MN=1 puts Y's big and small halves into one wgmma of N = 2 BN (at most 128 here): use BN <= 64"
-                  " with MN=1"),
-                C("BM * KW <= 512", "a block has at most 1024 threads: BM / 64 * KW warpgroups of 128"),
-                C(f"({_WG_SMEM}) <= 232448",
-                  "shared memory (per K group its raw stages and split buffers, and a partial tile) is at most"
-                  " 227 KB per block"),
-            ],
-            space=dict(BM=(64, 128), BN=(32, 64, 128), BK=(16, 32, 64), CL=(1, 2, 4, 8), STAGES=(2, 3, 4, 8),
-                       MINB=(1,), TMA=(0, 1), KW=(1, 2), RF=(0, 1), PC=(0, 1), MN=(0, 1)),
-        ),
+    ),
 ]:
     add(_spec, builtin=True)
 del _spec

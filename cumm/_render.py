@@ -27,8 +27,13 @@ BATCHED = 3  # index of the batched flag
 # existed). Half-precision kernels read CUMM_BF16 (0: float16 inputs, 1: bfloat16) and OUT_F32 (1: C is float32,
 # 0: C has the inputs' type); accumulation is FP32 in every variant.
 DTYPE = 4
-DTYPE_VARIANTS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
-                  ("bfloat16", "float32"))
+DTYPE_VARIANTS = (
+    ("float32", "float32"),
+    ("float16", "float16"),
+    ("bfloat16", "bfloat16"),
+    ("float16", "float32"),
+    ("bfloat16", "float32"),
+)
 
 
 def dtype_flag(inputs: str, output: str) -> int:

@@ -82,8 +82,10 @@ def repack_plan(spec: KernelSpec, M: int, N: int, K: int, aligned_a: bool, align
     """(repack A, repack B): only operands that forbid 16-byte loads, of a kernel that would use them, if it pays."""
     if MAX_COPY_FRACTION * kernel_seconds(M, N, K) < COPY_FIXED_S:  # no copy can pay: keep small calls cheap
         return False, False
-    return (not aligned_a and loads_vectorized(spec, "a") and should_repack(M, N, K, "a"),
-            not aligned_b and loads_vectorized(spec, "b") and should_repack(M, N, K, "b"))
+    return (
+        not aligned_a and loads_vectorized(spec, "a") and should_repack(M, N, K, "a"),
+        not aligned_b and loads_vectorized(spec, "b") and should_repack(M, N, K, "b"),
+    )
 
 
 def should_stage_out(M: int, N: int, K: int, beta: float) -> bool:
@@ -111,13 +113,25 @@ def repack(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
         buf = cupy.empty((rows, ld), dtype=cupy.float32)
         if rows and cols:
             (kern,) = aux_kernels(COPY_TEMPLATE, (COPY_NAME,), x.device.id)
-            kern((-(-ld // (4 * COPY_THREADS)), min(rows, COPY_MAX_ROW_BLOCKS)), (COPY_THREADS,),
-                 (np.int32(rows), np.int32(cols), x, np.int64(ldx), buf, np.int32(ld)))
+            kern(
+                (-(-ld // (4 * COPY_THREADS)), min(rows, COPY_MAX_ROW_BLOCKS)),
+                (COPY_THREADS,),
+                (np.int32(rows), np.int32(cols), x, np.int64(ldx), buf, np.int32(ld)),
+            )
     return buf, ld
 
 
-def prepare(spec: KernelSpec, M: int, N: int, K: int, a: cupy.ndarray, lda: int, b: cupy.ndarray, ldb: int,
-            flags: tuple[int, int, int]) -> tuple[cupy.ndarray, int, cupy.ndarray, int]:
+def prepare(
+    spec: KernelSpec,
+    M: int,
+    N: int,
+    K: int,
+    a: cupy.ndarray,
+    lda: int,
+    b: cupy.ndarray,
+    ldb: int,
+    flags: tuple[int, int, int],
+) -> tuple[cupy.ndarray, int, cupy.ndarray, int]:
     """(a, lda, b, ldb) with A and/or B repacked where :func:`repack_plan` says so."""
     do_a, do_b = repack_plan(spec, M, N, K, bool(flags[0]), bool(flags[1]))
     try:
@@ -149,5 +163,8 @@ def unstage_out(buf: cupy.ndarray, ld: int, c: cupy.ndarray, ldc: int) -> None:
     rows, cols = c.shape
     with c.device:
         (kern,) = aux_kernels(COPY_TEMPLATE, (UNPACK_NAME,), c.device.id)
-        kern((-(-cols // (4 * COPY_THREADS)), min(rows, COPY_MAX_ROW_BLOCKS)), (COPY_THREADS,),
-             (np.int32(rows), np.int32(cols), buf, np.int32(ld), c, np.int64(ldc)))
+        kern(
+            (-(-cols // (4 * COPY_THREADS)), min(rows, COPY_MAX_ROW_BLOCKS)),
+            (COPY_THREADS,),
+            (np.int32(rows), np.int32(cols), buf, np.int32(ld), c, np.int64(ldc)),
+        )

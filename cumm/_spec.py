@@ -119,8 +119,9 @@ class KernelSpec:
         dtypes = (self.dtypes,) if isinstance(self.dtypes, str) else tuple(self.dtypes)
         bad = [d for d in dtypes if d not in DTYPES]
         if not dtypes or bad:
-            raise ValueError(f"{self.name}: dtypes must be a non-empty tuple of {', '.join(DTYPES)}; "
-                             f"got {self.dtypes!r}")
+            raise ValueError(
+                f"{self.name}: dtypes must be a non-empty tuple of {', '.join(DTYPES)}; got {self.dtypes!r}"
+            )
         object.__setattr__(self, "dtypes", dtypes)
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
         if self.split_k and "BK" not in self.defaults:
@@ -136,8 +137,9 @@ class KernelSpec:
             unknown = set(over) - set(self.defaults)
             if unknown:
                 raise ValueError(f"{self.name}: configuration {cname!r} names unknown parameters {sorted(unknown)}")
-        object.__setattr__(self, "configs", MappingProxyType({k: MappingProxyType(dict(v))
-                                                              for k, v in self.configs.items()}))
+        object.__setattr__(
+            self, "configs", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.configs.items()})
+        )
 
     def __repr__(self) -> str:
         flags = [f for f in ("split_k", "stage_out", "arch_specific", "persistent") if getattr(self, f)]
@@ -145,9 +147,14 @@ class KernelSpec:
             flags.append(f"vector_loads={self.vector_loads!r}")
         if self.min_cc:
             flags.append(f"min_cc={self.min_cc}")
-        parts = [repr(self.name), f"kind={self.kind!r}", f"template={self.template!r}",
-                 "defaults={" + ", ".join(f"{k}={v}" for k, v in self.defaults.items()) + "}",
-                 f"{len(self.constraints)} constraints", f"space over {list(self.space)}"]
+        parts = [
+            repr(self.name),
+            f"kind={self.kind!r}",
+            f"template={self.template!r}",
+            "defaults={" + ", ".join(f"{k}={v}" for k, v in self.defaults.items()) + "}",
+            f"{len(self.constraints)} constraints",
+            f"space over {list(self.space)}",
+        ]
         if self.configs:
             parts.append(f"configs={list(self.configs)}")
         return f"KernelSpec({', '.join(parts + flags)})"
@@ -167,16 +174,16 @@ class KernelSpec:
         raises ConfigError naming what is wrong."""
         if isinstance(overrides, str):
             if overrides not in self.configs:
-                raise ConfigError(f"kernel {self.name!r} has no configuration named {overrides!r}; its named "
-                                  f"configurations are {list(self.configs)}")
+                raise ConfigError(
+                    f"kernel {self.name!r} has no configuration named {overrides!r}; its named "
+                    f"configurations are {list(self.configs)}"
+                )
             overrides = self.configs[overrides]
         cfg = self.default_config(cc)
         if overrides:
             unknown = [k for k in overrides if k not in cfg]
             if unknown:
-                raise ConfigError(
-                    f"kernel {self.name!r} has no parameter(s) {unknown}; its parameters are {list(cfg)}"
-                )
+                raise ConfigError(f"kernel {self.name!r} has no parameter(s) {unknown}; its parameters are {list(cfg)}")
             for k, v in overrides.items():
                 try:
                     if isinstance(v, bool):
@@ -185,9 +192,7 @@ class KernelSpec:
                 except TypeError:
                     iv = -1
                 if iv < 0:
-                    raise ConfigError(
-                        f"kernel {self.name!r}: parameter {k} must be a non-negative integer, got {v!r}"
-                    )
+                    raise ConfigError(f"kernel {self.name!r}: parameter {k} must be a non-negative integer, got {v!r}")
                 cfg[k] = iv
         self.check(cfg)
         return cfg

@@ -25,23 +25,35 @@ def fake_results() -> list[dict]:
         make_row("naive", shape, ms=310.0, rel_err=3e-7, runs=6, cublas_tflops=cb),
         make_row("warptile", shape, ms=3.1, rel_err=2.5e-7, runs=20, cublas_tflops=cb),
         make_row("smem", shape, ms=None, rel_err=0.37, cublas_tflops=cb),  # wrong result
-        make_row("vectorized", shape, ms=None, rel_err=None, cublas_tflops=cb,
-                 error="SharedMemoryError: needs 70000 bytes"),
+        make_row(
+            "vectorized", shape, ms=None, rel_err=None, cublas_tflops=cb, error="SharedMemoryError: needs 70000 bytes"
+        ),
         make_row("double_buffer", (1024, 512, 256), ms=0.01, rel_err=1e-7, runs=20, cublas_tflops=20.0),
     ]
 
 
 # --- parsing -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, shape", [("4096x4096x4096", (4096, 4096, 4096)), ("8X16x32", (8, 16, 32)),
-                                         (" 1x2x3 ", (1, 2, 3))])
+
+@pytest.mark.parametrize(
+    "text, shape", [("4096x4096x4096", (4096, 4096, 4096)), ("8X16x32", (8, 16, 32)), (" 1x2x3 ", (1, 2, 3))]
+)
 def test_parse_shape(text, shape):
     assert _bench.parse_shape(text) == shape
 
 
-@pytest.mark.parametrize("text, words", [("4096x4096", "MxNxK"), ("4096", "MxNxK"), ("ax1x1", "integers"),
-                                         ("0x4x4", "positive"), ("-1x4x4", "positive"), ("1x2x3x4", "MxNxK"),
-                                         ("", "MxNxK")])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("4096x4096", "MxNxK"),
+        ("4096", "MxNxK"),
+        ("ax1x1", "integers"),
+        ("0x4x4", "positive"),
+        ("-1x4x4", "positive"),
+        ("1x2x3x4", "MxNxK"),
+        ("", "MxNxK"),
+    ],
+)
 def test_parse_shape_rejects(text, words):
     with pytest.raises(ValueError, match=words) as e:
         _bench.parse_shape(text)
@@ -53,6 +65,7 @@ def test_shape_str():
 
 
 # --- TF32 refusal ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("var", _bench.TF32_VARS)
 @pytest.mark.parametrize("value", ["1", "2", " 1", "yes", "true"])
@@ -98,6 +111,7 @@ def test_run_without_gpu_raises_bench_error(monkeypatch):
 
 # --- rows, ratio, budget -----------------------------------------------------------------------------
 
+
 def test_tflops():
     assert _bench.tflops(1000, 1000, 1000, 1.0) == pytest.approx(2.0)  # 2e9 flop in 1 ms
     assert _bench.tflops(4096, 4096, 4096, 2.75) == pytest.approx(2 * 4096**3 / 2.75e-3 / 1e12)
@@ -132,13 +146,16 @@ def test_row_without_baseline_has_no_ratio():
     assert row["status"] == "ok" and row["ratio"] is None
 
 
-@pytest.mark.parametrize("est_ms, repeat, expect", [
-    (0.05, 20, 20),      # fast: all requested runs
-    (500.0, 20, 4),      # 2 s budget / 0.5 s
-    (5000.0, 20, 3),     # naive at 8192: never below 3
-    (5000.0, 2, 2),      # an explicit smaller repeat wins
-    (0.0, 20, 20),
-])
+@pytest.mark.parametrize(
+    "est_ms, repeat, expect",
+    [
+        (0.05, 20, 20),  # fast: all requested runs
+        (500.0, 20, 4),  # 2 s budget / 0.5 s
+        (5000.0, 20, 3),  # naive at 8192: never below 3
+        (5000.0, 2, 2),  # an explicit smaller repeat wins
+        (0.0, 20, 20),
+    ],
+)
 def test_planned_runs(est_ms, repeat, expect):
     assert _bench.planned_runs(est_ms, repeat, budget_s=2.0) == expect
 
@@ -154,6 +171,7 @@ def test_input_sets_exceed_twice_l2():
 
 
 # --- table -------------------------------------------------------------------------------------------
+
 
 def test_table_plain():
     text = _bench.format_table(fake_results())
@@ -210,6 +228,7 @@ def test_markdown_report_and_overhead():
 
 # --- JSON --------------------------------------------------------------------------------------------
 
+
 def test_json_schema(tmp_path):
     overhead = {"shape": [64, 64, 64], "calls": 2000, "cumm_us": 9.5, "cupy_us": 8.0, "ratio": 1.19}
     doc = _bench.build_report(fake_results(), device=DEVICE, overhead=overhead, command="cumm bench")
@@ -238,6 +257,7 @@ def test_json_without_overhead_and_nan(tmp_path):
 
 
 # --- plot, progress ----------------------------------------------------------------------------------
+
 
 def test_plot_writes_png(tmp_path):
     pytest.importorskip("matplotlib")

@@ -41,9 +41,20 @@ CHAINS = [(4096, 64, 4096, 64), (1, 300, 7, 1), (33, 1, 65, 17), (257, 129, 3, 2
 # Forced fused3: ones, a single row or column, p across several chunks of T (256 columns for bm16, 512 for
 # bm32), n wider than a cluster's panels (several panels per rank), k not a multiple of the slab; 4097 rows
 # or inner columns.
-ODD = [(1, 1, 1, 1), (5, 1, 3, 7), (3, 7, 1, 5), (2, 5, 3, 1), (1, 1, 600, 1), (70, 33, 600, 9),
-       (97, 1000, 513, 1100), (600, 65, 1031, 130), (31, 3, 257, 33), (513, 17, 1025, 4), (4097, 3, 67, 5),
-       (7, 4097, 5, 131)]
+ODD = [
+    (1, 1, 1, 1),
+    (5, 1, 3, 7),
+    (3, 7, 1, 5),
+    (2, 5, 3, 1),
+    (1, 1, 600, 1),
+    (70, 33, 600, 9),
+    (97, 1000, 513, 1100),
+    (600, 65, 1031, 130),
+    (31, 3, 257, 33),
+    (513, 17, 1025, 4),
+    (4097, 3, 67, 5),
+    (7, 4097, 5, 131),
+]
 
 
 KERNELS = ["auto", "fused3", "fused3_tc", "fused3_wg", "pairwise"]
@@ -122,6 +133,7 @@ def _check(arrays, kernel, ref=None):
 # GPU
 # ---------------------------------------------------------------------------------------------------
 
+
 @gpu
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("n", SQUARE)
@@ -144,12 +156,24 @@ def test_fused_odd_shapes(dims, kernel, rng):
 
 
 @gpu
-@pytest.mark.parametrize("config", [{}, dict(BM=64, BN=64, WM=32, WN=32), dict(BM=32, BN=32, WM=16, WN=16, BK=16),
-                                    dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3), dict(KS=4),
-                                    dict(BM=32, BN=32, WM=16, WN=16, KS=8), dict(BK=32, KS=2, STAGES=2)],
-                         ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()) or "default")
-@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
-                                  (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        dict(BM=64, BN=64, WM=32, WN=32),
+        dict(BM=32, BN=32, WM=16, WN=16, BK=16),
+        dict(BM=128, BN=128, WM=64, WN=32, NUM_THREADS=256, STAGES=3),
+        dict(KS=4),
+        dict(BM=32, BN=32, WM=16, WN=16, KS=8),
+        dict(BK=32, KS=2, STAGES=2),
+    ],
+    ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()) or "default",
+)
+@pytest.mark.parametrize(
+    "dims",
+    [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301), (4097, 7, 97, 3)],
+    ids=lambda d: "x".join(map(str, d)),
+)
 def test_fused3_tc_configs(config, dims, rng):
     """Persistent fused3_tc: several tile shapes, k-sliced warps (KS), many tiles per block, more blocks than
     tiles."""
@@ -179,26 +203,35 @@ def _check_wg(config, dims, rng):
 
 
 @gpu
-@pytest.mark.parametrize("config", [*WG_CONFIGS.values(), dict(BM=128, BN=32, BK=8, CL=1, STAGES=2),
-                                    dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
-                                    dict(BM=256, BN=32, BK=16, CL=8, STAGES=2),
-                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
-                                    # an odd number of chunks per rank, ranks without chunks, two stages
-                                    dict(WG128X32, TMA=0),
-                                    dict(BM=128, BN=32, BK=8, CL=8, STAGES=2),
-                                    # K split over two or four K groups of a block too (KW), with cp.async
-                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, KW=2),
-                                    dict(BM=128, BN=32, BK=16, CL=1, STAGES=4, KW=2),
-                                    dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, KW=4),
-                                    # chunk j - 1 retired before the proxy fence (RF = 1), with cp.async
-                                    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, KW=2, RF=1),
-                                    dict(BM=128, BN=64, BK=24, CL=4, STAGES=3, RF=1),
-                                    # x_big's two products as one wgmma of N = 2 BN (MN = 1), with cp.async
-                                    dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, MN=1),
-                                    dict(BM=64, BN=64, BK=24, CL=4, STAGES=3, MN=1)],
-                         ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
-@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301),
-                                  (64, 4096, 64, 4096), (4097, 7, 97, 3)], ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize(
+    "config",
+    [
+        *WG_CONFIGS.values(),
+        dict(BM=128, BN=32, BK=8, CL=1, STAGES=2),
+        dict(BM=64, BN=128, BK=16, CL=2, STAGES=4),
+        dict(BM=256, BN=32, BK=16, CL=8, STAGES=2),
+        dict(BM=64, BN=64, BK=24, CL=4, STAGES=3),
+        # an odd number of chunks per rank, ranks without chunks, two stages
+        dict(WG128X32, TMA=0),
+        dict(BM=128, BN=32, BK=8, CL=8, STAGES=2),
+        # K split over two or four K groups of a block too (KW), with cp.async
+        dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, KW=2),
+        dict(BM=128, BN=32, BK=16, CL=1, STAGES=4, KW=2),
+        dict(BM=64, BN=32, BK=8, CL=1, STAGES=2, KW=4),
+        # chunk j - 1 retired before the proxy fence (RF = 1), with cp.async
+        dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, KW=2, RF=1),
+        dict(BM=128, BN=64, BK=24, CL=4, STAGES=3, RF=1),
+        # x_big's two products as one wgmma of N = 2 BN (MN = 1), with cp.async
+        dict(BM=128, BN=32, BK=24, CL=2, STAGES=3, MN=1),
+        dict(BM=64, BN=64, BK=24, CL=4, STAGES=3, MN=1),
+    ],
+    ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()),
+)
+@pytest.mark.parametrize(
+    "dims",
+    [(37, 45, 777, 600), (513, 129, 300, 70), (1, 1, 1, 1), (300, 2, 3, 301), (64, 4096, 64, 4096), (4097, 7, 97, 3)],
+    ids=lambda d: "x".join(map(str, d)),
+)
 def test_fused3_wg_configs(config, dims, rng):
     """Persistent fused3_wg: 1 to 4 warpgroups per tile, tile widths 32 to 128, K split over clusters of 1 to 8
     blocks (more ranks than chunks of K when K is small; chunks not evenly shared with BK = 24), tiles past
@@ -206,45 +239,57 @@ def test_fused3_wg_configs(config, dims, rng):
     _check_wg(config, dims, rng)
 
 
-
 # fused3_wg with the copy engine (TMA = 1): 128-, 64- and 32-byte swizzles (BK 64, 32, 16, 8), 1 to 4 warpgroups,
 # 2 to 8 stages
-TMA_CONFIGS = [*WG_CONFIGS.values(), WG128X32,
-               dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, TMA=1),
-               dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, TMA=1),
-               dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, TMA=1),
-               dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, TMA=1),
-               dict(BM=256, BN=32, BK=16, CL=4, STAGES=3, TMA=1),
-               # BK = 64: X's chunk in two boxes, big * big in two accumulators, 2 warpgroups
-               dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, TMA=1),
-               # K groups within a block (KW): one block per tile or a cluster too, 2 or 4 groups, 1 or 2
-               # warpgroups per group
-               dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, TMA=1, KW=2),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4),
-               dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
-               # chunk j - 1 retired before the proxy fence (RF = 1): two warpgroups per K group, four K groups
-               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, RF=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, RF=1),
-               # the first phase-2 tile's C split in the grid barrier's wait (PC = 1, kw64x32's; and without it):
-               # one, two or four K groups, a cluster, RF = 1
-               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=0),
-               dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1, RF=1, PC=1),
-               dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, PC=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, PC=1),
-               # x_big's two products as one wgmma of N = 2 BN (MN = 1; wg128x64's) and without it: N = 64 and
-               # 128, BK = 64's two big accumulators, K groups with PC = 1, eight stages, RF = 1
-               dict(WG_CONFIGS["wg128x64"], MN=0),
-               dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=1, MN=1),
-               dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, TMA=1, MN=1),
-               dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, RF=1, MN=1)]
+TMA_CONFIGS = [
+    *WG_CONFIGS.values(),
+    WG128X32,
+    dict(BM=64, BN=64, BK=32, CL=2, STAGES=3, TMA=1),
+    dict(BM=128, BN=64, BK=32, CL=2, STAGES=5, TMA=1),
+    dict(BM=64, BN=128, BK=16, CL=2, STAGES=4, TMA=1),
+    dict(BM=128, BN=32, BK=8, CL=8, STAGES=2, TMA=1),
+    dict(BM=256, BN=32, BK=16, CL=4, STAGES=3, TMA=1),
+    # BK = 64: X's chunk in two boxes, big * big in two accumulators, 2 warpgroups
+    dict(BM=128, BN=32, BK=64, CL=2, STAGES=3, TMA=1),
+    # K groups within a block (KW): one block per tile or a cluster too, 2 or 4 groups, 1 or 2
+    # warpgroups per group
+    dict(BM=64, BN=32, BK=32, CL=2, STAGES=3, TMA=1, KW=2),
+    dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4),
+    dict(BM=128, BN=32, BK=32, CL=1, STAGES=2, TMA=1, KW=2),
+    # chunk j - 1 retired before the proxy fence (RF = 1): two warpgroups per K group, four K groups
+    dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, RF=1),
+    dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, RF=1),
+    # the first phase-2 tile's C split in the grid barrier's wait (PC = 1, kw64x32's; and without it):
+    # one, two or four K groups, a cluster, RF = 1
+    dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=0),
+    dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1, RF=1, PC=1),
+    dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, PC=1),
+    dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, PC=1),
+    # x_big's two products as one wgmma of N = 2 BN (MN = 1; wg128x64's) and without it: N = 64 and
+    # 128, BK = 64's two big accumulators, K groups with PC = 1, eight stages, RF = 1
+    dict(WG_CONFIGS["wg128x64"], MN=0),
+    dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=1, MN=1),
+    dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, TMA=1, MN=1),
+    dict(BM=64, BN=32, BK=16, CL=1, STAGES=2, TMA=1, KW=4, RF=1, MN=1),
+]
 
 
 @gpu
 @pytest.mark.parametrize("config", TMA_CONFIGS, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
-@pytest.mark.parametrize("dims", [(37, 44, 300, 72), (513, 128, 4, 8), (1, 4, 4, 4), (4097, 8, 100, 4),
-                                  (1024, 256, 1024, 256), (37, 45, 300, 72), (37, 45, 777, 600),
-                                  (2049, 12, 260, 300)],
-                         ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize(
+    "dims",
+    [
+        (37, 44, 300, 72),
+        (513, 128, 4, 8),
+        (1, 4, 4, 4),
+        (4097, 8, 100, 4),
+        (1024, 256, 1024, 256),
+        (37, 45, 300, 72),
+        (37, 45, 777, 600),
+        (2049, 12, 260, 300),
+    ],
+    ids=lambda d: "x".join(map(str, d)),
+)
 def test_fused3_wg_tma(config, dims, rng):
     """Chunks by the copy engine: aligned operands with tails in every dimension (the boxes' zero fill), chains
     with one chunk and ranks with none, blocks that walk several tiles (the stages' mbarrier phases go on across
@@ -304,8 +349,9 @@ def test_fused3_wg_tma_maps_follow_pointers(rng):
 
 @gpu
 @pytest.mark.parametrize("config", sorted(CONFIGS))
-@pytest.mark.parametrize("dims", [(37, 45, 777, 600), (513, 129, 300, 70), (64, 64, 64, 64)],
-                         ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize(
+    "dims", [(37, 45, 777, 600), (513, 129, 300, 70), (64, 64, 64, 64)], ids=lambda d: "x".join(map(str, d))
+)
 def test_every_config(config, dims, rng):
     """Each configuration directly, whatever the auto rule picks for the shape."""
     import cupy
@@ -350,8 +396,11 @@ def test_two_arrays(rng):
 
 @gpu
 @pytest.mark.parametrize("kernel", ["auto", "pairwise"])
-@pytest.mark.parametrize("dims", [(40, 300, 20, 500, 10), (10, 200, 30, 400, 5, 123), (7, 1, 9, 1, 300),
-                                  (128, 128, 128, 128, 128, 128)], ids=lambda d: "x".join(map(str, d)))
+@pytest.mark.parametrize(
+    "dims",
+    [(40, 300, 20, 500, 10), (10, 200, 30, 400, 5, 123), (7, 1, 9, 1, 300), (128, 128, 128, 128, 128, 128)],
+    ids=lambda d: "x".join(map(str, d)),
+)
 def test_long_chains(dims, kernel, rng):
     """Four and five arrays against numpy.linalg.multi_dot on float64 copies."""
     _check(_chain_arrays(rng, dims), kernel)
@@ -509,8 +558,13 @@ def test_fast_path_host_logic():
     assert _chain._fast_call([a, a.T, a], "auto", None) == (None, None)
     assert _chain._fast_call(iter([a, a.T, a]), "auto", None) == (None, None)
     byte_bounds = getattr(np, "byte_bounds", None) or np.lib.array_utils.byte_bounds  # (moved in NumPy 2.0)
-    for x in (a, np.ones((5, 7), np.float32)[1:, 2:5], np.ones((1, 9), np.float32), np.ones((6, 1), np.float32),
-              np.ones((6, 3), np.float32)[:, 1:2]):
+    for x in (
+        a,
+        np.ones((5, 7), np.float32)[1:, 2:5],
+        np.ones((1, 9), np.float32),
+        np.ones((6, 1), np.float32),
+        np.ones((6, 3), np.float32)[:, 1:2],
+    ):
         low, high = byte_bounds(x)
         assert _chain._span(x) == high - low
 
@@ -559,12 +613,12 @@ def test_device_errors(rng):
 # CPU
 # ---------------------------------------------------------------------------------------------------
 
+
 def _brute(dims, i, j):
     """Least multiply-adds for matrices i..j by trying every parenthesization."""
     if i == j:
         return 0
-    return min(_brute(dims, i, s) + _brute(dims, s + 1, j) + dims[i] * dims[s + 1] * dims[j + 1]
-               for s in range(i, j))
+    return min(_brute(dims, i, s) + _brute(dims, s + 1, j) + dims[i] * dims[s + 1] * dims[j + 1] for s in range(i, j))
 
 
 def _order_cost(dims, node):
@@ -631,7 +685,7 @@ def test_registry():
     with pytest.raises(cumm.ConfigError, match="227 KB"):
         spec.resolve(dict(BM=64, BN=128, PCH=8), 90)
     assert spec.grid(spec.resolve(CONFIGS["bm32"], 90), 512, 512, 512) == (64, 1, 1)  # 16 clusters of 4
-    assert spec.grid(spec.resolve(CONFIGS["bm16"], 90), 100, 1, 1) == (56, 1, 1)     # 7 clusters of 8
+    assert spec.grid(spec.resolve(CONFIGS["bm16"], 90), 100, 1, 1) == (56, 1, 1)  # 7 clusters of 8
     assert spec.block(spec.resolve(CONFIGS["bm32"], 90)) == (256, 1, 1)
 
 
@@ -651,14 +705,14 @@ def test_auto_rule():
     assert sel(1024, 1024, 1024, 1024, 90) == "wg128x64"
     assert sel(256, 256, 256, 256, 90) == "tc32x32"  # fused3_tc as fast at n = 256
     assert sel(192, 192, 192, 192, 90) == "tc32x32"
-    assert sel(160, 160, 160, 160, 90) == "bm16"     # clusters win the smallest chains
+    assert sel(160, 160, 160, 160, 90) == "bm16"  # clusters win the smallest chains
     assert sel(128, 128, 128, 128, 90) == "bm16"
     assert sel(2048, 2048, 2048, 2048, 90) == "wg128x64"
     assert sel(3072, 3072, 3072, 3072, 90) == "wg128x64"
     assert sel(4096, 4096, 4096, 4096, 90) == "wg128x64"  # (with the copy engine: 3511 us, pairwise 4326)
     assert sel(4097, 4097, 4097, 4097, 90) is None  # past what was measured: two tf32x3 GEMMs
     assert sel(3072, 3072, 3072, 3072, 80) == "tc128x128"
-    assert sel(4096, 64, 4096, 64, 90) is None      # A @ (B @ C) is 64x cheaper than the fused order
+    assert sel(4096, 64, 4096, 64, 90) is None  # A @ (B @ C) is 64x cheaper than the fused order
     assert sel(512, 512, 512, 512, 80) == "tc32x32"  # no clusters or wgmma before sm_90, tensor cores from sm_80
     assert sel(1024, 1024, 1024, 1024, 80) == "tc64x64"
     assert sel(128, 128, 128, 128, 80) == "tc32x32"
@@ -678,8 +732,12 @@ def test_wg_maps():
     swizzled) and Y's (BN x BK); none without TMA."""
     spec, cfg = tmaps.MapSpec, dict(WG128X32, TMA=1)
     ints = (37, 44, 300, 72, 48, 300, 76, 72, 300)  # m k p n lda ldb ldc lde ldt
-    assert plans.tensor_maps(cfg, ints) == (spec(0, 44, 37, 48, 32, 128, 3), spec(1, 300, 44, 300, 32, 32, 0),
-                                         spec(4, 300, 37, 300, 32, 128, 3), spec(2, 72, 300, 76, 32, 32, 0))
+    assert plans.tensor_maps(cfg, ints) == (
+        spec(0, 44, 37, 48, 32, 128, 3),
+        spec(1, 300, 44, 300, 32, 32, 0),
+        spec(4, 300, 37, 300, 32, 128, 3),
+        spec(2, 72, 300, 76, 32, 32, 0),
+    )
     assert plans.tensor_maps(dict(cfg, BK=16), ints)[0].swizzle == 2
     assert plans.tensor_maps(dict(cfg, BK=8), ints)[2].swizzle == 1
     assert plans.tensor_maps(dict(cfg, TMA=0), ints) == ()
@@ -779,7 +837,7 @@ def test_persistent_kernels_wait_first(kernel):
 
     spec = cumm.kernel_spec(kernel)
     _, src = render(spec, spec.resolve({}, 90), (1, 1, 1))
-    body = src[src.index("{", src.index('extern "C" __global__')) + 1:]
+    body = src[src.index("{", src.index('extern "C" __global__')) + 1 :]
     assert body.split(";")[0].strip() == "cumm_grid_dependency_wait()", body[:200]
     assert "griddepcontrol.wait" in src
 
@@ -789,18 +847,18 @@ def test_cluster_needs_sm90():
         cumm.compile("fused3", {"CL": 4, "PCH": 1}, arch="sm_80")
 
 
-
 def test_cp_async_config():
     """Chains with an unaligned operand run the named configuration's tiles by cp.async, in chunks of at most 32
     of K with as many bytes in flight (the cp.async k-loop spills with chunks of 64), and C split chunk by chunk
     (PC = 0: PC = 1 copies C with the copy engine) and three wgmma per k-step (MN = 0: with MN = 1 that k-loop
     spills)."""
     assert plans.cp_async_config(WG_CONFIGS["wg64x32"]) == dict(
-        WG_CONFIGS["wg64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4)
-    assert plans.cp_async_config(WG_CONFIGS["wg128x64"]) == dict(
-        WG_CONFIGS["wg128x64"], TMA=0, PC=0, MN=0)
+        WG_CONFIGS["wg64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4
+    )
+    assert plans.cp_async_config(WG_CONFIGS["wg128x64"]) == dict(WG_CONFIGS["wg128x64"], TMA=0, PC=0, MN=0)
     assert plans.cp_async_config(WG_CONFIGS["kw64x32"]) == dict(  # K groups -> a cluster of 2
-        WG_CONFIGS["kw64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4, KW=1, CL=2)
+        WG_CONFIGS["kw64x32"], TMA=0, PC=0, MN=0, BK=32, STAGES=4, KW=1, CL=2
+    )
     assert plans.cp_async_config(dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=1))["PC"] == 0
     assert plans.cp_async_config(dict(BM=64, BN=32, BK=16, CL=2, STAGES=2, TMA=1, KW=4))["CL"] == 8
     # no valid cluster for that split (more than 8 blocks): the K groups stay (correct with cp.async too, tested)

@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_module(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "cumm", *args], capture_output=True, text=True, env=full_env,
-                          cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cumm", *args], capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=120
+    )
 
 
 @pytest.mark.parametrize("args", [["--help"], ["bench", "--help"], ["tune", "--help"]])
@@ -44,21 +45,24 @@ def test_python_m_cumm_help():
         assert "bench" in p.stdout and "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("args, words", [
-    (["bench", "--kernels", "fastest"], ["--kernels", "'fastest'", "naive", "double_buffer", "auto"]),
-    (["bench", "--kernels", "naive,bogus"], ["'bogus'", "warptile"]),
-    (["bench", "--shapes", "4096x4096"], ["--shapes", "'4096x4096'", "MxNxK"]),
-    (["bench", "--shapes", "1024x1024x1024,axbxc"], ["'axbxc'", "integers"]),
-    (["bench", "--sizes", "1024,big"], ["--sizes", "'1024,big'"]),
-    (["bench", "--sizes", "0"], ["--sizes", "positive"]),
-    (["bench", "--repeat", "0"], ["--repeat", "positive"]),
-    (["tune", "--kernel", "bogus", "--shape", "64x64x64"], ["--kernel", "'bogus'", "warptile"]),
-    (["tune", "--kernel", "warptile", "--shape", "64x64"], ["--shape", "MxNxK"]),
-    (["tune"], ["--kernel", "--shape", "--standard"]),
-    (["tune", "--kernel", "warptile"], ["--shape"]),
-    (["frobnicate"], ["bench", "tune"]),
-    ([], ["bench", "tune"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["bench", "--kernels", "fastest"], ["--kernels", "'fastest'", "naive", "double_buffer", "auto"]),
+        (["bench", "--kernels", "naive,bogus"], ["'bogus'", "warptile"]),
+        (["bench", "--shapes", "4096x4096"], ["--shapes", "'4096x4096'", "MxNxK"]),
+        (["bench", "--shapes", "1024x1024x1024,axbxc"], ["'axbxc'", "integers"]),
+        (["bench", "--sizes", "1024,big"], ["--sizes", "'1024,big'"]),
+        (["bench", "--sizes", "0"], ["--sizes", "positive"]),
+        (["bench", "--repeat", "0"], ["--repeat", "positive"]),
+        (["tune", "--kernel", "bogus", "--shape", "64x64x64"], ["--kernel", "'bogus'", "warptile"]),
+        (["tune", "--kernel", "warptile", "--shape", "64x64"], ["--shape", "MxNxK"]),
+        (["tune"], ["--kernel", "--shape", "--standard"]),
+        (["tune", "--kernel", "warptile"], ["--shape"]),
+        (["frobnicate"], ["bench", "tune"]),
+        ([], ["bench", "tune"]),
+    ],
+)
 def test_bad_arguments_exit_2(capsys, args, words):
     with pytest.raises(SystemExit) as e:
         _cli.main(args)
@@ -117,18 +121,41 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(_bench, "gpu_unavailable", lambda: None)
     monkeypatch.setattr(_bench, "run", run)
     monkeypatch.setattr(_bench, "device_info", lambda: dict(DEVICE))
-    monkeypatch.setattr(_bench, "host_overhead",
-                        lambda: {"shape": [64, 64, 64], "calls": 2000, "cumm_us": 9.0, "cupy_us": 8.0, "ratio": 1.125})
+    monkeypatch.setattr(
+        _bench,
+        "host_overhead",
+        lambda: {"shape": [64, 64, 64], "calls": 2000, "cumm_us": 9.0, "cupy_us": 8.0, "ratio": 1.125},
+    )
     return calls
 
 
 def test_bench_wiring(fake_gpu, capsys, tmp_path):
     js, md = tmp_path / "r.json", tmp_path / "r.md"
-    rc = _cli.main(["bench", "--kernels", "naive,warptile,auto", "--sizes", "4096", "--shapes", "1024x512x256",
-                    "--repeat", "30", "--json", str(js), "--markdown", str(md), "--overhead"])
+    rc = _cli.main(
+        [
+            "bench",
+            "--kernels",
+            "naive,warptile,auto",
+            "--sizes",
+            "4096",
+            "--shapes",
+            "1024x512x256",
+            "--repeat",
+            "30",
+            "--json",
+            str(js),
+            "--markdown",
+            str(md),
+            "--overhead",
+        ]
+    )
     assert rc == 0
-    assert fake_gpu == {"kernels": ["naive", "warptile", "auto"], "shapes": [(4096, 4096, 4096), (1024, 512, 256)],
-                        "repeat": 30, "dtype": "float32"}
+    assert fake_gpu == {
+        "kernels": ["naive", "warptile", "auto"],
+        "shapes": [(4096, 4096, 4096), (1024, 512, 256)],
+        "repeat": 30,
+        "dtype": "float32",
+    }
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("kernel") and "warptile" in out and "host overhead" in out
     doc = json.loads(js.read_text())
@@ -166,8 +193,9 @@ def fake_tune(monkeypatch):
 
 
 def test_tune_kernel_and_shape(fake_tune):
-    rc = _cli.main(["tune", "--kernel", "warptile", "--shape", "4096x4096x4096", "--shape", "1024x512x256",
-                    "--max-configs", "7"])
+    rc = _cli.main(
+        ["tune", "--kernel", "warptile", "--shape", "4096x4096x4096", "--shape", "1024x512x256", "--max-configs", "7"]
+    )
     assert rc == 0
     assert fake_tune == [("warptile", [(4096, 4096, 4096), (1024, 512, 256)], False, 7)]
 

@@ -35,8 +35,7 @@ def _cc(arch: str) -> int:
 def _distance(spec: KernelSpec, cfg: dict[str, int]) -> float:
     """How far a configuration is from the defaults (log2 steps); near ones compile in about a second."""
     d = spec.default_config()
-    return sum(abs(math.log2(cfg[k] / d[k])) if cfg[k] > 0 and d[k] > 0 else float(cfg[k] != d[k])
-               for k in spec.params)
+    return sum(abs(math.log2(cfg[k] / d[k])) if cfg[k] > 0 and d[k] > 0 else float(cfg[k] != d[k]) for k in spec.params)
 
 
 def _outputs_per_thread(spec: KernelSpec, cfg: dict[str, int]) -> float:
@@ -51,8 +50,11 @@ def sample_configs(spec: KernelSpec, n: int = 3) -> list[dict[str, int]]:
     keys = list(spec.space)
     d = spec.default_config()
     every = ({**d, **dict(zip(keys, v, strict=True))} for v in itertools.product(*(spec.space[k] for k in keys)))
-    valid = [c for c in every if c != d and not spec.violations(c)
-             and _outputs_per_thread(spec, c) <= _outputs_per_thread(spec, d)]
+    valid = [
+        c
+        for c in every
+        if c != d and not spec.violations(c) and _outputs_per_thread(spec, c) <= _outputs_per_thread(spec, d)
+    ]
     valid.sort(key=lambda c: (_distance(spec, c), [c[k] for k in spec.params]))
     picks = sorted({0, len(valid) // 6, len(valid) // 3})
     picks += [i for i in range(len(valid)) if i not in picks][: max(0, n - len(picks))]
@@ -210,7 +212,7 @@ def broken_template(monkeypatch):
     original = _render.template_text
     original.cache_clear()
     _render.template_hash.cache_clear()
-    broken = "extern \"C\" __global__ void CUMM_KERNEL(CUMM_GEMM_ARGS) { this_is_not_cuda(; }\n"
+    broken = 'extern "C" __global__ void CUMM_KERNEL(CUMM_GEMM_ARGS) { this_is_not_cuda(; }\n'
     monkeypatch.setattr(_render, "template_text", lambda f: broken if f == "gemm/01_naive.cu" else original(f))
     yield broken
     monkeypatch.undo()

@@ -74,7 +74,6 @@ def test_module_constants_match_the_kernel():
         assert f"void __launch_bounds__(EDGE_JB)\n    {name}(" in src
 
 
-
 # ----------------------------------------------------------------------------------------------------------
 # GPU: every GEMM kernel with strips forced (one block slot per wave), against float64
 # ----------------------------------------------------------------------------------------------------------

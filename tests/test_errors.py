@@ -110,10 +110,16 @@ def test_bad_config_value(value):
     [
         ("naive", {"BS": 0}, "BS must be at least 1 (needs BS >= 1; got BS=0)"),
         ("smem", {"BS": 64}, "a CUDA block has at most 1024 threads (needs BS * BS <= 1024; got BS=64)"),
-        ("blocktile_1d", {"TM": 3},
-         "TM divides BM: each thread owns TM whole rows (needs BM % TM == 0; got BM=64, TM=3)"),
-        ("warptile", {"NUM_THREADS": 100}, "NUM_THREADS is a whole number of warps (needs NUM_THREADS % 32 == 0; "
-                                           "got NUM_THREADS=100)"),
+        (
+            "blocktile_1d",
+            {"TM": 3},
+            "TM divides BM: each thread owns TM whole rows (needs BM % TM == 0; got BM=64, TM=3)",
+        ),
+        (
+            "warptile",
+            {"NUM_THREADS": 100},
+            "NUM_THREADS is a whole number of warps (needs NUM_THREADS % 32 == 0; got NUM_THREADS=100)",
+        ),
         ("double_buffer", {"BK": 12}, "needs BK in (4, 8, 16, 32); got BK=12"),
     ],
 )
@@ -146,8 +152,9 @@ def test_import_without_cupy_names_the_extras():
         """
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO_ROOT,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=120
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     assert "IMPORT-ERROR:" in out and "CuPy" in out, out
@@ -162,8 +169,11 @@ def test_import_without_cupy_names_the_extras():
 @pytest.mark.parametrize("kernel", [n for n, s in cumm._ladder.REGISTRY.items() if s.min_cc > 75])
 def test_offline_compile_for_too_old_an_arch(kernel):
     need = cumm._ladder.REGISTRY[kernel].min_cc
-    with pytest.raises(cumm.ConfigError, match=rf"needs compute capability {need // 10}\.{need % 10} or newer; "
-                                               r"sm_75 has 7\.5"):
+    with pytest.raises(
+        cumm.ConfigError,
+        match=rf"needs compute capability {need // 10}\.{need % 10} or newer; "
+        r"sm_75 has 7\.5",
+    ):
         cumm.compile(kernel, arch="sm_75")
 
 
@@ -171,8 +181,11 @@ def test_matmul_plan_on_too_old_a_gpu(monkeypatch):
     from cumm import _matmul
 
     monkeypatch.setattr(_matmul, "compute_capability", lambda device_id: 75)
-    with pytest.raises(cumm.ConfigError, match=r"'tf32x3' needs compute capability 8\.0.*device 0 has 7\.5: "
-                                               r"use one of \[.*'warptile'.*\]") as e:
+    with pytest.raises(
+        cumm.ConfigError,
+        match=r"'tf32x3' needs compute capability 8\.0.*device 0 has 7\.5: "
+        r"use one of \[.*'warptile'.*\]",
+    ) as e:
         _matmul.get_plan("tf32x3", None, (1, 1, 1), 0)
     assert "tf32x3" not in str(e.value).split("use one of")[1]
 
@@ -202,17 +215,22 @@ def test_fused3_wg_removed_switches(name):
         cumm.kernel_spec("fused3_wg").resolve({name: 0}, 90)
 
 
-@pytest.mark.parametrize("over, message", [(dict(TMA=2), r"TMA is 0 .* or 1 .*TMA=2"),
-                                           (dict(TMA=1, BK=24), r"BK is 8, 16, 32 or 64.*BK=24"),
-                                           (dict(TMA=1, BM=128, BN=64, STAGES=6), r"at most 227 KB.*STAGES=6, TMA=1"),
-                                           (dict(KW=3), r"KW is 1, 2 or 4: .*KW=3"),
-                                           (dict(BM=256, KW=4), r"at most 1024 threads.*BM=256.*KW=4"),
-                                           (dict(TMA=1, BM=128, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2"),
-                                           (dict(RF=2), r"RF is 0 .* or 1 .*RF=2"),
-                                           (dict(TMA=1, PC=2), r"PC is 0 .* or 1 .*PC=2"),
-                                           (dict(TMA=0, PC=1), r"PC=1 copies C with the copy engine.*PC=1"),
-                                           (dict(MN=2), r"MN is 0 .* or 1 .*MN=2"),
-                                           (dict(BN=128, MN=1), r"use BN <= 64 with MN=1.*BN=128")])
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        (dict(TMA=2), r"TMA is 0 .* or 1 .*TMA=2"),
+        (dict(TMA=1, BK=24), r"BK is 8, 16, 32 or 64.*BK=24"),
+        (dict(TMA=1, BM=128, BN=64, STAGES=6), r"at most 227 KB.*STAGES=6, TMA=1"),
+        (dict(KW=3), r"KW is 1, 2 or 4: .*KW=3"),
+        (dict(BM=256, KW=4), r"at most 1024 threads.*BM=256.*KW=4"),
+        (dict(TMA=1, BM=128, BK=64, STAGES=2, KW=2), r"at most 227 KB.*KW=2"),
+        (dict(RF=2), r"RF is 0 .* or 1 .*RF=2"),
+        (dict(TMA=1, PC=2), r"PC is 0 .* or 1 .*PC=2"),
+        (dict(TMA=0, PC=1), r"PC=1 copies C with the copy engine.*PC=1"),
+        (dict(MN=2), r"MN is 0 .* or 1 .*MN=2"),
+        (dict(BN=128, MN=1), r"use BN <= 64 with MN=1.*BN=128"),
+    ],
+)
 def test_fused3_wg_tma_config(over, message):
     """TMA = 1 needs X's chunk rows to be one swizzle span and its own shared-memory budget (dense stages, a
     third split buffer, mbarriers); PC = 1 copies C with the copy engine (TMA = 1); K groups (KW) multiply the

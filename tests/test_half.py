@@ -13,8 +13,16 @@ pytestmark = pytest.mark.gpu
 HALF = ("float16", "bfloat16")
 KERNELS = cumm.kernels(dtype="float16")
 SHAPES = [  # (M, N, K): ones, M = 1, K = 1, K = 7, primes, past the tile grid, deep and thin
-    (1, 1, 1), (1, 300, 77), (129, 1, 300), (64, 64, 1), (100, 50, 7), (127, 131, 137), (257, 263, 1031),
-    (4097, 72, 64), (300, 4097, 40), (1024, 1024, 1024),
+    (1, 1, 1),
+    (1, 300, 77),
+    (129, 1, 300),
+    (64, 64, 1),
+    (100, 50, 7),
+    (127, 131, 137),
+    (257, 263, 1031),
+    (4097, 72, 64),
+    (300, 4097, 40),
+    (1024, 1024, 1024),
 ]
 
 
@@ -136,8 +144,11 @@ def test_half_errors(rng):
     a, b = _inputs(rng, 8, 8, 8, "float16")
     with pytest.raises(TypeError, match=r"a has dtype float16 and b bfloat16"):
         cumm.matmul(a, b.astype(_dtype("bfloat16")))
-    with pytest.raises(TypeError, match=r"kernel 'warptile' multiplies float32 arrays, not float16; the rungs for"
-                                        r" float16: \['mma'"):
+    with pytest.raises(
+        TypeError,
+        match=r"kernel 'warptile' multiplies float32 arrays, not float16; the rungs for"
+        r" float16: \['mma'",
+    ):
         cumm.matmul(a, b, kernel="warptile")
     with pytest.raises(TypeError, match=r"kernel 'mma' multiplies float16 and bfloat16 arrays, not float32"):
         cumm.matmul(a.astype(cupy.float32), b.astype(cupy.float32), kernel="mma")

@@ -13,8 +13,15 @@ from .conftest import check_alpha_beta, rel_err
 pytestmark = pytest.mark.gpu
 TOL = 1e-5
 SHAPES = [  # (M, N, K): ones, primes, off-grid, skinny, K = 1, a full tile grid
-    (1, 1, 1), (1, 257, 1), (127, 131, 137), (4097, 33, 65), (1024, 1024, 1), (2048, 2048, 2048),
-    (33, 4097, 7), (129, 1, 300), (3, 5, 4099),
+    (1, 1, 1),
+    (1, 257, 1),
+    (127, 131, 137),
+    (4097, 33, 65),
+    (1024, 1024, 1),
+    (2048, 2048, 2048),
+    (33, 4097, 7),
+    (129, 1, 300),
+    (3, 5, 4099),
 ]
 KERNELS = cumm.kernels(dtype="float32") + ["auto"]
 
@@ -81,10 +88,12 @@ def test_empty_dimensions(rng):
     out = c0.copy()
     cumm.matmul(a, b, out=out, beta=0.5)
     assert cupy.allclose(out, 0.5 * c0)
-    assert cumm.matmul(rng.standard_normal((0, 3), dtype=cupy.float32),
-                       rng.standard_normal((3, 4), dtype=cupy.float32)).shape == (0, 4)
-    assert cumm.matmul(rng.standard_normal((2, 3), dtype=cupy.float32),
-                       rng.standard_normal((3, 0), dtype=cupy.float32)).shape == (2, 0)
+    assert cumm.matmul(
+        rng.standard_normal((0, 3), dtype=cupy.float32), rng.standard_normal((3, 4), dtype=cupy.float32)
+    ).shape == (0, 4)
+    assert cumm.matmul(
+        rng.standard_normal((2, 3), dtype=cupy.float32), rng.standard_normal((3, 0), dtype=cupy.float32)
+    ).shape == (2, 0)
 
 
 @pytest.mark.parametrize("kernel", ["warptile", "double_buffer"])
@@ -136,9 +145,12 @@ def test_device_errors(rng):
     with pytest.raises(cumm.ConfigError, match="BS=64"):
         cumm.matmul(a, b, kernel="smem", config={"BS": 64})
     with pytest.raises(cumm.SharedMemoryError, match="bytes of shared memory"):
-        cumm.matmul(a, b, kernel="double_buffer",
-                    config=dict(BM=512, BN=512, BK=32, WM=128, WN=128, WNITER=4, TM=8, TN=8,
-                                NUM_THREADS=512, MINB=1))
+        cumm.matmul(
+            a,
+            b,
+            kernel="double_buffer",
+            config=dict(BM=512, BN=512, BK=32, WM=128, WN=128, WNITER=4, TM=8, TN=8, NUM_THREADS=512, MINB=1),
+        )
     if cupy.cuda.runtime.getDeviceCount() > 1:
         with cupy.cuda.Device(1):
             b1 = cupy.asarray(b)

@@ -48,8 +48,11 @@ def _imports(path: pathlib.Path) -> set[str]:
                 continue
             for alias in node.names:  # "from . import _tune" names a module
                 sub = f"{target}.{alias.name}"
-                out.add(sub if (ROOT / (sub.replace(".", "/") + ".py")).exists()
-                        or (ROOT / sub.replace(".", "/")).is_dir() else target)
+                out.add(
+                    sub
+                    if (ROOT / (sub.replace(".", "/") + ".py")).exists() or (ROOT / sub.replace(".", "/")).is_dir()
+                    else target
+                )
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("cumm."))
     out.discard(mod)
@@ -101,8 +104,11 @@ def test_every_kernel_file_opens_with_what_it_changes():
         assert "session" not in text.lower(), f"{path.relative_to(ROOT)} mentions a session"
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None and subprocess.run(
-    [sys.executable, "-m", "ruff", "--version"], capture_output=True).returncode != 0, reason="ruff is not installed")
+@pytest.mark.skipif(
+    shutil.which("ruff") is None
+    and subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True).returncode != 0,
+    reason="ruff is not installed",
+)
 def test_tree_is_ruff_clean():
     """``ruff check`` and ``ruff format --check`` pass on the package, the tests and the benchmarks."""
     cmd = [shutil.which("ruff")] if shutil.which("ruff") else [sys.executable, "-m", "ruff"]

@@ -23,8 +23,10 @@ def ids(spec: KernelSpec) -> str:
 def _valid_configs(spec: KernelSpec, limit: int = 64) -> list[dict[str, int]]:
     """Up to ``limit`` valid configurations of the tuning space, spread over it, defaults first."""
     keys = list(spec.space)
-    every = ({**spec.default_config(), **dict(zip(keys, v, strict=True))}
-             for v in itertools.product(*(spec.space[k] for k in keys)))
+    every = (
+        {**spec.default_config(), **dict(zip(keys, v, strict=True))}
+        for v in itertools.product(*(spec.space[k] for k in keys))
+    )
     valid = [c for c in every if not spec.violations(c)]
     step = max(1, len(valid) // limit)
     out = [spec.default_config()] + [c for c in valid[::step] if c != spec.default_config()]
@@ -44,8 +46,9 @@ def fresh_caches():
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=ids)
-@pytest.mark.parametrize("flags", [(1, 1, 1), (0, 0, 0), (1, 0, 1), (1, 1, 1, 1), (0, 1, 0, 1)],
-                         ids=lambda f: "v" + "".join(map(str, f)))
+@pytest.mark.parametrize(
+    "flags", [(1, 1, 1), (0, 0, 0), (1, 0, 1), (1, 1, 1, 1), (0, 1, 0, 1)], ids=lambda f: "v" + "".join(map(str, f))
+)
 def test_source_defines_every_parameter_and_flag(spec, flags):
     cfg = spec.default_config()
     name, src = _render.render(spec, cfg, flags)
@@ -135,14 +138,18 @@ def test_template_hash_tracks_template_text(spec, monkeypatch, fresh_caches):
     assert _hash(spec) == h0  # stable
 
     original = _render.template_text
-    monkeypatch.setattr(_render, "template_text",
-                        lambda f: original(f) + ("\n#define CUMM_EDITED 1\n" if f == spec.template else ""))
+    monkeypatch.setattr(
+        _render, "template_text", lambda f: original(f) + ("\n#define CUMM_EDITED 1\n" if f == spec.template else "")
+    )
     h1 = _hash(spec)
     assert h1 != h0, "editing the kernel's template must change its hash"
     assert "CUMM_EDITED" in _render.render(spec, spec.default_config())[1]
 
-    monkeypatch.setattr(_render, "template_text",
-                        lambda f: original(f) + ("\n#define CUMM_EDITED 1\n" if f == _render.COMMON_HEADER else ""))
+    monkeypatch.setattr(
+        _render,
+        "template_text",
+        lambda f: original(f) + ("\n#define CUMM_EDITED 1\n" if f == _render.COMMON_HEADER else ""),
+    )
     h2 = _hash(spec)
     assert h2 not in (h0, h1), "editing common.cuh must change every kernel's hash"
 
@@ -156,11 +163,15 @@ def test_template_hash_ignores_comments_and_blank_space(spec, monkeypatch, fresh
     h0 = _hash(spec)
     original = _render.template_text
     edited = "// a new header line\n/* and a block\n   comment */\n\n{}   \n// the end\n"
-    monkeypatch.setattr(_render, "template_text",
-                        lambda f: edited.format(original(f)) if f == spec.template else original(f))
+    monkeypatch.setattr(
+        _render, "template_text", lambda f: edited.format(original(f)) if f == spec.template else original(f)
+    )
     assert _hash(spec) == h0
-    monkeypatch.setattr(_render, "template_text",
-                        lambda f: original(f) + ('\nconst char* cumm_s = "// x";\n' if f == spec.template else ""))
+    monkeypatch.setattr(
+        _render,
+        "template_text",
+        lambda f: original(f) + ('\nconst char* cumm_s = "// x";\n' if f == spec.template else ""),
+    )
     assert _hash(spec) != h0
 
 
@@ -179,8 +190,9 @@ def test_template_hash_cached_per_spec_and_cleared_on_edit(monkeypatch, fresh_ca
     h0 = _render.template_hash(spec)
     assert _render.template_hash(spec) == h0
     original = _render.template_text
-    monkeypatch.setattr(_render, "template_text",
-                        lambda f: original(f) + ("\nint cumm_edited;\n" if f == spec.template else ""))
+    monkeypatch.setattr(
+        _render, "template_text", lambda f: original(f) + ("\nint cumm_edited;\n" if f == spec.template else "")
+    )
     assert _render.template_hash(spec) == h0, "cached until the cache is cleared"
     _render.template_hash.cache_clear()
     assert _render.template_hash(spec) != h0

@@ -80,8 +80,9 @@ def test_declared_vector_loads():
         assert not REGISTRY[name].vector_loads, name
 
 
-@pytest.mark.parametrize("spec", [s for s in REGISTRY.values() if s.kind == "gemm" and s.vector_loads],
-                         ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "spec", [s for s in REGISTRY.values() if s.kind == "gemm" and s.vector_loads], ids=lambda s: s.name
+)
 def test_declared_operands_have_a_vector_path(spec):
     """A declared operand's flag must be used by the template (outside comments), or repacking buys nothing."""
     src = resources.files("cumm").joinpath("kernels", spec.template).read_text()
@@ -96,10 +97,13 @@ def test_prepare_replaces_only_the_planned_operands(monkeypatch):
     monkeypatch.setattr(_repack, "repack", lambda x: (f"packed {x}", 4096))
     warp, db = REGISTRY["warptile"], dataclasses.replace(REGISTRY["warptile"], vector_loads="b")
     assert _repack.prepare(warp, 4095, 4095, 4095, "A", 4095, "B", 4095, (0, 0, 0)) == (
-        "packed A", 4096, "packed B", 4096)
+        "packed A",
+        4096,
+        "packed B",
+        4096,
+    )
     assert _repack.prepare(db, 4095, 4095, 4095, "A", 4095, "B", 4095, (0, 0, 0)) == ("A", 4095, "packed B", 4096)
-    assert _repack.prepare(warp, 4095, 4095, 4095, "A", 4096, "B", 4095, (1, 0, 0)) == (
-        "A", 4096, "packed B", 4096)
+    assert _repack.prepare(warp, 4095, 4095, 4095, "A", 4096, "B", 4095, (1, 0, 0)) == ("A", 4096, "packed B", 4096)
     assert _repack.prepare(warp, 127, 131, 137, "A", 137, "B", 131, (0, 0, 0)) == ("A", 137, "B", 131)
 
 
@@ -138,11 +142,15 @@ def test_env_switch_is_read_at_import():
 
     code = "import cumm._repack as r; print(r.ENABLED)"
     env = {**os.environ, "CUMM_REPACK": "0"}
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
     env["CUMM_REPACK"] = "1"
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip() == "True"
+    assert (
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+        == "True"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -163,7 +171,7 @@ def forced(monkeypatch):
 
     def spy(x):
         buf, ld = real(x)
-        buf[:, x.shape[1]:] = math.nan
+        buf[:, x.shape[1] :] = math.nan
         calls.append((x.shape, ld, buf.data.ptr))
         return buf, ld
 
@@ -262,7 +270,7 @@ def staging(monkeypatch):
     def spy(c, beta):
         got = real(c, beta)
         buf, ld = got
-        buf[:, c.shape[1]:] = math.nan
+        buf[:, c.shape[1] :] = math.nan
         calls.append((c.shape, ld, buf.data.ptr))
         return got
 

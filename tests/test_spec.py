@@ -27,8 +27,10 @@ def _space(name: str) -> tuple[tuple[tuple[str, int], ...], ...]:
     """Every configuration of the tuning space (defaults for parameters it leaves out), as item tuples."""
     spec = REGISTRY[name]
     keys = list(spec.space)
-    return tuple(tuple({**spec.default_config(), **dict(zip(keys, values, strict=True))}.items())
-                 for values in itertools.product(*(spec.space[k] for k in keys)))
+    return tuple(
+        tuple({**spec.default_config(), **dict(zip(keys, values, strict=True))}.items())
+        for values in itertools.product(*(spec.space[k] for k in keys))
+    )
 
 
 @functools.cache
@@ -49,8 +51,18 @@ def _mentions(messages: list[str], c: Constraint) -> bool:
 def test_registry_is_in_ladder_order_and_public():
     gemm = [n for n, s in REGISTRY.items() if s.kind == "gemm"]
     assert cumm.kernels() == cumm.kernels("gemm") == gemm
-    fp32 = ["naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "bank_conflict_free",
-            "warptile", "double_buffer", "tf32x3"]
+    fp32 = [
+        "naive",
+        "coalesced",
+        "smem",
+        "blocktile_1d",
+        "blocktile_2d",
+        "vectorized",
+        "bank_conflict_free",
+        "warptile",
+        "double_buffer",
+        "tf32x3",
+    ]
     half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
     assert gemm == fp32 + half
     assert cumm.kernels(dtype="float32") == fp32
@@ -101,8 +113,9 @@ def test_cc_defaults_and_space_name_known_parameters(spec):
 
 def test_spec_rejects_unknown_parameters_in_cc_defaults_and_space():
     base = REGISTRY["naive"]
-    common = dict(name="x", template="gemm/01_naive.cu", summary="s", defaults=dict(BS=32), block=base.block,
-                  grid=base.grid)
+    common = dict(
+        name="x", template="gemm/01_naive.cu", summary="s", defaults=dict(BS=32), block=base.block, grid=base.grid
+    )
     with pytest.raises(ValueError, match=r"cc_defaults\[90\].*\['BX'\]"):
         KernelSpec(**common, cc_defaults={90: {"BX": 16}})
     with pytest.raises(ValueError, match=r"space names unknown parameters \['BX'\]"):
@@ -234,8 +247,10 @@ def test_warp_subtile_must_divide_by_thread_tile(spec):
     d = spec.derived(cfg)
     assert (d["WMITER"], d["WSUBM"], d["WSUBN"]) == (8, 4, 256)
     v = spec.violations(cfg)
-    want = ("the warp sub-tile (WSUBM x WSUBN) must divide by the thread tile TM x TN "
-            "(needs WSUBM % TM == 0 and WSUBN % TN == 0; got ")
+    want = (
+        "the warp sub-tile (WSUBM x WSUBN) must divide by the thread tile TM x TN "
+        "(needs WSUBM % TM == 0 and WSUBN % TN == 0; got "
+    )
     msg = next((m for m in v if m.startswith(want)), None)
     assert msg is not None, v
     for part in ("TM=8", "TN=4", "WSUBM=4", "WSUBN=256"):

@@ -70,18 +70,21 @@ def test_device_slice_function_matches_the_mirror(tmp_path):
     (tmp_path / "ks.cpp").write_text(
         "#include <algorithm>\n#include <cstdio>\ntypedef long long i64;\nstruct int2 { int x, y; };\n"
         "static int2 make_int2(int a, int b) { return {a, b}; }\nusing std::min;\n"
-        "#define __device__\n#define __forceinline__ inline\n" + fn
+        "#define __device__\n#define __forceinline__ inline\n"
+        + fn
         + 'int main() { int K, S, G, z; while (scanf("%d %d %d %d", &K, &S, &G, &z) == 4) {'
         ' int2 r = cumm_k_slice(K, S, z, G); printf("%d %d\\n", r.x, r.y); } }\n'
     )
     exe = tmp_path / "ks"
     subprocess.run([cxx, "-O1", "-o", str(exe), str(tmp_path / "ks.cpp")], check=True)
     rnd = random.Random(0)
-    cases = [(K, S, bk, rnd.randrange(S))
-             for _ in range(5000)
-             for K in [rnd.choice([rnd.randint(1, 300), rnd.randint(1, 10**6), 2**31 - 1 - rnd.randint(0, 999)])]
-             for S in [rnd.choice([rnd.randint(1, 70), rnd.randint(1, _splitk.MAX_SPLITS)])]
-             for bk in [rnd.choice([3, 4, 6, 8, 16, 32])]]
+    cases = [
+        (K, S, bk, rnd.randrange(S))
+        for _ in range(5000)
+        for K in [rnd.choice([rnd.randint(1, 300), rnd.randint(1, 10**6), 2**31 - 1 - rnd.randint(0, 999)])]
+        for S in [rnd.choice([rnd.randint(1, 70), rnd.randint(1, _splitk.MAX_SPLITS)])]
+        for bk in [rnd.choice([3, 4, 6, 8, 16, 32])]
+    ]
     text = "\n".join(f"{K} {S} {_splitk.granule(bk)} {z}" for K, S, bk, z in cases)
     got = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.split()
     got = list(zip(map(int, got[0::2]), map(int, got[1::2]), strict=True))
@@ -106,8 +109,15 @@ def test_spec_flag_matches_the_templates():
 def test_split_spec_needs_bk():
     base = REGISTRY["smem"]
     with pytest.raises(ValueError, match="BK"):
-        type(base)(name="x", template="gemm/03_smem.cu", summary="", defaults=dict(BS=32), block=base.block,
-                   grid=base.grid, split_k=True)
+        type(base)(
+            name="x",
+            template="gemm/03_smem.cu",
+            summary="",
+            defaults=dict(BS=32),
+            block=base.block,
+            grid=base.grid,
+            split_k=True,
+        )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -122,13 +132,17 @@ def test_split_count_motivating_case():
     assert _auto.split_count(64, 64, 1 << 20, 64, 64, H200_SMS) == H200_SMS  # one wave caps it
 
 
-@pytest.mark.parametrize("shape", [
-    (4096, 4096, 4096),  # the grid fills the GPU
-    (64, 64, 511),  # shallow
-    (512, 512, 1024),  # K < 4 * max(M, N)
-    (1024, 1024, 1 << 16),  # 256 blocks of 64 x 64 >= 132
-    (1, 1, 1), (64, 64, 300),
-])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (4096, 4096, 4096),  # the grid fills the GPU
+        (64, 64, 511),  # shallow
+        (512, 512, 1024),  # K < 4 * max(M, N)
+        (1024, 1024, 1 << 16),  # 256 blocks of 64 x 64 >= 132
+        (1, 1, 1),
+        (64, 64, 300),
+    ],
+)
 def test_split_count_no_split(shape):
     assert _auto.split_count(*shape, 64, 64, H200_SMS) == 1
 
@@ -344,8 +358,12 @@ def test_empty_slices_write_zeros(kernel, rng):
     assert eff < S
     gx, gy, _ = plan.spec.grid(plan.cfg, M, N, K)
     i32, f32 = np.int32, np.float32
-    plan.kern((gx, gy, S), plan.block,
-              (i32(M), i32(N), i32(K), f32(7.0), a, i32(K), b, i32(N), f32(1.0), ws, i32(N)), shared_mem=plan.smem)
+    plan.kern(
+        (gx, gy, S),
+        plan.block,
+        (i32(M), i32(N), i32(K), f32(7.0), a, i32(K), b, i32(N), f32(1.0), ws, i32(N)),
+        shared_mem=plan.smem,
+    )
     assert bool((ws[eff:] == 0).all()), "empty slices must write zeros"
     assert not bool(cupy.isnan(ws[:eff]).any())
     for z in (0, eff - 1):  # raw partial sums (alpha = 1, beta = 0 whatever was passed)

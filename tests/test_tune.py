@@ -179,12 +179,13 @@ def test_bucket_of_nonpositive_is_one():
 
 
 def test_nearest_bucket_lookup(cache):
-    _store.save_entries([
-        _entry(shape=(4096, 4096, 4096), tile=dict(BK=8), tflops=40.0),
-        _entry(shape=(8192, 8192, 256), tile=dict(BK=32), tflops=30.0),
-        _entry(shape=(512, 512, 512), tile=dict(BM=64, BN=64, WM=32, WN=32, NUM_THREADS=128, MINB=1),
-               tflops=10.0),
-    ])
+    _store.save_entries(
+        [
+            _entry(shape=(4096, 4096, 4096), tile=dict(BK=8), tflops=40.0),
+            _entry(shape=(8192, 8192, 256), tile=dict(BK=32), tflops=30.0),
+            _entry(shape=(512, 512, 512), tile=dict(BM=64, BN=64, WM=32, WN=32, NUM_THREADS=128, MINB=1), tflops=10.0),
+        ]
+    )
     assert _store.lookup(GPU, CC, "float32", 4000, 4000, 4000)["config"]["BK"] == 8
     assert _store.lookup(GPU, CC, "float32", 6000, 6000, 6000)["config"]["BK"] == 8  # (13,13,13) nearest 4096^3
     assert _store.lookup(GPU, CC, "float32", 8192, 8192, 300)["config"]["BK"] == 32
@@ -226,7 +227,7 @@ def test_round_trip(cache):
     assert path == cache / "tuned.json"
     doc = json.loads(path.read_text())
     assert doc["schema"] == _store.SCHEMA
-    (key, stored), = doc["entries"].items()
+    ((key, stored),) = doc["entries"].items()
     assert key == "NVIDIA H200|sm_90|warptile|float32|4096x4096x4096"
     for field in ("config", "ms", "tflops", "template_hash", "schema", "bucket", "shape", "gpu", "cc", "kernel"):
         assert stored[field] == e[field]
@@ -247,13 +248,15 @@ def test_changed_template_invalidates(cache, monkeypatch):
 
 
 def test_unusable_entries_are_ignored(cache):
-    _store.save_entries([
-        _entry(shape=(1024, 1024, 1024), schema=_store.SCHEMA + 1),  # a future schema
-        _entry(shape=(2048, 2048, 2048), kernel="no_such_kernel"),
-        _entry(shape=(4096, 4096, 4096), config={"BM": 96}),  # violates the constraints
-        _entry(shape=(8192, 8192, 8192), config={"NOT_A_PARAM": 1}),
-        _entry(shape=(512, 512, 512), ms="fast"),
-    ])
+    _store.save_entries(
+        [
+            _entry(shape=(1024, 1024, 1024), schema=_store.SCHEMA + 1),  # a future schema
+            _entry(shape=(2048, 2048, 2048), kernel="no_such_kernel"),
+            _entry(shape=(4096, 4096, 4096), config={"BM": 96}),  # violates the constraints
+            _entry(shape=(8192, 8192, 8192), config={"NOT_A_PARAM": 1}),
+            _entry(shape=(512, 512, 512), ms="fast"),
+        ]
+    )
     assert _store.tuned_entries(GPU, CC) == []
     doc = json.loads((cache / "tuned.json").read_text())
     assert len(doc["entries"]) == 5, "entries another version may use must survive a merge"
@@ -311,8 +314,11 @@ def test_concurrent_writers_threads_and_processes(cache):
     for p in procs:
         assert p.wait(timeout=120) == 0
     doc = json.loads((cache / "tuned.json").read_text())
-    want = {f"NVIDIA H200|sm_90|warptile|float32|{'x'.join(map(str, shape(i, j)))}"
-            for i in range(n_threads + n_procs) for j in range(per)}
+    want = {
+        f"NVIDIA H200|sm_90|warptile|float32|{'x'.join(map(str, shape(i, j)))}"
+        for i in range(n_threads + n_procs)
+        for j in range(per)
+    }
     assert set(doc["entries"]) == want
     assert not list(cache.glob("*.tmp"))
 
@@ -331,14 +337,16 @@ def test_shipped_tables_match_the_current_templates():
     for t in _store.shipped_tables():
         for key, e in json.loads(t.read_text())["entries"].items():
             assert e["template_hash"] == _store.template_hash(get_spec(e["kernel"])), (
-                f"{t.name}: {key} was tuned for another version of {e['kernel']}'s source")
+                f"{t.name}: {key} was tuned for another version of {e['kernel']}'s source"
+            )
 
 
 def test_shipped_and_user_tables_merge_user_wins(cache, monkeypatch, tmp_path):
     shipped = tmp_path / "shipped"
     shipped.mkdir()
-    _store.save_entries([_entry(tile=dict(BK=8)), _entry(shape=(512, 512, 512), tile=dict(BK=8))],
-                       shipped / "h200.json")
+    _store.save_entries(
+        [_entry(tile=dict(BK=8)), _entry(shape=(512, 512, 512), tile=dict(BK=8))], shipped / "h200.json"
+    )
     monkeypatch.setattr(_store, "shipped_tables", lambda: [shipped / "h200.json"])
     _store.clear_caches()
     assert _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)["config"]["BK"] == 8
