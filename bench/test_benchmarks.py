@@ -41,8 +41,8 @@ pytestmark = pytest.mark.benchmark(timer=synchronized_clock)
 class Workload:
     """Rotating input sets for one square size, with the float64 reference of the first set."""
 
-    def __init__(self, rng, size: int):
-        self.sets = _bench.input_sets(rng, size, size, size)
+    def __init__(self, rng, size: int, dtype: str = "float32"):
+        self.sets = _bench.input_sets(rng, size, size, size, dtype=dtype)
         self.ref, self.ref_norm = _bench.reference(*self.sets[0][:2])
 
     def rotating(self, call):
@@ -65,12 +65,12 @@ def workload():
     except _bench.BenchError as e:
         pytest.fail(str(e), pytrace=False)
     rng = cupy.random.default_rng()
-    cache: dict[int, Workload] = {}
+    cache: dict[tuple[int, str], Workload] = {}
 
-    def get(size: int) -> Workload:
-        if size not in cache:
-            cache[size] = Workload(rng, size)
-        return cache[size]
+    def get(size: int, dtype: str = "float32") -> Workload:
+        if (size, dtype) not in cache:
+            cache[(size, dtype)] = Workload(rng, size, dtype)
+        return cache[(size, dtype)]
 
     return get
 
@@ -96,7 +96,7 @@ def cublas_tflops(workload):
     return get
 
 
-@pytest.mark.parametrize("kernel", [_bench.CUBLAS, *cumm.kernels()])
+@pytest.mark.parametrize("kernel", [_bench.CUBLAS, *cumm.kernels(dtype="float32")])
 def test_sgemm(benchmark, kernel: str, size: int, workload, cublas_tflops):
     w = workload(size)
     call = _bench.kernel_call(kernel)
@@ -112,3 +112,21 @@ def test_sgemm(benchmark, kernel: str, size: int, workload, cublas_tflops):
         tf = _bench.tflops(size, size, size, benchmark.stats.stats.median * 1e3)
         base = cublas_tflops(size)
         benchmark.extra_info.update(tflops=round(tf, 3), cublas_tflops=round(base, 3), ratio=round(tf / base, 4))
+
+
+@pytest.mark.parametrize("kernel", [_bench.CUBLAS, *cumm.kernels(dtype="bfloat16")])
+def test_bf16_gemm(benchmark, kernel: str, size: int, workload):
+    """The half-precision rungs on bfloat16 inputs (bfloat16 C), cuBLAS through torch.matmul beside them."""
+    w = workload(size, "bfloat16")
+    try:
+        call = _bench.kernel_call(kernel, "bfloat16")
+    except _bench.BenchError as e:
+        pytest.skip(str(e))
+    err = _bench.verify(call, w.sets[0], w.ref, w.ref_norm)
+    tol = _bench.TOLERANCES["bfloat16"]
+    assert err < tol, f"{kernel} at {size}^3 (bf16): relative error {err:.2e} against float64; not timed"
+    fn = w.rotating(call)
+    iterations, rounds = _plan(fn)
+    benchmark.group = f"bf16 {size}x{size}x{size}"
+    benchmark.extra_info.update(kernel=kernel, M=size, N=size, K=size, rel_err=err, dtype="bfloat16")
+    benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=1)

@@ -772,6 +772,8 @@ def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
         flags = (aligned(a, lda), aligned(b, ldb), plan.flags[2])
         plan = get_plan(plan.spec.name, plan.cfg, flags, call.dev)
     staged = _repack.stage_out(c, beta) if d["stage"] else None
+    if d["stage"] and staged is None:  # out of memory for the padded buffer: the scalar-store variant, in place
+        plan = get_plan(plan.spec.name, plan.cfg, (*plan.flags[:2], aligned(c, ldc), *plan.flags[3:]), call.dev)
     tgt, ldt = staged if staged is not None else (c, ldc)
     dev = call.dev
     with cupy.cuda.Device(dev):

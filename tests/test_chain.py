@@ -429,8 +429,8 @@ def test_back_to_back_persistent(pdl, rng, monkeypatch):
     barrier word and scratch T, and hand over to kernels that know nothing of PDL (a cupy operation on E)."""
     import cupy
 
-    monkeypatch.setattr(_chain, "PDL", pdl)
-    monkeypatch.setattr(_chain, "_launches", {})  # launches are planned with the PDL setting of their time
+    monkeypatch.setattr(launch, "PDL", pdl)
+    monkeypatch.setattr(plans, "_launches", {})  # launches are planned with the PDL setting of their time
     monkeypatch.setattr(_chain, "_fast", {})  # (and multi_dot's fast path keeps them)
     n, dev = 384, cupy.cuda.runtime.getDevice()
     x = [rng.standard_normal((n, n), dtype=cupy.float32) / math.sqrt(n) for _ in range(3)]
