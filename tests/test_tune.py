@@ -497,3 +497,22 @@ def test_tune_without_a_gpu_says_so_and_saves_nothing(tmp_path, monkeypatch, cap
     err = capsys.readouterr().err
     assert "cumm tune: no CUDA GPU available" in err and "nothing was saved" in err and "saved to" not in err
     assert not list(tmp_path.iterdir()), "nothing may be written without a GPU"
+
+
+def test_named_rungs_fit_the_gpu(monkeypatch):
+    """A named rung without a config: its tuned entry, else its small tiles when the default grid would leave more
+    than half the multiprocessors idle (H200 measurements in cumm/_auto.py), else its defaults."""
+    monkeypatch.setattr(_auto, "device_key", lambda device_id: (GPU, CC))
+    monkeypatch.setattr(_auto, "_sms", lambda device_id: 132)
+    monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None: None)
+    _auto.clear_cache()
+    small = _auto.SMALL_TILES
+    assert _auto.named("double_buffer", 1024, 1024, 1024, 0) == small["double_buffer"]  # 32 blocks
+    assert _auto.named("double_buffer", 2048, 2048, 2048, 0) is None  # 128 blocks
+    assert _auto.named("warptile", 1024, 1024, 1024, 0) == small["warptile"]  # 64 blocks
+    assert _auto.named("warptile", 2048, 2048, 2048, 0) is None
+    assert _auto.named("naive", 64, 64, 64, 0) is None  # no small configuration
+    tuned = {"BM": 64, "BN": 128}
+    monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None: (kernel, tuned, 1))
+    _auto.clear_cache()
+    assert _auto.named("warptile", 1024, 1024, 1024, 0) == tuned
