@@ -394,52 +394,62 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float) -> float:
     return float(cupy.linalg.norm(c.astype(cupy.float32).astype(cupy.float64) - ref)) / ref_norm
 
 
-def _measure(
-    kernel: str,
-    sets: list[tuple],
-    ref,
-    ref_norm: float,
-    shape: Shape,
-    cublas_tflops: float | None,
-    timing: Mapping,
-    dtype: str = "float32",
-) -> Row:
+ROUNDS = 3  # each (kernel, shape) is timed in this many rounds, interleaved with the others of its shape
+
+
+def _prepare(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str):
+    """(call, relative error) once verified, or (None, the FAIL row): a wrong kernel is never timed."""
     call = kernel_call(kernel, dtype)
     tol = TOLERANCES[dtype]
     try:
         err = verify(call, sets[0], ref, ref_norm)  # also compiles: keeps compile time out of the warm-up
     except Exception as e:  # a configuration the device rejects, a compile error: report it, keep going
-        return make_row(
-            kernel,
-            shape,
-            ms=None,
-            rel_err=None,
-            cublas_tflops=cublas_tflops,
-            error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
-            tolerance=tol,
-        )
+        first = str(e).splitlines()[0] if str(e) else ""
+        return None, make_row(kernel, shape, ms=None, rel_err=None, error=f"{type(e).__name__}: {first}", tolerance=tol)
     if not err < tol:  # also true for NaN
-        return make_row(kernel, shape, ms=None, rel_err=err, cublas_tflops=cublas_tflops, tolerance=tol)
-    nxt = itertools.cycle(sets).__next__
+        return None, make_row(kernel, shape, ms=None, rel_err=err, tolerance=tol)
+    return call, err
 
-    def fn():
-        call(*nxt())
 
-    times = sample_ms(fn, **timing)
-    row = make_row(
-        kernel,
-        shape,
-        ms=statistics.median(times),
-        rel_err=err,
-        runs=len(times),
-        cublas_tflops=cublas_tflops,
-        tolerance=tol,
+def _measure_shape(
+    names: Sequence[str], sets: list[tuple], ref, ref_norm: float, shape: Shape, timing: Mapping, dtype: str
+) -> list[Row]:
+    """Rows for ``names`` (cuBLAS first) on one shape. The verified calls are timed in ROUNDS interleaved rounds,
+    the order rotating every round, and each row takes the median of all its samples: the card's clocks drift
+    under seconds of sustained load, so no call may always run first (on the coolest card) or last."""
+    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype) for n in names}
+    live = [n for n in names if prepared[n][0] is not None]
+    samples: dict[str, list[float]] = {n: [] for n in live}
+    per_round = dict(
+        warmup=timing.get("warmup", DEFAULT_WARMUP),
+        repeat=max(1, -(-timing.get("repeat", DEFAULT_REPEAT) // ROUNDS)),
+        budget_s=timing.get("budget_s", BUDGET_S) / ROUNDS,
+        min_runs=max(1, -(-MIN_RUNS // ROUNDS)),
     )
-    if kernel != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
-        from ._matmul import decision
+    for r in range(ROUNDS):
+        k = r % len(live) if live else 0
+        for n in live[k:] + live[:k]:
+            nxt = itertools.cycle(sets).__next__
 
-        row["ran"] = decision(*sets[0], kernel=kernel)
-    return row
+            def fn(call=prepared[n][0], nxt=nxt):
+                call(*nxt())
+
+            samples[n] += sample_ms(fn, **(per_round if r == 0 else dict(per_round, warmup=1)))
+    rows = []
+    for n in names:
+        call, got = prepared[n]
+        if call is None:
+            rows.append(got)
+            continue
+        row = make_row(
+            n, shape, ms=statistics.median(samples[n]), rel_err=got, runs=len(samples[n]), tolerance=TOLERANCES[dtype]
+        )
+        if n != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
+            from ._matmul import decision
+
+            row["ran"] = decision(*sets[0], kernel=n)
+        rows.append(row)
+    return rows
 
 
 class _NoBar:
@@ -502,20 +512,19 @@ def run(
         for shape in shapes:
             sets = input_sets(rng, *shape, dtype=dtype)
             ref, ref_norm = reference(*sets[0][:2])
-            bar.set_postfix_str(f"{CUBLAS} {shape_str(shape)}")
-            base = _measure(CUBLAS, sets, ref, ref_norm, shape, None, timing, dtype)
+            bar.set_postfix_str(f"{shape_str(shape)}")
+            rows = _measure_shape([CUBLAS, *kernels], sets, ref, ref_norm, shape, timing, dtype)
+            base = rows[0]
             if base["status"] != "ok":
                 raise BenchError(
                     f"the cuBLAS baseline failed verification at {shape_str(shape)} ({base.get('error')}); "
                     "FP32 cuBLAS should be near 1e-6: is TF32 or another reduced precision mode enabled?"
                 )
-            base["cublas_tflops"], base["ratio"] = base["tflops"], 1.0
-            results.append(base)
-            bar.update()
-            for k in kernels:
-                bar.set_postfix_str(f"{k} {shape_str(shape)}")
-                results.append(_measure(k, sets, ref, ref_norm, shape, base["tflops"], timing, dtype))
-                bar.update()
+            for row in rows:  # ratios against the baseline timed in the same rounds
+                row["cublas_tflops"] = base["tflops"]
+                row["ratio"] = row["tflops"] / base["tflops"] if row.get("tflops") else None
+            results += rows
+            bar.update(len(rows))
             del sets, ref
             cupy.get_default_memory_pool().free_all_blocks()  # the next shape's sets need the room
     finally:
