@@ -233,7 +233,9 @@ class Call:
         "lock",
         "decisions",
         "batch",
-        "scalars",
+        "alpha",
+        "beta",
+        "geometry",
         "torch_empty",
         "direct",
         "maps",
@@ -292,17 +294,16 @@ class Call:
                 if operand is None:  # a zeroed map the kernel does not read
                     self.params[arg] = _ZERO_MAP.ctypes.data
             self.params_ptr = self.params.ctypes.data  # (the .ctypes property builds an object per access)
-            self.scalars = None  # the (alpha, beta) written into the slots last
+            self.alpha = self.beta = None  # the alpha and beta written into the slots last
             self.func = plan.kern.kernel.ptr
             gx, gy, gz = spec.grid(plan.cfg, M, N, K)
             if spec.persistent:  # one block per slot walks the tiles
                 gx = min(gx, plan.slots(dev))
             self.grid = (gx, gy, gz if batch is None else batch[0])
+            self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
 
     def launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
-        """The kernel on these pointers (a fast call: no split, no repacking, no staging, no strips)."""
-        bx, by, bz = self.plan.block
-        gx, gy, gz = self.grid
+        """The kernel on these pointers (a direct call: no split, no repacking, no staging, no strips)."""
         if self.maps:
             with _tmaps.arena.lock:  # a map's arena row cannot be handed on between its lookup and the launch
                 ptrs = (pa, pb, pc)
@@ -310,18 +311,20 @@ class Call:
                     if maps is not None:
                         p = ptrs[operand]
                         self.params[arg] = maps.known.get(p) or maps.make(p)
-                self._launch(pa, pb, pc, alpha, beta, stream, gx, gy, gz, bx, by, bz)
+                self._launch(pa, pb, pc, alpha, beta, stream)
             return
         with self.lock:  # the slots are shared; the driver copies them when the launch is queued
-            self._launch(pa, pb, pc, alpha, beta, stream, gx, gy, gz, bx, by, bz)
+            self._launch(pa, pb, pc, alpha, beta, stream)
 
-    def _launch(self, pa, pb, pc, alpha, beta, stream, gx, gy, gz, bx, by, bz) -> None:
+    def _launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
         s = self.slots
-        s[4], s[6], s[9] = pa, pb, pc
-        if self.scalars != (alpha, beta):
-            self.f32[6], self.f32[16] = alpha, beta
-            self.scalars = (alpha, beta)
-        _driver.launchKernel(self.func, gx, gy, gz, bx, by, bz, self.plan.smem, stream, self.params_ptr, 0)
+        s[4] = pa
+        s[6] = pb
+        s[9] = pc
+        if alpha != self.alpha or beta != self.beta:
+            self.f32[6], self.f32[16] = self.alpha, self.beta = alpha, beta
+        gx, gy, gz, bx, by, bz, smem, func = self.geometry
+        _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
 
 
 _ZERO_MAP = _tmaps.aligned_map()  # 128 zero bytes, 64-byte aligned: a map argument a kernel does not read
