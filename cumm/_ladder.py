@@ -342,7 +342,7 @@ for _spec in [
     KernelSpec(
         name="mma",
         template="gemm/11_mma.cu",
-        headers=("include/sm90_tc16.cuh",),
+        headers=("include/tc16.cuh",),
         dtypes=HALF,
         min_cc=80,  # mma.sync m16n8k16 with bfloat16, ldmatrix
         summary="tensor cores: mma.sync m16n8k16 on fp16/bf16 from shared memory read with ldmatrix",
@@ -358,7 +358,7 @@ for _spec in [
     KernelSpec(
         name="mma_swizzled_pipeline",
         template="gemm/12_mma_swizzled_pipeline.cu",
-        headers=("include/sm90_tc16.cuh",),
+        headers=("include/tc16.cuh",),
         dtypes=HALF,
         min_cc=80,
         summary="mma with XOR-swizzled shared memory (no ldmatrix bank conflicts) and a cp.async multistage pipeline",
@@ -389,7 +389,7 @@ for _spec in [
     KernelSpec(
         name="wgmma",
         template="gemm/13_wgmma.cu",
-        headers=("include/sm90_tc16.cuh",),
+        headers=("include/tc16.cuh", "include/sm90.cuh"),
         dtypes=HALF,
         min_cc=90,
         arch_specific=True,  # wgmma: sm_90a only
@@ -414,7 +414,7 @@ for _spec in [
     KernelSpec(
         name="wgmma_ws",
         template="gemm/14_wgmma_ws.cu",
-        headers=("include/sm90_tc16.cuh",),
+        headers=("include/tc16.cuh", "include/sm90.cuh"),
         dtypes=HALF,
         min_cc=90,
         arch_specific=True,

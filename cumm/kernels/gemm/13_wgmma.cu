@@ -19,7 +19,7 @@
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
-    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap16 tmA, const __grid_constant__ CummTmap16 tmB) {
+    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
     constexpr int MT = BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * WGS, "tile shape");
     extern __shared__ unsigned char smem_raw[];
@@ -36,16 +36,16 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     auto load = [&](int kt, int s) {  // thread 0: slab kt into stage s
         unsigned char* const st = sm + s * SB;
         cumm_mbar_expect(&full[s], SB);
-        cumm_tma_load_2d(st, &tmA, kt * 64, bm0, &full[s]);
+        cumm_tma_load(st, &tmA, kt * 64, bm0, &full[s]);
 #pragma unroll
-        for (int j = 0; j < BN / 64; ++j) cumm_tma_load_2d(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s]);
+        for (int j = 0; j < BN / 64; ++j) cumm_tma_load(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s]);
     };
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
         for (int s = 0; s < STAGES; ++s) {
-            cumm_mbar_init(&full[s], 1);
-            cumm_mbar_init(&empty[s], 4 * WGS);  // one arrival per consumer warp
+            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<4 * WGS>(&empty[s]);  // one arrival per consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         for (int s = 0; s < STAGES && s < KT; ++s) load(s, s);
@@ -62,14 +62,14 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         const int s = kt % STAGES;
         cumm_mbar_wait(&full[s], (kt / STAGES) & 1);
         const unsigned a0 = base + s * SB + wg * MT * 64 * 128, b0 = base + s * SB + BM * 128;
-        cumm_wg_fence();
+        cumm_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
             for (int m = 0; m < MT; ++m)
                 cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
-        cumm_wg_commit();
-        cumm_wg_wait<1>();  // slab kt - 1's wgmma are done: its stage may be refilled
+        cumm_wgmma_commit();
+        cumm_wgmma_wait<1>();  // slab kt - 1's wgmma are done: its stage may be refilled
         if (kt > 0) {
             const int ps = (kt - 1) % STAGES;
             if (lane == 0) cumm_mbar_arrive(&empty[ps]);
@@ -79,9 +79,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             }
         }
     }
-    cumm_wg_wait<0>();
+    cumm_wgmma_wait<0>();
 #pragma unroll
-    for (int m = 0; m < MT; ++m) cumm_wg_pin(d[m]);
+    for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
 
 #pragma unroll
     for (int m = 0; m < MT; ++m)

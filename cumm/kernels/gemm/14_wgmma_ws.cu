@@ -41,8 +41,8 @@ __device__ __forceinline__ int2 cumm_tile_coord(int t, int ntm, int ntn) {
 }
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
-    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap16 tmA, const __grid_constant__ CummTmap16 tmB,
-                const __grid_constant__ CummTmap16 tmC) {
+    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
+                const __grid_constant__ CummTmap tmC) {
     constexpr int MT = PP ? BM / 64 : BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     static_assert(MT * 64 * (PP ? 1 : WGS) == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(CL == 1 || (CL == 2 && BN % 128 == 0), "CL = 2 splits the B boxes between the two blocks");
@@ -60,19 +60,19 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     // last row's partner tile lies past M: it loads zeros (and its B half for the partner) and stores nothing.
     const int ntm = (M + BM * CL - 1) / (BM * CL), ntn = (N + BN - 1) / BN, tiles = ntm * ntn;
     const int KT = (K + 63) / 64;
-    const int rank = CL == 1 ? 0 : (int)cumm_cluster_rank();
+    const int rank = CL == 1 ? 0 : (int)cumm_cluster_ctarank();
     const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
 
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
         for (int s = 0; s < STAGES; ++s) {
-            cumm_mbar_init(&full[s], 1);
-            cumm_mbar_init(&empty[s], 4 * (PP ? 1 : WGS) * CL);  // one arrival per consumer warp (of the cluster)
+            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<4 * (PP ? 1 : WGS) * CL>(&empty[s]);  // one arrival per consumer warp (of the cluster)
         }
         if (PP) {
-            cumm_mbar_init(&handoff[0], 4);
-            cumm_mbar_init(&handoff[1], 4);
+            cumm_mbar_init<4>(&handoff[0]);
+            cumm_mbar_init<4>(&handoff[1]);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -94,11 +94,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     cumm_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                     unsigned char* const st = sm + s * SB;
                     cumm_mbar_expect(&full[s], SB);  // A, and all of B: half from this block, half from the other
-                    cumm_tma_load_2d(st, &tmA, kt * 64, bm0, &full[s]);
+                    cumm_tma_load(st, &tmA, kt * 64, bm0, &full[s]);
 #pragma unroll
                     for (int j = 0; j < BN / 64; ++j) {
                         if (CL == 1)
-                            cumm_tma_load_2d(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s]);
+                            cumm_tma_load(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s]);
                         else if (j % 2 == rank)
                             cumm_tma_load_2d_mc(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s], 3);
                     }
@@ -151,22 +151,22 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             const int s = it % STAGES;
             cumm_mbar_wait(&full[s], (it / STAGES) & 1);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
-            cumm_wg_fence();
+            cumm_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
                     cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk),
                                      cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
-            cumm_wg_commit();
-            cumm_wg_wait<1>();  // the previous slab's wgmma are done: hand its stage back
+            cumm_wgmma_commit();
+            cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
             if (kt > 0) release((it - 1) % STAGES);
         }
-        cumm_wg_wait<0>();
+        cumm_wgmma_wait<0>();
         release((it - 1) % STAGES);
         if (PP && lane == 0) cumm_mbar_arrive(&handoff[wg ^ 1]);  // the other warpgroup's turn
 #pragma unroll
-        for (int m = 0; m < MT; ++m) cumm_wg_pin(d[m]);
+        for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
 
 #if CUMM_EPI_TMA
         // Interior tiles only: edge tiles (past M or N) take the predicated direct stores below. With boxes that
@@ -195,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                             *reinterpret_cast<unsigned*>(cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4) = v;
                         }
                     }
-                    cumm_fence_proxy_async();  // generic-proxy stores -> the copy engine
+                    cumm_fence_proxy_async_shared();  // generic-proxy stores -> the copy engine
                     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
                     if (wtid == 0) {
                         const int row0 = bm0 + wrow + m * 64;

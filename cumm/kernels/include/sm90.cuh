@@ -1,7 +1,9 @@
-// sm90.cuh: Hopper (sm_90a) primitives of the kernels that use warpgroup tensor cores (fused3_wg.cu):
-// shared-memory addresses, proxy fences, mbarriers, copy-engine (TMA) loads, and wgmma with its matrix
-// descriptors, fence, commit and wait. Rendered after common.cuh; needs no configuration #define.
-// Each wgmma operand type has its own section at the end (TF32 today: m64nNk8).
+// sm90.cuh: Hopper (sm_90a) primitives of the kernels that use warpgroup tensor cores (fused3_wg.cu, 13_wgmma.cu,
+// 14_wgmma_ws.cu): shared-memory addresses, proxy fences, mbarriers, the copy engine (TMA loads, multicast
+// loads, stores), wgmma with its matrix descriptors, fence, commit and wait, register budgets and cluster
+// helpers. Rendered after common.cuh; needs no configuration #define. Each wgmma operand type has its own
+// section at the end: TF32 (m64nNk8), and 16-bit (fp16 / bf16, m64nNk16), which exists when tc16.cuh (its
+// CUMM_MMA_T) is rendered before this header.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "sm90.cuh's wgmma exists only on sm_90a: compile with -arch=sm_90a (the spec's arch_specific=True)"
 #endif
@@ -48,6 +50,11 @@ __device__ __forceinline__ void cumm_mbar_expect(unsigned long long* bar, unsign
                  : "memory");
 }
 
+// One arrival on `bar` (no bytes).
+__device__ __forceinline__ void cumm_mbar_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(cumm_smem(bar)) : "memory");
+}
+
 // Wait until the phase of `bar` with this parity (0, 1, 0, ... for its successive phases) has completed
 // (acquire: what the phase counted is visible). try_wait suspends the thread for a while before it fails.
 __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned parity) {
@@ -62,7 +69,7 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
 // ---- The copy engine (TMA): cp.async.bulk.tensor --------------------------------------------------------
 
 // A tensor map (CUtensorMap: an operand's address, shape, strides, box and swizzle), encoded by the host
-// (cumm/_chain/tmaps.py) and passed by value as a `const __grid_constant__` kernel parameter.
+// (cumm/_tmaps.py) and passed by value as a `const __grid_constant__` kernel parameter.
 struct __align__(64) CummTmap {
     unsigned long long word[16];
 };
@@ -71,12 +78,43 @@ struct __align__(64) CummTmap {
 // as one asynchronous copy by the copy engine whose bytes count against mbarrier `bar` (cumm_mbar_expect).
 // One thread issues it; no other thread spends an instruction. Elements past the tensor's edges arrive as
 // zeros (and count too). dst is aligned as the map's swizzle needs (1024 bytes for 128-byte swizzle).
-__device__ __forceinline__ void cumm_tma_load(float* dst, const CummTmap* map, int x, int y,
+__device__ __forceinline__ void cumm_tma_load(void* dst, const CummTmap* map, int x, int y,
                                               unsigned long long* bar) {
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
         ::"r"(cumm_smem(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(cumm_smem(bar))
         : "memory");
+}
+
+// cumm_tma_load into the same shared offset of every block of the cluster in `mask` (bit r: rank r), each
+// block's bytes counted on its own mbarrier at bar's offset.
+__device__ __forceinline__ void cumm_tma_load_2d_mc(void* dst, const CummTmap* map, int x, int y,
+                                                    unsigned long long* bar, unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+        "{%2, %3}], [%4], %5;\n"
+        ::"r"(cumm_smem(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y),
+        "r"(cumm_smem(bar)), "h"(mask) : "memory");
+}
+
+// Shared memory at src (written by this block, then cumm_fence_proxy_async_shared) to the box of `map` at
+// (x, y); the parts of the box past the tensor's edges are not written.
+__device__ __forceinline__ void cumm_tma_store_2d(const CummTmap* map, const void* src, int x, int y) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(cumm_smem(src))
+                 : "memory");
+}
+__device__ __forceinline__ void cumm_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Wait until the stores committed so far have read their shared memory (it may be overwritten then).
+__device__ __forceinline__ void cumm_tma_store_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Wait until the stores committed so far have completed.
+__device__ __forceinline__ void cumm_tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Fetch `map` (a kernel parameter) into the tensor-map cache ahead of its first use.
+__device__ __forceinline__ void cumm_prefetch_tmap(const CummTmap* map) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
 
 // ---- wgmma, any operand type ----------------------------------------------------------------------------
@@ -96,6 +134,25 @@ __device__ __forceinline__ unsigned long long cumm_wgmma_desc(const void* p) {
     const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
     return (unsigned long long)((a & 0x3ffff) >> 4) | ((unsigned long long)(LBO >> 4) << 16) |
            ((unsigned long long)(SBO >> 4) << 32);
+}
+
+// Descriptors of 128-byte-swizzled tiles (TMA's CU_TENSOR_MAP_SWIZZLE_128B layout: rows of 128 bytes, 16-byte
+// chunk c of row r stored at chunk c ^ (r % 8), 1024-byte aligned 8-row atoms), from a shared address (cumm_smem).
+// Fields: start address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4 (32-45),
+// swizzle mode (62-63; 1 = 128 bytes).
+__device__ __forceinline__ unsigned long long cumm_wg_desc_sw128(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3ffff) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+// K-major operand (A: rows of 64 halves along K): 8-row groups 1024 bytes apart (SBO); LBO unused. The k16
+// step j starts 32 j bytes into the row (the hardware applies the swizzle to the full address).
+__device__ __forceinline__ unsigned long long cumm_wg_desc_k(unsigned addr) {
+    return cumm_wg_desc_sw128(addr, 16, 1024);
+}
+// MN-major operand (B, row-major K x N: rows of 64 halves along N, each 64-column chunk of the tile one box of
+// `chunk_bytes`): LBO = distance between 64-column chunks, SBO = between 8-row (k) groups = 1024.
+__device__ __forceinline__ unsigned long long cumm_wg_desc_mn(unsigned addr, unsigned chunk_bytes) {
+    return cumm_wg_desc_sw128(addr, chunk_bytes, 1024);
 }
 
 // Before a warpgroup's first wgmma that reads registers (A, D) written since its last wgmma.
@@ -119,6 +176,35 @@ template <int R>
 __device__ __forceinline__ void cumm_wgmma_pin(float (&d)[R]) {
 #pragma unroll
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// ---- Warp specialization and clusters -------------------------------------------------------------------
+
+// Register budgets of warp-specialized kernels: producers give registers back, consumers take them.
+template <int R>
+__device__ __forceinline__ void cumm_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
+template <int R>
+__device__ __forceinline__ void cumm_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
+
+// Thread block clusters: this block's rank in its cluster (whatever the cluster's size; cluster.cuh's
+// cumm_cluster_rank is the chain kernels' form for CL blocks), a barrier over all the cluster's threads (not
+// .aligned: callable from diverged warps), an arrival on another block's mbarrier.
+__device__ __forceinline__ unsigned cumm_cluster_ctarank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cumm_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// Arrive on the mbarrier at bar's offset in block `rank` of the cluster. Default semantics (release, CTA
+// scope), as CUTLASS's ClusterBarrier: what it orders here are this warp's finished wgmma reads of a stage
+// before the other block's TMA overwrites it. (.release.cluster makes every consumer arrival a cluster-wide
+// fence, which measured much slower.)
+__device__ __forceinline__ void cumm_mbar_arrive_remote(unsigned long long* bar, unsigned rank) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n"
+                 ::"r"(cumm_smem(bar)), "r"(rank) : "memory");
 }
 
 // ---- wgmma with TF32 operands: m64nNk8, FP32 accumulators ------------------------------------------------
@@ -166,3 +252,62 @@ __device__ __forceinline__ void cumm_wgmma_tf32<128>(float (&d)[64], const unsig
         : CUMM_WGMMA_TF32_IN);
 }
 #undef CUMM_WGMMA_TF32_IN
+
+// ---- wgmma with 16-bit operands (fp16 / bf16, CUMM_MMA_T of tc16.cuh): m64nNk16, FP32 accumulators ---------
+#ifdef CUMM_MMA_T
+// d (64 x N FP32, R = N / 2 registers a thread) (+)= A (64 x 16, K-major, descriptor a) @ B (16 x N, MN-major:
+// B row-major, imm-trans-b = 1, descriptor b), asynchronously; acc = 0 overwrites d. Thread 32 w + 4 g + t of
+// the warpgroup holds rows 16 w + g (+8) of d, columns 8 j + 2 t (+1) in d[4 j .. 4 j + 3] (rows g, g, g+8, g+8).
+template <int N>
+__device__ __forceinline__ void cumm_wgmma16(float (&d)[N / 2], unsigned long long a, unsigned long long b, int acc);
+template <> __device__ __forceinline__ void cumm_wgmma16<64>(float (&d)[32], unsigned long long a, unsigned long long b, int acc) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+        "%25,%26,%27,%28,%29,%30,%31"
+        "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16)
+        : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void cumm_wgmma16<128>(float (&d)[64], unsigned long long a, unsigned long long b, int acc) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+        "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+        "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+        "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48)
+        : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void cumm_wgmma16<192>(float (&d)[96], unsigned long long a, unsigned long long b, int acc) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+        "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+        "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,"
+        "%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,"
+        "%91,%92,%93,%94,%95"
+        "}, %96, %97, p, 1, 1, 0, 1;\n}\n"
+        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48), CUMM_WGMMA_D16(64), CUMM_WGMMA_D16(80)
+        : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void cumm_wgmma16<256>(float (&d)[128], unsigned long long a, unsigned long long b, int acc) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+        "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+        "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,"
+        "%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,"
+        "%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,"
+        "%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+        "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48), CUMM_WGMMA_D16(64), CUMM_WGMMA_D16(80), CUMM_WGMMA_D16(96), CUMM_WGMMA_D16(112)
+        : "l"(a), "l"(b), "r"(acc));
+}
+#endif  // CUMM_MMA_T
+#undef CUMM_WGMMA_D16
+#undef CUMM_WGMMA_D4
