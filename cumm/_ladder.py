@@ -338,7 +338,7 @@ for _spec in [
         ),
     ),
     # Half-precision tensor-core rungs (float16 / bfloat16 inputs, FP32 accumulation; C in the inputs' dtype
-    # or float32). Their primitives: include/sm90_tc16.cuh.
+    # or float32). Their primitives: include/tc16.cuh (mma.sync) and include/sm90.cuh (TMA, wgmma).
     KernelSpec(
         name="mma",
         template="gemm/11_mma.cu",
