@@ -192,9 +192,11 @@ def build_report(
     device: Mapping[str, str],
     overhead: Mapping | None = None,
     command: str | None = None,
+    dtype: str = "float32",
 ) -> dict:
-    """The JSON document: device, cc, cupy, cuda, results, [host_overhead], command."""
+    """The JSON document: device, cc, cupy, cuda, dtype, results, [host_overhead], command."""
     doc = {k: device[k] for k in ("device", "cc", "cupy", "cuda")}
+    doc["dtype"] = dtype
     doc["results"] = [dict(r) for r in results]
     if overhead is not None:
         doc["host_overhead"] = dict(overhead)
@@ -210,12 +212,18 @@ def write_json(path: str, doc: Mapping) -> None:
 
 def format_markdown(doc: Mapping) -> str:
     """A markdown report to commit next to the JSON."""
+    dtype = doc.get("dtype", "float32")
+    baseline = (
+        "baseline cuBLAS via `cupy.matmul`, FP32 (no TF32)"
+        if dtype == "float32"
+        else f"baseline cuBLAS via `torch.matmul` on the same {dtype} arrays (FP32 accumulation)"
+    )
     out = [
-        f"# cumm SGEMM benchmark: {doc['device']}",
+        f"# cumm {dtype} GEMM benchmark: {doc['device']}",
         "",
-        f"compute capability {doc['cc']}, CUDA runtime {doc['cuda']}, CuPy {doc['cupy']}; "
-        "baseline cuBLAS via `cupy.matmul`, FP32 (no TF32). Median of CUDA-event timed runs, warm-up excluded, "
-        "operands rotated past the L2 cache, every result checked against float64 before timing.",
+        f"compute capability {doc['cc']}, CUDA runtime {doc['cuda']}, CuPy {doc['cupy']}; {baseline}. Median of "
+        "CUDA-event timed runs in three interleaved rounds (the order rotating), warm-up excluded, operands rotated "
+        "past the L2 cache, every result checked against float64 (of the rounded inputs) before timing.",
         "",
     ]
     if doc.get("command"):

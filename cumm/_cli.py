@@ -339,7 +339,9 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     try:
         results = _bench.run(args.kernels, list(dict.fromkeys(shapes)), repeat=args.repeat, dtype=args.dtype)
         overhead = _bench.host_overhead() if args.overhead else None
-        doc = _bench.build_report(results, device=_bench.device_info(), overhead=overhead, command=command)
+        doc = _bench.build_report(
+            results, device=_bench.device_info(), overhead=overhead, command=command, dtype=args.dtype
+        )
     except _bench.BenchError as e:
         return fail(str(e))
 
