@@ -396,7 +396,15 @@ def matmul(
         if dev != _getdevice():
             with cupy.cuda.Device(dev):
                 return _launch_cupy(call, pa, pb, out, alpha, beta)
-        return _launch_cupy(call, pa, pb, out, alpha, beta)
+        # (the common case inline: _launch_cupy without its call, Call.launch without tensor maps)
+        if out is None:
+            out = _ND(call.out_shape, call.dtype)
+        if call.maps:
+            call.launch(pa, pb, out.data.ptr, alpha, beta, _stream().ptr)
+        else:
+            with call.lock:
+                call._launch(pa, pb, out.data.ptr, alpha, beta, _stream().ptr)
+        return out
     key = _key(a, b, out, kernel, config, split_k, beta)
     call = _calls.get(key) if key is not None else None
     if call is None or type(alpha) is not float or type(beta) is not float:
@@ -447,6 +455,7 @@ def decision(a, b, out, *, kernel: str = "auto") -> str:
 
 
 _getdevice = cupy.cuda.runtime.getDevice
+_stream = cupy.cuda.get_current_stream
 
 
 def _current() -> int:
