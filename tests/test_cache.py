@@ -14,6 +14,7 @@ import pytest
 import cumm
 from cumm import _compile
 from cumm._ladder import get_spec
+from cumm._render import template_hash
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_eight_threads_compile_a_new_configuration_once():
     spec = get_spec("blocktile_1d")
     cfg = spec.resolve(dict(BM=32, BN=32, BK=4, TM=4))  # used by no other test
-    key = (spec.name, tuple(cfg[k] for k in spec.params), (1, 1, 1), 0)
-    _compile._kernels.pop(key, None)
+    key = (spec.name, template_hash(spec), tuple(cfg[k] for k in spec.params), (1, 1, 1), 0)  # device_kernel's
+    _compile._kernels.pop(key, None)  # forget it if an earlier test compiled it
     before = _compile.stats["compiles"]
     start = threading.Barrier(8)
     got = []
