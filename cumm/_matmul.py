@@ -458,9 +458,6 @@ _getdevice = cupy.cuda.runtime.getDevice
 _stream = cupy.cuda.get_current_stream
 
 
-def _current() -> int:
-    return _getdevice()
-
 
 def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
     ea, eb, ec = spans
