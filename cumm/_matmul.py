@@ -458,7 +458,6 @@ _getdevice = cupy.cuda.runtime.getDevice
 _stream = cupy.cuda.get_current_stream
 
 
-
 def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
     ea, eb, ec = spans
     return (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec)
