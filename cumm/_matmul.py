@@ -25,7 +25,7 @@ from cupy_backends.cuda.api import driver as _driver
 from . import _arrays, _auto, _edges, _repack, _splitk, _tmaps
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
-from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major
+from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major, span
 from ._render import dtype_flag, supports_batch
 
 
@@ -463,14 +463,6 @@ def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
     return (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec)
 
 
-def _span(x) -> int:
-    """Bytes from an array's pointer to the end of its last element (as cupy.may_share_memory bounds it, for
-    non-negative strides); 0 for an empty one."""
-    if x.size == 0:
-        return 0
-    return sum((d - 1) * s for d, s in zip(x.shape, x.strides, strict=True)) + x.dtype.itemsize
-
-
 def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one."""
     akind = _arrays.kind(a)
@@ -535,7 +527,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
             call, ops = _decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind)
         call.out_shape = shape
         if call.fast:
-            call.spans = (_span(a), _span(b), _span(out))  # the caller's arrays, which the fast path sees
+            call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the fast path sees
         if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or call.direct)):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
@@ -755,7 +747,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     if grid[1] > 65535 or grid[2] > 65535:
         fast = False  # Plan.launch reports it
     decisions = dict(repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn)
-    spans = (_span(a), _span(b), _span(c))
+    spans = (span(a), span(b), span(c))
     call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), c.dtype, out.shape, spans, fast, decisions, direct=half)
     return call, (a, b, c)
 

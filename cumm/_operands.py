@@ -56,6 +56,14 @@ def row_major(x, name: str, copy_ok: bool):
     return cupy.ascontiguousarray(x), max(cols, 1)
 
 
+def span(x) -> int:
+    """Bytes from an array's pointer to the end of its last element (as cupy.may_share_memory bounds it, for
+    non-negative strides); 0 for an empty one. The cached calls' overlap test of out against the inputs."""
+    if x.size == 0:
+        return 0
+    return sum((d - 1) * s for d, s in zip(x.shape, x.strides, strict=True)) + x.dtype.itemsize
+
+
 def aligned(x, ld: int) -> int:
     """1 when every row of ``x`` (leading dimension ``ld``) starts on a 16-byte boundary: 16-byte accesses."""
     return int(x.data.ptr % 16 == 0 and ld * x.dtype.itemsize % 16 == 0)

@@ -62,3 +62,18 @@ def rel_err(c, ref) -> float:
     num = float(cupy.linalg.norm(c64 - ref))
     den = float(cupy.linalg.norm(ref))
     return num / den if den else num
+
+
+@pytest.fixture
+def clean_registry():
+    """Whatever a test registers is gone afterwards (other tests iterate over the kernels)."""
+    from cumm import _register, _render
+
+    before = dict(_register.REGISTRY)
+    yield
+    for name in list(_register.REGISTRY):
+        if name not in before:
+            del _register.REGISTRY[name]
+        elif _register.REGISTRY[name] is not before[name]:
+            _register.REGISTRY[name] = before[name]
+    _render.template_hash.cache_clear()

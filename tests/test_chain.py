@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cumm
-from cumm import _chain
+from cumm import _chain, _operands
 from cumm import _tmaps as tmaps
 from cumm._chain import launch, order, plans, rules
 from cumm._ladder import get_spec
@@ -566,7 +566,7 @@ def test_fast_path_host_logic():
         np.ones((6, 3), np.float32)[:, 1:2],
     ):
         low, high = byte_bounds(x)
-        assert _chain._span(x) == high - low
+        assert _operands.span(x) == high - low
 
 
 @gpu

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm import _check, _cli, _register, _render
+from cumm import _check, _cli
 from cumm._check import CheckReport, CheckRow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,15 +19,8 @@ TAIL_BUG = "for (int k0 = 0; k0 + BS <= K; k0 += BS)"
 
 
 @pytest.fixture(autouse=True)
-def clean_registry():
-    before = dict(_register.REGISTRY)
+def _forget_registrations(clean_registry):
     yield
-    for name in list(_register.REGISTRY):
-        if name not in before:
-            del _register.REGISTRY[name]
-        elif _register.REGISTRY[name] is not before[name]:
-            _register.REGISTRY[name] = before[name]
-    _render.template_hash.cache_clear()
 
 
 def register_copy(tmp_path: Path, name: str, rung: str, edit=None, **over) -> cumm.KernelSpec:

@@ -22,16 +22,8 @@ NAIVE = PACKAGE / "kernels" / "gemm" / "01_naive.cu"
 
 
 @pytest.fixture(autouse=True)
-def clean_registry():
-    """Whatever a test registers is gone afterwards (other tests iterate over the kernels)."""
-    before = dict(_register.REGISTRY)
+def _forget_registrations(clean_registry):
     yield
-    for name in list(_register.REGISTRY):
-        if name not in before:
-            del _register.REGISTRY[name]
-        elif _register.REGISTRY[name] is not before[name]:
-            _register.REGISTRY[name] = before[name]
-    _render.template_hash.cache_clear()
 
 
 def naive_like(name: str, template, **over) -> cumm.KernelSpec:

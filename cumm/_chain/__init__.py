@@ -24,7 +24,7 @@ import numpy as np
 
 from .._ladder import REGISTRY
 from .._matmul import matmul
-from .._operands import INT32_MAX, check_operand, check_out, compute_capability
+from .._operands import INT32_MAX, check_operand, check_out, compute_capability, span
 from . import plans, rules
 from .launch import Launch
 from .order import chain_order
@@ -123,13 +123,6 @@ def _fast_call(arrays, kernel: str, out):
     return out, None
 
 
-def _span(x) -> int:
-    """Bytes from a row-major float32 matrix's pointer to the end of its last element (as cupy's
-    may_share_memory bounds it)."""
-    (rows, cols), (s0, s1) = x.shape, x.strides
-    return (rows - 1) * s0 + (cols - 1) * s1 + 4
-
-
 def _remember(key: tuple, launch: Launch, dev: int, ops, args) -> None:
     """Keep ``launch`` under multi_dot's ``key`` if the call ran on its own arrays (``ops``
     are ``args``: no operand was copied to make it row-major)."""
@@ -137,7 +130,7 @@ def _remember(key: tuple, launch: Launch, dev: int, ops, args) -> None:
         return
     if len(_fast) >= _CACHE_MAX:
         _fast.clear()
-    _fast[key] = _Fast(launch, dev, args[3].shape, tuple(_span(x) for x in args))
+    _fast[key] = _Fast(launch, dev, args[3].shape, tuple(span(x) for x in args))
 
 
 _orders: dict[tuple[int, ...], object] = {}  # dims -> chain_order(dims)
