@@ -8,8 +8,10 @@
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
    64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
 
-``top(cc)`` is the tensor-core rung ``tf32x3`` (FP32 accuracy from three TF32 products, see its header)
-where the GPU has TF32 tensor cores (compute capability 8.0+), else the SIMT rung ``warptile``.
+``top(cc)`` is the first rung of ``TOP_BY_CC`` that runs on compute capability ``cc``: ``wgmma_tf32x3`` on
+Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32 tensor cores (8.0+:
+the same split on mma.sync), else the SIMT rung ``warptile``. A batched product, or one that splits K, takes the
+first of them that can (wgmma_tf32x3 does neither: its 2-D tensor maps address one matrix, and it runs unsplit).
 
 The split count (split-K, ``cumm/_splitk.py``) comes with the answer: the caller's ``split_k`` when given,
 a tuned entry's optional ``"split_k"`` field (else 1), otherwise ``split_count``: slices of K when the
@@ -30,7 +32,7 @@ from ._spec import cdiv
 from ._store import bucket
 
 # Fastest rung per compute capability on the H200 (docs/performance.md); tuned entries override.
-TOP_BY_CC = ((80, "tf32x3"), (0, "warptile"))  # (minimum compute capability, kernel), first match wins
+TOP_BY_CC = ((90, "wgmma_tf32x3"), (80, "tf32x3"), (0, "warptile"))  # (minimum cc, kernel), first match wins
 # 64 x 64 tiles for grids that would not fill the GPU with the defaults: each spec's "small" configuration
 SMALL_TILES = {n: dict(s.configs["small"]) for n, s in REGISTRY.items() if "small" in s.configs}
 DTYPE = "float32"  # the only dtype matmul supports
@@ -81,9 +83,16 @@ def split_count(M: int, N: int, K: int, bm: int, bn: int, sms: int) -> int:
     return max(1, min(sms // blocks, K // SPLIT_MIN_DEPTH))
 
 
-def top(cc: int) -> str:
-    """The kernel the heuristic (and a caller's bare configuration) runs on for compute capability ``cc``."""
-    return next(k for min_cc, k in TOP_BY_CC if cc >= min_cc)
+def top(cc: int, batched: bool = False, split: bool = False) -> str:
+    """The kernel the heuristic (and a caller's bare configuration) runs on for compute capability ``cc``; for a
+    batched product, or one split over K, the first that can run it."""
+    from ._render import supports_batch
+
+    for min_cc, k in TOP_BY_CC:
+        spec = REGISTRY[k]
+        if cc >= min_cc and (not batched or supports_batch(spec)) and (not split or spec.split_k):
+            return k
+    raise LookupError(f"no rung of TOP_BY_CC runs on compute capability {cc} (batched={batched}, split={split})")
 
 
 def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
@@ -113,28 +122,59 @@ def _lookup(
 
 
 def select(
-    M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | None = None, split_k: int | None = None
+    M: int,
+    N: int,
+    K: int,
+    device_id: int,
+    config: Mapping[str, int] | None = None,
+    split_k: int | None = None,
+    batched: bool = False,
 ) -> tuple[str, Mapping[str, int] | None, int]:
-    """(kernel name, configuration or None for the kernel's defaults, split count) for an M x N x K product.
+    """(kernel name, configuration or None for the kernel's defaults, split count) for an M x N x K product
+    (one product of a batch when ``batched``: then a rung that runs batches, unsplit).
 
     ``split_k`` (the caller's, already checked) wins over the table and the heuristic; a tuned entry for a
-    kernel without split-K is skipped when split_k > 1 is asked for.
+    kernel without split-K is skipped when split_k > 1 is asked for, one for a kernel without batches when
+    batched.
     """
+    from ._render import supports_batch
+
     if config is None:
         b = bucket(M, N, K)
         key = (device_id, *b)
         hit = _tuned.get(key, _MISS)
         if hit is _MISS:
             hit = _tuned[key] = _lookup(device_id, b)
+        if batched and hit is not None:
+            hit = (hit[0], hit[1], 1) if supports_batch(REGISTRY[hit[0]]) else None
         if hit is not None and (split_k is None or split_k == 1 or REGISTRY[hit[0]].split_k):
             return hit if split_k is None else (hit[0], hit[1], split_k)
-    kernel = top(device_key(device_id)[1])
-    if config is None:
-        config = SMALL_TILES[kernel] if cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
-    if split_k is not None:
-        return kernel, config, split_k
+    cc = device_key(device_id)[1]
+    kernel = top(cc, batched, split=split_k is not None and split_k > 1)
+    given = config is not None
+    if not given:
+        config = _small(kernel, M, N, device_id)
+    if split_k is not None or batched:
+        return kernel, config, 1 if batched else split_k
     bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
-    return kernel, config, split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
+    splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
+    if splits > 1 and not REGISTRY[kernel].split_k:  # deep and narrow: a rung that splits K
+        kernel = top(cc, split=True)
+        config = config if given else _small(kernel, M, N, device_id)
+        bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
+        splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
+    return kernel, config, splits
+
+
+def _small(kernel: str, M: int, N: int, device_id: int) -> Mapping[str, int] | None:
+    """The kernel's "small" tiles when 128 x 128 tiles would give fewer than two blocks per multiprocessor; for a
+    persistent kernel (one block per multiprocessor walks the tiles), when its default tiles are fewer than the
+    multiprocessors (H100, 2048^3: wgmma_tf32x3's 256 default tiles ran at 93.7 TFLOP/s, its small ones at 76.8)."""
+    spec = REGISTRY[kernel]
+    if spec.persistent:
+        tiles = cdiv(M, spec.defaults["BM"]) * cdiv(N, spec.defaults["BN"])
+        return SMALL_TILES.get(kernel) if tiles < _sms(device_id) else None
+    return SMALL_TILES.get(kernel) if cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
 
 
 def top_for(dtype: str, cc: int) -> str:

@@ -604,12 +604,12 @@ def _batch_operand(x, batch: tuple[int, ...], name: str):
     return x3, max(s1 // item, cols, 1), s0 // item
 
 
-def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int):
+def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: bool = False):
     """(kernel, configuration or None, split_k) for a product of ``dtype``: auto's choice, or the named rung
     (which must take that dtype) with its tuned or small tiles when no configuration is given."""
     if kernel == "auto":
         if dtype == "float32":
-            return _auto.select(M, N, K, dev, config, split_k)
+            return _auto.select(M, N, K, dev, config, split_k, batched)
         return _auto.top_for(dtype, compute_capability(dev)), config, split_k
     spec = get_spec(kernel)
     if dtype not in spec.dtypes:
@@ -643,7 +643,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         )
     ldc, bsc = max(s1 // oi, N, 1), s0 // oi
     dt = a.dtype.name
-    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev)
+    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=True)
     spec = get_spec(kernel)
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
@@ -694,7 +694,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
     dt, odt = a.dtype.name, c.dtype.name
     kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
-    half = dt != "float32"  # split-K, padded copies, staging and strips are float32 machinery
+    half = dt != "float32"
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
     flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
@@ -703,8 +703,11 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         # the copy engine reads 16-byte aligned rows only: the fallback rung (loads of any alignment) runs it
         kernel, spec = spec.fallback, get_spec(spec.fallback)
         config = _auto.named(kernel, M, N, K, dev)
+    # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
+    # registers; the copy-engine rungs and the half rungs run as one launch.
+    plain = half or spec.tensor_maps is not None
     repack_a = repack_b = False
-    if _repack.ENABLED and not half and not (flags0[0] and flags0[1]):  # scalar loads: a padded copy may pay
+    if _repack.ENABLED and not plain and not (flags0[0] and flags0[1]):  # scalar loads: a padded copy may pay
         repack_a, repack_b = _repack.repack_plan(spec, M, N, K, bool(flags0[0]), bool(flags0[1]))
     flags = (1 if repack_a else flags0[0], 1 if repack_b else flags0[1], flags0[2])
     splits = 1
@@ -714,7 +717,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
             flags = (flags[0], flags[1], int(N % 4 == 0))
     stage = bool(
         _repack.ENABLED
-        and not half
+        and not plain
         and not flags[2]
         and splits == 1
         and spec.stage_out
@@ -731,7 +734,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         bm
         and splits == 1
         and _edges.ENABLED
-        and not half
+        and not plain
         and (0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS)
     ):
         mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
@@ -748,7 +751,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         fast = False  # Plan.launch reports it
     decisions = dict(repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn)
     spans = (span(a), span(b), span(c))
-    call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), c.dtype, out.shape, spans, fast, decisions, direct=half)
+    call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), c.dtype, out.shape, spans, fast, decisions, direct=plain)
     return call, (a, b, c)
 
 

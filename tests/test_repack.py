@@ -212,6 +212,8 @@ def test_repacked_contiguous_operands(kernel, rng, forced):
     from cumm import _auto
 
     name = kernel if kernel != "auto" else _auto.select(M, N, K, a.device.id, None)[0]
+    if cumm.kernel_spec(name).tensor_maps is not None:  # lda = 1027: the copy engine cannot read A
+        name = cumm.kernel_spec(name).fallback
     _check(kernel, a, b, forced, _expected(name, (M, K), (K, N)))
 
 

@@ -64,8 +64,8 @@ def test_registry_is_in_ladder_order_and_public():
         "tf32x3",
     ]
     half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
-    assert gemm == fp32 + half
-    assert cumm.kernels(dtype="float32") == fp32
+    assert gemm == fp32 + half + ["wgmma_tf32x3"]  # the FP32-accurate rung on Hopper builds on the wgmma rungs
+    assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3"]
     assert cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half
     with pytest.raises(ValueError, match=r"dtype must be one of float32, float16, bfloat16, got 'int8'"):
         cumm.kernels(dtype="int8")

@@ -183,14 +183,26 @@ def _entry(kernel, shape, **extra):
 
 
 def test_select_splits_the_motivating_case(fake_h200):
-    assert _auto.select(64, 64, 4096, 0) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 16)
-    assert _auto.select(64, 64, 4096, 0, split_k=3) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 3)
-    assert _auto.select(64, 64, 4096, 0, split_k=1) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 1)
-    assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(CC), None, 1)
-    # a caller's config: the split follows its tiles (BM/BN over TOP's defaults)
-    assert _auto.select(64, 64, 4096, 0, {"BK": 8}) == (_auto.top(CC), {"BK": 8}, 16)
-    assert _auto.select(300, 300, 8192, 0, {"BM": 64, "BN": 64}) == (_auto.top(CC), {"BM": 64, "BN": 64}, 5)
+    # the top rung on sm_90 (wgmma_tf32x3) runs unsplit: a deep, narrow product goes to the first rung that splits
+    top, split = _auto.top(CC), _auto.top(CC, split=True)
+    assert not get_spec(top).split_k and get_spec(split).split_k
+    assert _auto.select(64, 64, 4096, 0) == (split, _auto.SMALL_TILES[split], 16)
+    assert _auto.select(64, 64, 4096, 0, split_k=3) == (split, _auto.SMALL_TILES[split], 3)
+    assert _auto.select(64, 64, 4096, 0, split_k=1) == (top, _auto.SMALL_TILES[top], 1)
+    assert _auto.select(4096, 4096, 4096, 0) == (top, None, 1)
+    # a caller's config: kept; the split follows its tiles (BM/BN over the rung's defaults)
+    assert _auto.select(64, 64, 4096, 0, {"BK": 8}) == (split, {"BK": 8}, 16)
+    assert _auto.select(300, 300, 8192, 0, {"BM": 64, "BN": 64}) == (split, {"BM": 64, "BN": 64}, 5)
     assert _auto.select(64, 64, 4096, 0, {"BM": 0})[2] == 1  # invalid: get_plan reports it, no ZeroDivisionError
+
+
+def test_select_batched_takes_a_rung_that_runs_batches(fake_h200):
+    from cumm._render import supports_batch
+
+    kernel, _, splits = _auto.select(64, 64, 4096, 0, batched=True)
+    assert supports_batch(get_spec(kernel)) and splits == 1
+    assert not supports_batch(get_spec(_auto.top(CC)))  # wgmma_tf32x3's maps address one matrix
+    assert _auto.select(4096, 4096, 4096, 0, batched=True)[0] == _auto.top(CC, batched=True)
 
 
 def test_select_tuned_entries_and_split(fake_h200):
@@ -209,7 +221,8 @@ def test_select_skips_a_tuned_kernel_without_split_when_split_is_asked(fake_h200
     _store.save_entries([_entry("vectorized", (64, 64, 4096), split_k=4)])
     assert _auto.select(64, 64, 4096, 0)[:2] == ("vectorized", dict(get_spec("vectorized").resolve(None, CC)))
     assert _auto.select(64, 64, 4096, 0)[2] == 1  # the field is ignored for a kernel without split-K
-    assert _auto.select(64, 64, 4096, 0, split_k=4) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 4)
+    split = _auto.top(CC, split=True)
+    assert _auto.select(64, 64, 4096, 0, split_k=4) == (split, _auto.SMALL_TILES[split], 4)
 
 
 # ----------------------------------------------------------------------------------------------------------

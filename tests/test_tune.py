@@ -393,7 +393,8 @@ def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
     monkeypatch.setattr(_auto, "device_key", lambda device_id: ("NVIDIA A100-SXM4-80GB", 80))
     monkeypatch.setattr(_auto, "_sms", lambda device_id: 108)
     _auto.clear_cache()
-    assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(CC), None, 1)
+    assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(80), None, 1)
+    assert _auto.top(80) == "tf32x3" and _auto.top(CC) == "wgmma_tf32x3"  # wgmma: sm_90 only
 
 
 def test_saving_refreshes_select(cache, fake_device):

@@ -34,12 +34,6 @@
 #define CUMM_CLUSTER
 #endif
 
-// Tile t of the grouped order: (tile row, tile column).
-__device__ __forceinline__ int2 cumm_tile_coord(int t, int ntm, int ntn) {
-    const int per_group = GM * ntn, first = t / per_group * GM, rows = min(ntm - first, GM), r = t % per_group;
-    return make_int2(first + r % rows, r / rows);
-}
-
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
                 const __grid_constant__ CummTmap tmC) {
@@ -86,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         if (tid == 0) {
             int it = 0;  // slabs issued by this block, over all its tiles
             for (int t = first; t < tiles; t += step) {
-                const int2 tc = cumm_tile_coord(t, ntm, ntn);
+                const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
                 const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
                 for (int kt = 0; kt < KT; ++kt, ++it) {
                     const int s = it % STAGES;
@@ -139,7 +133,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             ++k;
         }
         it = i * KT;
-        const int2 tc = cumm_tile_coord(t, ntm, ntn);
+        const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
         const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
         const int wrow = PP ? 0 : wg * MT * 64;  // this warpgroup's first row in the tile
         float d[MT][BN / 2];

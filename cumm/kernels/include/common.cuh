@@ -108,6 +108,25 @@ __device__ __forceinline__ void cumm_store4(float* __restrict__ row, int col, in
     if (col + 3 < ncols) row[col + 3] = cumm_epilogue(acc.w, row + col + 3, alpha, beta);
 }
 
+// Two adjacent outputs (col, col + 1) of a row of C; one 8-byte store when legal.
+template <int VC>
+__device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, int ncols, float x, float y,
+                                            float alpha, float beta) {
+    if (VC && col + 1 < ncols) {  // ldc % 4 == 0, C 16-byte aligned and col even: 8-byte aligned
+        float2* p = reinterpret_cast<float2*>(row + col);
+        float2 o = make_float2(alpha * x, alpha * y);
+        if (beta != 0.0f) {
+            const float2 c = *p;
+            o.x += beta * c.x;
+            o.y += beta * c.y;
+        }
+        *p = o;
+        return;
+    }
+    if (col < ncols) row[col] = cumm_epilogue(x, row + col, alpha, beta);
+    if (col + 1 < ncols) row[col + 1] = cumm_epilogue(y, row + col + 1, alpha, beta);
+}
+
 // A ROWS x COLS tile (COLS % 4 == 0) of a row-major matrix, fetched from global memory into registers
 // as float4s: slot s of thread t holds tile element (row(s), col(s) .. col(s) + 3). Consecutive threads
 // take consecutive float4s of a row, so a warp's loads coalesce. Out-of-range elements read as zero.

@@ -207,6 +207,16 @@ __device__ __forceinline__ void cumm_mbar_arrive_remote(unsigned long long* bar,
                  ::"r"(cumm_smem(bar)), "r"(rank) : "memory");
 }
 
+// ---- Persistent tile order -------------------------------------------------------------------------------
+
+// Tile t of a persistent kernel's walk over an ntm x ntn grid of tiles, as (tile row, tile column): groups of gm
+// tile rows are walked column by column, so the blocks running at once share A row panels and B column panels
+// in L2 (fewer DRAM reads than row-major order over the whole grid).
+__device__ __forceinline__ int2 cumm_tile_coord(int t, int ntm, int ntn, int gm) {
+    const int per_group = gm * ntn, first = t / per_group * gm, rows = min(ntm - first, gm), r = t % per_group;
+    return make_int2(first + r % rows, r / rows);
+}
+
 // ---- wgmma with TF32 operands: m64nNk8, FP32 accumulators ------------------------------------------------
 // d (64 x N, f32) (+)= a (64 x 8 TF32) @ b (8 x N TF32). a: 4 registers per thread, the m16n8k8 A fragment of
 // each warp's 16 rows (warp w of the warpgroup: rows 16 w ..); b: a descriptor (cumm_wgmma_desc), K-major (TF32

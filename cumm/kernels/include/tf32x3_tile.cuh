@@ -39,25 +39,6 @@ __device__ __forceinline__ void cumm_mma_tf32(float (&d)[4], const unsigned (&a)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// Two adjacent outputs (col, col + 1) of a row of C; one 8-byte store when legal.
-template <int VC>
-__device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, int ncols, float x, float y,
-                                            float alpha, float beta) {
-    if (VC && col + 1 < ncols) {  // ldc % 4 == 0, C 16-byte aligned and col even: 8-byte aligned
-        float2* p = reinterpret_cast<float2*>(row + col);
-        float2 o = make_float2(alpha * x, alpha * y);
-        if (beta != 0.0f) {
-            const float2 c = *p;
-            o.x += beta * c.x;
-            o.y += beta * c.y;
-        }
-        *p = o;
-        return;
-    }
-    if (col < ncols) row[col] = cumm_epilogue(x, row + col, alpha, beta);
-    if (col + 1 < ncols) row[col + 1] = cumm_epilogue(y, row + col + 1, alpha, beta);
-}
-
 // One BM x BN tile of C = alpha * A @ B + beta * C at (bm0, bn0), computed by the whole block through the
 // STAGES-deep pipeline in `smem` (STAGE_FLOATS * STAGES floats). VA / VB / VC: 16-byte accesses to A / B / C
 // are legal (see common.cuh). Ends with a barrier, so the caller may start another tile in the same smem.
