@@ -12,8 +12,12 @@
 // - The copy engine (TMA) brings raw A and B into 128-byte-swizzled stages, tracked by mbarriers: no copy
 //   instructions, tails past M, N, K zero-filled by the hardware.
 // - Warp specialization as in wgmma_ws: warp 0 of the producer warpgroup issues the copies, warps 1-3 split,
-//   two consumer warpgroups (setmaxnreg: 216 registers, the producers 72) only load and split their A fragments and issue wgmma.
-//   A stage moves full (copies landed) -> ready (split) -> empty (consumers' wgmma done) -> refilled.
+//   two consumer warpgroups (setmaxnreg: 216 registers, the producers 72) only load and split their A
+//   fragments and issue wgmma. Two rings: STAGES raw stages (full: copies landed -> spent: read by the splitters
+//   and the consumers, refilled), and SB split buffers (ready: split -> done: their wgmma completed). A raw stage
+//   is handed back as soon as it is read, so the copies run well ahead of the tensor cores.
+// - The splitters set the pace (docs/performance.md): their store addresses are per-lane constants (two
+//   instructions a value) and their loop is unrolled so that several 16-byte loads are in flight.
 // - Persistent grid, grouped tile order (cumm_tile_coord, sm90.cuh): the ring runs on across tiles, so the next
 //   tile's first stages load and split while the consumers store this one.
 // Accumulation, as tf32x3: the tensor cores add into their accumulator rounding toward zero, so each stage
@@ -22,8 +26,8 @@
 // Order within a stage: the small products first (big_a small_b, small_a big_b), then big_a big_b.
 // Host: maps for A (FP32, dims K x M, box 32 x BM) and B (dims N x K, box 32 x 32), 128-byte swizzle; A and B
 // 16-byte aligned, lda, ldb % 4 == 0 (else tf32x3 runs: the spec's fallback). Grid: min(tiles, resident
-// blocks), one block per multiprocessor. NUM_THREADS = 384; dynamic shared memory STAGES (BM + 3 BN) 128 +
-// 1024 + 24 STAGES. Caveat (as tf32x3): an infinite input makes small = inf - inf = NaN.
+// blocks), one block per multiprocessor. NUM_THREADS = 384; dynamic shared memory (STAGES (BM + BN) + 2 SB BN)
+// 128 + 1024 + 16 (STAGES + SB). Caveat (as tf32x3): an infinite input makes small = inf - inf = NaN.
 
 #define CUMM_A_BYTES (BM * 128)  // raw A: BM rows of 32 floats (128 bytes), K-major
 #define CUMM_B_BYTES (BN * 128)  // raw B: BN / 32 boxes of 32 k-rows x 32 floats; also each half of a split buffer
