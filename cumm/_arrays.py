@@ -10,6 +10,8 @@ recognised by its type's module.
 
 from __future__ import annotations
 
+import threading
+
 import cupy
 import numpy as np
 
@@ -105,3 +107,16 @@ _TORCH_DTYPES = {
     "bfloat16": lambda: _torch_dtype("bfloat16"),
     "float64": lambda: _torch_dtype("float64"),
 }
+
+
+_thread = threading.local()
+
+
+def driver_ready() -> None:
+    """Make sure this thread has a current CUDA context before a driver-API launch (cuLaunchKernel). A thread
+    whose first CUDA call is cumm's cached launch has none (CUDA_ERROR_INVALID_CONTEXT; found with one thread per
+    GPU, where the calls were cached by another thread): cudaFree(0) initializes the runtime on the current
+    device's primary context. Once per thread; later device switches (cupy.cuda.Device) keep a context current."""
+    if not getattr(_thread, "ready", False):
+        cupy.cuda.runtime.free(0)
+        _thread.ready = True

@@ -324,6 +324,7 @@ class Call:
         if alpha != self.alpha or beta != self.beta:
             self.f32[6], self.f32[16] = self.alpha, self.beta = alpha, beta
         gx, gy, gz, bx, by, bz, smem, func = self.geometry
+        _arrays.driver_ready()
         _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
 
 

@@ -1,4 +1,5 @@
-"""Shared fixtures. GPU tests carry the ``gpu`` marker and are skipped, with the reason, without a GPU."""
+"""Shared fixtures. GPU tests carry the ``gpu`` marker and are skipped, with the reason, without a GPU; tests of
+two GPUs carry ``multigpu`` and are skipped, with the reason, where fewer than two are present."""
 
 from __future__ import annotations
 
@@ -14,13 +15,26 @@ def _gpu_skip_reason() -> str | None:
 GPU_SKIP_REASON = _gpu_skip_reason()
 
 
+def _multigpu_skip_reason() -> str | None:
+    if GPU_SKIP_REASON is not None:
+        return GPU_SKIP_REASON
+    import cupy
+
+    n = cupy.cuda.runtime.getDeviceCount()
+    return None if n >= 2 else f"needs two CUDA GPUs; this machine has {n}"
+
+
+MULTIGPU_SKIP_REASON = _multigpu_skip_reason()
+
+
 def pytest_collection_modifyitems(config, items):
-    if GPU_SKIP_REASON is None:
-        return
-    skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    for marker, reason in (("gpu", GPU_SKIP_REASON), ("multigpu", MULTIGPU_SKIP_REASON)):
+        if reason is None:
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture

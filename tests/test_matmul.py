@@ -156,3 +156,32 @@ def test_device_errors(rng):
             b1 = cupy.asarray(b)
         with pytest.raises(ValueError, match="device"):
             cumm.matmul(a, b1)
+
+
+def test_a_new_thread_reuses_a_cached_call(rng):
+    """A thread whose first CUDA call is cumm's cached one-launch call (made by another thread) has no current
+    context of its own until cumm makes one (it raised CUDA_ERROR_INVALID_CONTEXT before); multi_dot likewise."""
+    import threading
+
+    import cupy
+
+    a = rng.standard_normal((512, 512), dtype=cupy.float32)
+    ref = a.astype(cupy.float64) @ a.astype(cupy.float64)
+    out = cupy.empty_like(a)
+    cumm.matmul(a, a, out=out)  # cached here
+    chain = cumm.multi_dot([a, a, a])
+    results, errors = {}, []
+
+    def work():
+        try:
+            cumm.matmul(a, a, out=out)  # no CUDA call in this thread before it
+            results["chain"] = cumm.multi_dot([a, a, a])
+            cupy.cuda.Device().synchronize()
+        except Exception as e:  # reported below, with the thread's traceback text
+            errors.append(repr(e))
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert not errors, errors
+    assert rel_err(out, ref) < TOL and rel_err(results["chain"], chain.astype(cupy.float64)) < TOL

@@ -17,6 +17,7 @@ import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
 from .. import _tmaps as tmaps
+from .._arrays import driver_ready
 from .._tmaps import Maps, MapSpec
 
 
@@ -89,6 +90,7 @@ class Launch:
             self.config_ref = ctypes.byref(self.config)
 
     def __call__(self, pointers: tuple[int, ...], stream: int) -> None:
+        driver_ready()
         with self.lock:  # the slots and the launch configuration are shared; the driver copies them at the launch
             s = self.slots
             for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
