@@ -1,0 +1,231 @@
+// SCRATCH (not measured): wgmma_tf32x3 with the splitters' 16-byte loads hoisted in groups of 4 (see
+// docs/performance.md, wgmma_tf32x3: the splitter loop's serialized load-split-store groups). Compiles for
+// sm_90a with 168 registers, no spills (BN = 128 and 64). To try: register it as a kernel with the shipped
+// spec's fields and template=this file, then time it beside wgmma_tf32x3 (lab probe) on an H200.
+// wgmma_tf32x3: 10_tf32x3's three-product split on Hopper's warpgroup tensor cores (sm_90a), with the machinery
+// of 14_wgmma_ws: FP32 accuracy at the rate of TF32 wgmma. What changes from tf32x3, and why it is faster:
+// - wgmma m64nBNk8 instead of mma.sync m16n8k8: one instruction per warpgroup multiplies 64 x BN x 8, with B
+//   read by the tensor cores straight from shared memory (no fragment loads for B, no per-warp B split).
+// - Each value is split once. In tf32x3 every warp split every A and B fragment it loaded, and a B value was
+//   split by every warp row of the block. Here B is split once per stage, by three splitter warps, into two
+//   shared buffers (B^T big, B^T small), and each consumer thread splits only its own A fragments, in registers.
+// - The split buffers hold B^T: TF32 wgmma reads both operands K-major only, and B (row-major K x N) is N-major.
+//   A splitter lane owns one k (0..31) and reads 4 consecutive columns of B's raw row k (one 16-byte load), then
+//   writes them as 4 values of column k of B^T's rows n .. n + 3: the 32 lanes' stores of one row fall in 32
+//   different banks (rows of 128 bytes, swizzled), and so do their loads (rows of the raw box, swizzled).
+// - The copy engine (TMA) brings raw A and B into 128-byte-swizzled stages, tracked by mbarriers: no copy
+//   instructions, tails past M, N, K zero-filled by the hardware.
+// - Warp specialization as in wgmma_ws: warp 0 of the producer warpgroup issues the copies, warps 1-3 split,
+//   two consumer warpgroups (setmaxnreg: 216 registers, the producers 72) only load and split their A
+//   fragments and issue wgmma. Two rings: STAGES raw stages (full: copies landed -> spent: read by the splitters
+//   and the consumers, refilled), and SB split buffers (ready: split -> done: their wgmma completed). A raw stage
+//   is handed back as soon as it is read, so the copies run well ahead of the tensor cores.
+// - The splitters set the pace (docs/performance.md): their store addresses are per-lane constants (two
+//   instructions a value) and their loop is unrolled so that several 16-byte loads are in flight.
+// - Persistent grid, grouped tile order (cumm_tile_coord, sm90.cuh): the ring runs on across tiles, so the next
+//   tile's first stages load and split while the consumers store this one.
+// Accumulation, as tf32x3: the tensor cores add into their accumulator rounding toward zero, so each stage
+// (32 of K: 12 wgmma) sums into a fresh partial pb, added to the running sum acc rounded to nearest once the
+// stage's wgmma are done; the error of that rounding stays bounded by one stage's chain, not by K.
+// Order within a stage: the small products first (big_a small_b, small_a big_b), then big_a big_b.
+// Host: maps for A (FP32, dims K x M, box 32 x BM) and B (dims N x K, box 32 x 32), 128-byte swizzle; A and B
+// 16-byte aligned, lda, ldb % 4 == 0 (else tf32x3 runs: the spec's fallback). Grid: min(tiles, resident
+// blocks), one block per multiprocessor. NUM_THREADS = 384; dynamic shared memory (STAGES (BM + BN) + 2 SB BN)
+// 128 + 1024 + 16 (STAGES + SB). Caveat (as tf32x3): an infinite input makes small = inf - inf = NaN.
+
+#define CUMM_A_BYTES (BM * 128)  // raw A: BM rows of 32 floats (128 bytes), K-major
+#define CUMM_B_BYTES (BN * 128)  // raw B: BN / 32 boxes of 32 k-rows x 32 floats; also each half of a split buffer
+#define CUMM_RAW_BYTES (CUMM_A_BYTES + CUMM_B_BYTES)
+#define CUMM_SPLITTERS 3  // warps 1-3 of the producer warpgroup
+
+// x = big + small: big is x rounded to TF32 (to nearest, ties away: adding half a TF32 ulp to the magnitude bits
+// and masking, two integer instructions; cvt.rna.tf32.f32 costs more on sm_90), small = x - big, exact in FP32;
+// the tensor cores read small's top 11 significant bits (rounding small too measured no more accurate: the
+// error is the accumulator's, see above, and it cost speed).
+__device__ __forceinline__ void cumm_split(float x, unsigned& big, unsigned& small) {
+    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(x - __uint_as_float(big));
+}
+
+// Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled tile (TMA's 128-byte swizzle).
+__device__ __forceinline__ unsigned cumm_sw128(int r, int c) { return r * 128 + ((c ^ (r % 8)) << 4); }
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+    CUMM_KERNEL(CUMM_GEMM_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
+    static_assert(BM == 128 && NUM_THREADS == 384, "a producer warpgroup and two consumer warpgroups of 64 rows");
+    static_assert(BN % 32 == 0 && BN <= 128, "B is copied in 32-column boxes; wgmma N up to 128");
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = cumm_smem(smem_raw), base = (raw + 1023) & ~1023u;
+    unsigned char* const sm = smem_raw + (base - raw);
+    unsigned char* const splits = sm + STAGES * CUMM_RAW_BYTES;  // SB buffers: B^T big, then B^T small
+    unsigned long long* const full = reinterpret_cast<unsigned long long*>(splits + SB * 2 * CUMM_B_BYTES);
+    unsigned long long* const spent = full + STAGES;  // raw stage read (by the splitters and the consumers)
+    unsigned long long* const ready = spent + STAGES;  // split buffer written
+    unsigned long long* const done = ready + SB;       // split buffer's wgmma completed
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, tiles = ntm * ntn, KT = (K + 31) / 32;
+
+    if (tid == 0) {
+        cumm_prefetch_tmap(&tmA);
+        cumm_prefetch_tmap(&tmB);
+        for (int s = 0; s < STAGES; ++s) {
+            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<CUMM_SPLITTERS + 8>(&spent[s]);  // the splitter warps and the 8 consumer warps
+        }
+        for (int b = 0; b < SB; ++b) {
+            cumm_mbar_init<CUMM_SPLITTERS>(&ready[b]);
+            cumm_mbar_init<8>(&done[b]);
+        }
+        cumm_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp < 4) {  // producer warpgroup
+        cumm_setmaxnreg_dec<72>();  // 128 x (168 - 72) registers handed to the consumers: 256 x (216 - 168)
+        if (warp == 0) {  // the copies: one thread
+            if (lane == 0) {
+                int it = 0;
+                for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                    const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
+                    for (int kt = 0; kt < KT; ++kt, ++it) {
+                        const int s = it % STAGES;
+                        cumm_mbar_wait(&spent[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+                        unsigned char* const st = sm + s * CUMM_RAW_BYTES;
+                        cumm_mbar_expect(&full[s], CUMM_RAW_BYTES);
+                        cumm_tma_load(st, &tmA, kt * 32, tc.x * BM, &full[s]);
+#pragma unroll
+                        for (int j = 0; j < BN / 32; ++j)
+                            cumm_tma_load(st + CUMM_A_BYTES + j * 4096, &tmB, tc.y * BN + 32 * j, kt * 32, &full[s]);
+                    }
+                }
+            }
+            return;
+        }
+        // The splitters: lane = k; splitter w takes the 4-column groups q = w - 1, w + 2, ... of the stage's B.
+        // Column n = 4 q + i goes to B^T row n: 128 bytes (its 32 k), 16-byte chunk (k / 4) ^ (n % 8), word k % 4;
+        // with n % 8 = 4 (q % 2) + i, that is q * 512 + (ko[i] ^ 64 (q % 2)), ko[i] below (bit 6 is the chunk's 4).
+        const int k = lane;
+        unsigned ko[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ko[i] = i * 128 + (((k / 4) ^ i) << 4) + 4 * (k % 4);
+        int it = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x)
+            for (int kt = 0; kt < KT; ++kt, ++it) {
+                const int s = it % STAGES, b = it % SB;
+                cumm_mbar_wait(&full[s], (it / STAGES) & 1);
+                cumm_mbar_wait(&done[b], ((it / SB) & 1) ^ 1);  // its last wgmma are done (first round: at once)
+                const unsigned char* const rb = sm + s * CUMM_RAW_BYTES + CUMM_A_BYTES;
+                unsigned char* const big = splits + b * 2 * CUMM_B_BYTES;
+                // All of this warp's 16-byte loads first, then the splits and stores: the compiler cannot tell the
+                // raw stage from the split buffer apart, so a load after a store would wait for it.
+                // In groups of QG: the group's 16-byte loads first, then its splits and stores (the compiler cannot
+                // tell the raw stage from the split buffer apart, so a load after a store would wait for it).
+                constexpr int QN = (BN / 4 + CUMM_SPLITTERS - 1) / CUMM_SPLITTERS, QG = 4;
+#pragma unroll 1
+                for (int u0 = 0; u0 < QN; u0 += QG) {
+                    float4 v[QG];
+#pragma unroll
+                    for (int u = 0; u < QG; ++u) {
+                        const int q = warp - 1 + (u0 + u) * CUMM_SPLITTERS;
+                        if (u0 + u < QN && q < BN / 4)
+                            v[u] = *reinterpret_cast<const float4*>(rb + (q / 8) * 4096 + cumm_sw128(k, q % 8));
+                    }
+#pragma unroll
+                    for (int u = 0; u < QG; ++u) {
+                        const int q = warp - 1 + (u0 + u) * CUMM_SPLITTERS;
+                        if (u0 + u >= QN || q >= BN / 4) continue;
+                        const float x[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+                        unsigned char* const row = big + q * 512;
+                        const unsigned flip = (q & 1) << 6;
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) {
+                            unsigned bg, sml;
+                            cumm_split(x[i], bg, sml);
+                            const unsigned o = ko[i] ^ flip;
+                            *reinterpret_cast<unsigned*>(row + o) = bg;
+                            *reinterpret_cast<unsigned*>(row + CUMM_B_BYTES + o) = sml;
+                        }
+                    }
+                }
+                cumm_fence_proxy_async_shared();  // these stores -> the consumers' wgmma (the async proxy)
+                __syncwarp();
+                if (lane == 0) {
+                    cumm_mbar_arrive(&spent[s]);
+                    cumm_mbar_arrive(&ready[b]);
+                }
+            }
+        return;
+    }
+
+    cumm_setmaxnreg_inc<216>();
+    const int wg = warp / 4 - 1, w4 = warp % 4, g = lane / 4, t4 = lane % 4;
+    const int r0 = wg * 64 + w4 * 16 + g;  // this thread's first row of the tile (and r0 + 8)
+    int it = 0;                            // stages consumed (over all tiles)
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
+        const int bm0 = tc.x * BM, bn0 = tc.y * BN;
+        float acc[BN / 2], pb[BN / 2];
+#pragma unroll
+        for (int e = 0; e < BN / 2; ++e) acc[e] = 0.0f;
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+            const int s = it % STAGES, b = it % SB;
+            const unsigned char* const st = sm + s * CUMM_RAW_BYTES;
+            cumm_mbar_wait(&full[s], (it / STAGES) & 1);
+            // This warp's A fragments (4 k-steps of 8), raw: rows r0, r0 + 8; columns 8 j + t4 and 8 j + t4 + 4,
+            // loaded while the previous stage's wgmma run.
+            float xr[4][4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                xr[j][0] = *reinterpret_cast<const float*>(st + cumm_sw128(r0, 2 * j) + 4 * t4);
+                xr[j][1] = *reinterpret_cast<const float*>(st + cumm_sw128(r0 + 8, 2 * j) + 4 * t4);
+                xr[j][2] = *reinterpret_cast<const float*>(st + cumm_sw128(r0, 2 * j + 1) + 4 * t4);
+                xr[j][3] = *reinterpret_cast<const float*>(st + cumm_sw128(r0 + 8, 2 * j + 1) + 4 * t4);
+            }
+            __syncwarp();
+            if (lane == 0) cumm_mbar_arrive(&spent[s]);  // (release: after this warp's loads of the stage)
+            if (kt > 0) {  // the previous stage's wgmma: done, its partial into the sum, its split buffer free
+                cumm_wgmma_wait<0>();
+                cumm_wgmma_pin(pb);
+#pragma unroll
+                for (int e = 0; e < BN / 2; ++e) acc[e] += pb[e];
+                if (lane == 0) cumm_mbar_arrive(&done[(it - 1) % SB]);
+            }
+            // Split only now: the registers of xb and xs were the previous stage's wgmma operands.
+            unsigned xb[4][4], xs[4][4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) cumm_split(xr[j][i], xb[j][i], xs[j][i]);
+            cumm_mbar_wait(&ready[b], (it / SB) & 1);
+            const unsigned bt = cumm_smem(splits) + b * 2 * CUMM_B_BYTES;  // B^T big; B^T small after it
+            cumm_wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {  // k-step j: 32 bytes into each 128-byte row of B^T
+                const unsigned long long db = cumm_wg_desc_k(bt + 32 * j);
+                const unsigned long long ds = cumm_wg_desc_k(bt + CUMM_B_BYTES + 32 * j);
+                cumm_wgmma_tf32<BN>(pb, xb[j], ds, j > 0);
+                cumm_wgmma_tf32<BN>(pb, xs[j], db, 1);
+                cumm_wgmma_tf32<BN>(pb, xb[j], db, 1);
+            }
+            cumm_wgmma_commit();
+        }
+        cumm_wgmma_wait<0>();
+        cumm_wgmma_pin(pb);
+#pragma unroll
+        for (int e = 0; e < BN / 2; ++e) acc[e] += pb[e];
+        if (lane == 0) cumm_mbar_arrive(&done[(it - 1) % SB]);
+
+        // Thread (g, t4) of warp w4 holds rows r0, r0 + 8, columns 8 j + 2 t4 (+1) in acc[4 j .. 4 j + 3].
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = bm0 + r0 + 8 * h;
+            if (row >= M) continue;
+            float* const crow = C + (i64)row * ldc;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+                cumm_store2<VEC_C>(crow, bn0 + 8 * j + 2 * t4, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], alpha,
+                                   beta);
+        }
+    }
+}
