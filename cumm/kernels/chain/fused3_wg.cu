@@ -91,17 +91,12 @@ __device__ __forceinline__ int cumm_wg_kcol(const int t, const int e) {
     return wg::SPAN * (e / wg::WS) + wg::WS * t + e % wg::WS;
 }
 
-__device__ __forceinline__ void cumm_wg_split(float x, unsigned& big, unsigned& small) {
-    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;  // round to TF32 (see tf32x3_tile.cuh)
-    small = __float_as_uint(x - __uint_as_float(big));
-}
-
 __device__ __forceinline__ uint4 cumm_wg_split4(float4 v, uint4& small) {
     uint4 big;
-    cumm_wg_split(v.x, big.x, small.x);
-    cumm_wg_split(v.y, big.y, small.y);
-    cumm_wg_split(v.z, big.z, small.z);
-    cumm_wg_split(v.w, big.w, small.w);
+    cumm_split_tf32(v.x, big.x, small.x);
+    cumm_split_tf32(v.y, big.y, small.y);
+    cumm_split_tf32(v.z, big.z, small.z);
+    cumm_split_tf32(v.w, big.w, small.w);
     return big;
 }
 
@@ -217,10 +212,10 @@ __device__ __forceinline__ void cumm_wg_load_x(const float* const q, const int r
 #pragma unroll
         for (int s = 0; s < BK / 8; ++s) {
             const int c = cumm_wg_kcol(t, 2 * s), d = cumm_wg_kcol(t, 2 * s + 1);
-            cumm_wg_split(q[cumm_wg_xi(r, c)], xb[s][0], xs[s][0]);
-            cumm_wg_split(q[cumm_wg_xi(r + 8, c)], xb[s][1], xs[s][1]);
-            cumm_wg_split(q[cumm_wg_xi(r, d)], xb[s][2], xs[s][2]);
-            cumm_wg_split(q[cumm_wg_xi(r + 8, d)], xb[s][3], xs[s][3]);
+            cumm_split_tf32(q[cumm_wg_xi(r, c)], xb[s][0], xs[s][0]);
+            cumm_split_tf32(q[cumm_wg_xi(r + 8, c)], xb[s][1], xs[s][1]);
+            cumm_split_tf32(q[cumm_wg_xi(r, d)], xb[s][2], xs[s][2]);
+            cumm_split_tf32(q[cumm_wg_xi(r + 8, d)], xb[s][3], xs[s][3]);
         }
     } else {
 #pragma unroll
@@ -238,7 +233,7 @@ __device__ __forceinline__ void cumm_wg_load_x(const float* const q, const int r
                 }
 #pragma unroll
                 for (int i = 0; i < (WS % 4 == 0 ? 4 : 2); ++i)
-                    cumm_wg_split(v[i], xb[(e + i) / 2][h + 2 * (i % 2)], xs[(e + i) / 2][h + 2 * (i % 2)]);
+                    cumm_split_tf32(v[i], xb[(e + i) / 2][h + 2 * (i % 2)], xs[(e + i) / 2][h + 2 * (i % 2)]);
             }
         }
     }

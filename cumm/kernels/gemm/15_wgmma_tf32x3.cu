@@ -23,7 +23,8 @@
 // Accumulation, as tf32x3: the tensor cores add into their accumulator rounding toward zero, so each stage
 // (32 of K: 12 wgmma) sums into a fresh partial pb, added to the running sum acc rounded to nearest once the
 // stage's wgmma are done; the error of that rounding stays bounded by one stage's chain, not by K.
-// Order within a stage: the small products first (big_a small_b, small_a big_b), then big_a big_b.
+// Order within a stage: the small products first (big_a small_b, small_a big_b), then big_a big_b. The split is
+// common.cuh's cumm_split_tf32 (small left unrounded: rounding it too measured no more accurate, and slower).
 // Host: maps for A (FP32, dims K x M, box 32 x BM) and B (dims N x K, box 32 x 32), 128-byte swizzle; A and B
 // 16-byte aligned, lda, ldb % 4 == 0 (else tf32x3 runs: the spec's fallback). Grid: min(tiles, resident
 // blocks), one block per multiprocessor. NUM_THREADS = 384; dynamic shared memory (STAGES (BM + BN) + 2 SB BN)
@@ -33,15 +34,6 @@
 #define CUMM_B_BYTES (BN * 128)  // raw B: BN / 32 boxes of 32 k-rows x 32 floats; also each half of a split buffer
 #define CUMM_RAW_BYTES (CUMM_A_BYTES + CUMM_B_BYTES)
 #define CUMM_SPLITTERS 3  // warps 1-3 of the producer warpgroup
-
-// x = big + small: big is x rounded to TF32 (to nearest, ties away: adding half a TF32 ulp to the magnitude bits
-// and masking, two integer instructions; cvt.rna.tf32.f32 costs more on sm_90), small = x - big, exact in FP32;
-// the tensor cores read small's top 11 significant bits (rounding small too measured no more accurate: the
-// error is the accumulator's, see above, and it cost speed).
-__device__ __forceinline__ void cumm_split(float x, unsigned& big, unsigned& small) {
-    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-    small = __float_as_uint(x - __uint_as_float(big));
-}
 
 // Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled tile (TMA's 128-byte swizzle).
 __device__ __forceinline__ unsigned cumm_sw128(int r, int c) { return r * 128 + ((c ^ (r % 8)) << 4); }
@@ -123,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 #pragma unroll
                     for (int i = 0; i < 4; ++i) {
                         unsigned bg, sml;
-                        cumm_split(x[i], bg, sml);
+                        cumm_split_tf32(x[i], bg, sml);
                         const unsigned o = ko[i] ^ flip;
                         *reinterpret_cast<unsigned*>(row + o) = bg;
                         *reinterpret_cast<unsigned*>(row + CUMM_B_BYTES + o) = sml;
@@ -177,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 #pragma unroll
             for (int j = 0; j < 4; ++j)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) cumm_split(xr[j][i], xb[j][i], xs[j][i]);
+                for (int i = 0; i < 4; ++i) cumm_split_tf32(xr[j][i], xb[j][i], xs[j][i]);
             cumm_mbar_wait(&ready[b], (it / SB) & 1);
             const unsigned bt = cumm_smem(splits) + b * 2 * CUMM_B_BYTES;  // B^T big; B^T small after it
             cumm_wgmma_fence();

@@ -108,6 +108,18 @@ __device__ __forceinline__ void cumm_store4(float* __restrict__ row, int col, in
     if (col + 3 < ncols) row[col + 3] = cumm_epilogue(acc.w, row + col + 3, alpha, beta);
 }
 
+// x = big + small. big is x rounded to TF32 (10 mantissa bits), to nearest with ties away from zero:
+// adding half a TF32 ulp to the magnitude bits and masking is that rounding in two integer instructions
+// (cvt.rna.tf32.f32 costs about four on sm_90). small = x - big is exact in FP32 and |small| <= 2^-11 |x|;
+// it goes to the tensor cores unrounded, which read its top 11 significant bits: an error below
+// 2^-10 |small| <= 2^-21 |x|, the size of the small_a * small_b term the split drops anyway. Three
+// instructions a value (in tf32x3 the main overhead besides the mma where warp tiles are small). The split of
+// the TF32 tensor-core kernels (tf32x3_tile.cuh, 15_wgmma_tf32x3.cu, fused3_wg.cu).
+__device__ __forceinline__ void cumm_split_tf32(float x, unsigned& big, unsigned& small) {
+    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(x - __uint_as_float(big));
+}
+
 // Two adjacent outputs (col, col + 1) of a row of C; one 8-byte store when legal.
 template <int VC>
 __device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, int ncols, float x, float y,

@@ -19,18 +19,6 @@
 #define LDB_S (BN + 8)  // shared row stride of B, floats
 #define CUMM_TF32X3_STAGE (BM * LDA_S + BK * LDB_S)  // floats per pipeline stage
 
-// x = big + small. big is x rounded to TF32 (10 mantissa bits), to nearest with ties away from zero:
-// adding half a TF32 ulp to the magnitude bits and masking is that rounding in two integer instructions
-// (cvt.rna.tf32.f32 costs about four on sm_90). small = x - big is exact in FP32 and |small| <= 2^-11 |x|;
-// it goes to the tensor cores unrounded, which read its top 11 significant bits: an error below
-// 2^-10 |small| <= 2^-21 |x|, the size of the small_a * small_b term the split drops anyway. Three
-// instructions a value; each runs (MI*4 + NI*2) times per warp per k-step, so this is the main overhead
-// besides the mma themselves where warp tiles are small.
-__device__ __forceinline__ void cumm_split_tf32(float x, unsigned& big, unsigned& small) {
-    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-    small = __float_as_uint(x - __uint_as_float(big));
-}
-
 // d += a @ b for one m16n8k8 tile: a row-major 16x8 (4 registers), b column-major 8x8 (2), d 16x8 (4).
 __device__ __forceinline__ void cumm_mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
