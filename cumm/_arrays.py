@@ -10,8 +10,6 @@ recognised by its type's module.
 
 from __future__ import annotations
 
-import threading
-
 import cupy
 import numpy as np
 
@@ -109,14 +107,15 @@ _TORCH_DTYPES = {
 }
 
 
-_thread = threading.local()
+CUDA_ERROR_INVALID_CONTEXT = 201
 
 
-def driver_ready() -> None:
-    """Make sure this thread has a current CUDA context before a driver-API launch (cuLaunchKernel). A thread
-    whose first CUDA call is cumm's cached launch has none (CUDA_ERROR_INVALID_CONTEXT; found with one thread per
-    GPU, where the calls were cached by another thread): cudaFree(0) initializes the runtime on the current
-    device's primary context. Once per thread; later device switches (cupy.cuda.Device) keep a context current."""
-    if not getattr(_thread, "ready", False):
-        cupy.cuda.runtime.free(0)
-        _thread.ready = True
+def retry_without_context(err: Exception) -> bool:
+    """After a driver-API launch (cuLaunchKernel) failed: whether it failed for want of a current CUDA context, in
+    which case one is now made current and the caller launches again. A thread whose first CUDA call is cumm's
+    cached launch has none (found with one thread per GPU, the calls cached by another thread); cudaFree(0)
+    initializes the runtime on the current device's primary context. Checked only on failure: no cost per call."""
+    if getattr(err, "status", None) != CUDA_ERROR_INVALID_CONTEXT:
+        return False
+    cupy.cuda.runtime.free(0)
+    return True

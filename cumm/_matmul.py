@@ -324,8 +324,12 @@ class Call:
         if alpha != self.alpha or beta != self.beta:
             self.f32[6], self.f32[16] = self.alpha, self.beta = alpha, beta
         gx, gy, gz, bx, by, bz, smem, func = self.geometry
-        _arrays.driver_ready()
-        _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
+        try:
+            _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
+        except _driver.CUDADriverError as e:
+            if not _arrays.retry_without_context(e):
+                raise
+            _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
 
 
 _ZERO_MAP = _tmaps.aligned_map()  # 128 zero bytes, 64-byte aligned: a map argument a kernel does not read

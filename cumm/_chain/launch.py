@@ -17,7 +17,7 @@ import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
 from .. import _tmaps as tmaps
-from .._arrays import driver_ready
+from .._arrays import retry_without_context
 from .._tmaps import Maps, MapSpec
 
 
@@ -89,8 +89,7 @@ class Launch:
             self.config = LaunchConfig((grid, 1, 1), (threads, 1, 1), smem, None, ctypes.addressof(self.attr), 1)
             self.config_ref = ctypes.byref(self.config)
 
-    def __call__(self, pointers: tuple[int, ...], stream: int) -> None:
-        driver_ready()
+    def __call__(self, pointers: tuple[int, ...], stream: int, retry: bool = True) -> None:
         with self.lock:  # the slots and the launch configuration are shared; the driver copies them at the launch
             s = self.slots
             for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
@@ -99,12 +98,24 @@ class Launch:
                 ptr = pointers[operand]
                 self.ptrs[arg] = maps.known.get(ptr) or maps.make(ptr)
             if self.ex is None:
-                _driver.launchKernel(self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0)
-                return
-            self.config.stream = stream
-            rc = self.ex(self.config_ref, self.func, self.params, None)
-        if rc:
-            raise _driver.CUDADriverError(rc)
+                try:
+                    _driver.launchKernel(
+                        self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0
+                    )
+                    return
+                except _driver.CUDADriverError as e:
+                    err = e
+            else:
+                self.config.stream = stream
+                rc = self.ex(self.config_ref, self.func, self.params, None)
+                if not rc:
+                    return
+                err = _driver.CUDADriverError(rc)
+        # a thread without a current context (see retry_without_context): made current, then launched once more
+        if retry and retry_without_context(err):
+            self(pointers, stream, retry=False)
+            return
+        raise err
 
 
 def layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
