@@ -4,7 +4,9 @@
 2. Otherwise the tuned tables (``cumm/tuned/*.json`` shipped with the package, then the user's
    ``tuned.json`` in the cache dir, which wins) are searched for this GPU (name and compute capability)
    and dtype; the entry whose shape bucket is nearest in log2 space (within ``_store.MAX_DISTANCE``) gives
-   the kernel and its configuration. See ``_store`` for the format and for how entries are made.
+   the kernel and its configuration. See ``_store`` for the format and for how entries are made. A bucket
+   whose entries do not include ``top(cc)`` (tuned before that rung existed or changed) is not used: its
+   winner was never raced against the rung the heuristic runs.
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
    64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
 
@@ -107,6 +109,12 @@ def _lookup(
     try:
         gpu, cc = device_key(device_id)
         entry = _store.lookup(gpu, cc, DTYPE, *b, kernel=kernel)
+        if entry is not None and kernel is None and entry["kernel"] != top(cc):
+            # A table without the top rung at this bucket predates it (tuned before the rung existed, or with
+            # another template): its winner was never raced against the rung the heuristic would run.
+            t = _store.lookup(gpu, cc, DTYPE, *b, kernel=top(cc))
+            if t is None or t["bucket"] != entry["bucket"]:
+                return None
     except Exception as e:  # a broken table must never break matmul: fall back to the heuristic
         warnings.warn(
             f"cumm: tuned-table lookup failed ({type(e).__name__}: {e}); using the heuristic",

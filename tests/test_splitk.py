@@ -175,9 +175,9 @@ def fake_h200(tmp_path, monkeypatch):
     _store.clear_caches()
 
 
-def _entry(kernel, shape, **extra):
+def _entry(kernel, shape, tflops=30.0, **extra):
     cfg = get_spec(kernel).resolve(None, CC)
-    e = _store.make_entry(GPU, CC, kernel, "float32", shape, cfg, 2 * math.prod(shape) / 3e10, 30.0)
+    e = _store.make_entry(GPU, CC, kernel, "float32", shape, cfg, 2 * math.prod(shape) / tflops / 1e9, tflops)
     e.update(extra)
     return e
 
@@ -206,6 +206,7 @@ def test_select_batched_takes_a_rung_that_runs_batches(fake_h200):
 
 
 def test_select_tuned_entries_and_split(fake_h200):
+    _store.save_entries([_entry(_auto.top(CC), (64, 64, 4096), tflops=20.0)])  # raced against the top rung
     _store.save_entries([_entry("warptile", (64, 64, 4096))])
     assert _auto.select(64, 64, 4096, 0)[2] == 1  # a tuned entry without "split_k": no split
     assert _auto.select(64, 64, 4096, 0, split_k=4)[2] == 4
@@ -218,11 +219,26 @@ def test_select_tuned_entries_and_split(fake_h200):
 
 
 def test_select_skips_a_tuned_kernel_without_split_when_split_is_asked(fake_h200):
+    _store.save_entries([_entry(_auto.top(CC), (64, 64, 4096), tflops=20.0)])
     _store.save_entries([_entry("vectorized", (64, 64, 4096), split_k=4)])
     assert _auto.select(64, 64, 4096, 0)[:2] == ("vectorized", dict(get_spec("vectorized").resolve(None, CC)))
     assert _auto.select(64, 64, 4096, 0)[2] == 1  # the field is ignored for a kernel without split-K
     split = _auto.top(CC, split=True)
     assert _auto.select(64, 64, 4096, 0, split_k=4) == (split, _auto.SMALL_TILES[split], 4)
+
+
+def test_select_ignores_a_bucket_tuned_without_the_top_rung(fake_h200):
+    # a table made before the top rung existed (or changed): its winner never raced it, the heuristic runs
+    top = _auto.top(CC)
+    _store.save_entries([_entry("tf32x3", (4096, 4096, 4096), tflops=60.0)])
+    assert _auto.select(4096, 4096, 4096, 0) == (top, None, 1)
+    assert _auto.named("tf32x3", 4096, 4096, 4096, 0) == dict(get_spec("tf32x3").resolve(None, CC))  # still its own
+    _store.save_entries([_entry(top, (2048, 2048, 2048), tflops=90.0)])  # the top rung, but at another bucket
+    assert _auto.select(4096, 4096, 4096, 0) == (top, None, 1)
+    _store.save_entries([_entry(top, (4096, 4096, 4096), tflops=50.0)])  # raced and slower there: the table wins
+    assert _auto.select(4096, 4096, 4096, 0)[0] == "tf32x3"
+    _store.save_entries([_entry(top, (4096, 4096, 4096), tflops=120.0)])
+    assert _auto.select(4096, 4096, 4096, 0)[0] == top
 
 
 # ----------------------------------------------------------------------------------------------------------

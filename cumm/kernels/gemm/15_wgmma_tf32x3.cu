@@ -6,9 +6,10 @@
 //   split by every warp row of the block. Here B is split once per stage, by three splitter warps, into two
 //   shared buffers (B^T big, B^T small), and each consumer thread splits only its own A fragments, in registers.
 // - The split buffers hold B^T: TF32 wgmma reads both operands K-major only, and B (row-major K x N) is N-major.
-//   A splitter lane owns one k (0..31) and reads 4 consecutive columns of B's raw row k (one 16-byte load), then
-//   writes them as 4 values of column k of B^T's rows n .. n + 3: the 32 lanes' stores of one row fall in 32
-//   different banks (rows of 128 bytes, swizzled), and so do their loads (rows of the raw box, swizzled).
+//   The splitters transpose in 4 x 4 blocks: a lane loads 4 k-rows x 4 columns (four 16-byte loads), splits them
+//   and writes each column's 4 k as one 16-byte store to B^T big and one to B^T small: 12 shared-memory
+//   instructions per 16 values, each a full 16-byte access, and the lanes' blocks are placed so that neither the
+//   loads nor the stores meet a bank conflict (swizzled rows on both sides).
 // - The copy engine (TMA) brings raw A and B into 128-byte-swizzled stages, tracked by mbarriers: no copy
 //   instructions, tails past M, N, K zero-filled by the hardware.
 // - Warp specialization as in wgmma_ws: warp 0 of the producer warpgroup issues the copies, warps 1-3 split,
@@ -16,8 +17,8 @@
 //   fragments and issue wgmma. Two rings: STAGES raw stages (full: copies landed -> spent: read by the splitters
 //   and the consumers, refilled), and SB split buffers (ready: split -> done: their wgmma completed). A raw stage
 //   is handed back as soon as it is read, so the copies run well ahead of the tensor cores.
-// - The splitters set the pace (docs/performance.md): their store addresses are per-lane constants (two
-//   instructions a value) and their loop is unrolled so that several 16-byte loads are in flight.
+// - The splitters set the pace (docs/performance.md): their addresses are per-lane constants, and each block's
+//   loads are issued before the previous block's stores (software pipelining), so loads are always in flight.
 // - Persistent grid, grouped tile order (cumm_tile_coord, sm90.cuh): the ring runs on across tiles, so the next
 //   tile's first stages load and split while the consumers store this one.
 // Accumulation, as tf32x3: the tensor cores add into their accumulator rounding toward zero, so each stage
@@ -90,13 +91,31 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             }
             return;
         }
-        // The splitters: lane = k; splitter w takes the 4-column groups q = w - 1, w + 2, ... of the stage's B.
-        // Column n = 4 q + i goes to B^T row n: 128 bytes (its 32 k), 16-byte chunk (k / 4) ^ (n % 8), word k % 4;
-        // with n % 8 = 4 (q % 2) + i, that is q * 512 + (ko[i] ^ 64 (q % 2)), ko[i] below (bit 6 is the chunk's 4).
-        const int k = lane;
-        unsigned ko[4];
+        // The splitters, in 4 x 4 blocks: a lane loads rows k = 4 kc .. 4 kc + 3 at columns n = 4 q .. 4 q + 3 of
+        // the raw stage (four 16-byte loads), and writes the transposed block as B^T rows n, 16-byte chunk kc (four
+        // 16-byte stores to big, four to small). Lanes 8 p .. 8 p + 7 (one phase of a 16-byte access) take
+        // a = q % 8 = (a2, t ^ u, a0) and b = kc = (b2, t, b0) over all (t, a0, b0): the loads' swizzled chunk
+        // a ^ (4 b0 + i) and the stores' kc ^ (4 a0 + j) then differ across the 8 lanes, no bank conflicts.
+        // Splitter w takes warp steps m = w - 1, w + 2, ... (BN / 16 of them, 32 blocks each). Lane (p = lane / 8;
+        // t, a0, b0 = bits of lane % 8) of step m takes the box m / 2, a2 = m % 2, u = p % 2, b2 = p / 2: kc and
+        // the low bits of a are lane constants, and so are the offsets within a block.
+        const int lw = lane & 7, tt = lw >> 2, a0 = lw & 1, b0 = (lw >> 1) & 1, ph = lane / 8;
+        const int kc = (ph >> 1) * 4 + tt * 2 + b0, alo = ((tt ^ ph) & 1) * 2 + a0;
+        unsigned lo[4], so[4];  // per-row load offsets and per-column store offsets within a block
 #pragma unroll
-        for (int i = 0; i < 4; ++i) ko[i] = i * 128 + (((k / 4) ^ i) << 4) + 4 * (k % 4);
+        for (int i = 0; i < 4; ++i) {
+            lo[i] = i * 128 + (((alo ^ i) & 3) << 4);
+            so[i] = i * 128 + ((kc ^ (4 * a0 + i)) << 4);
+        }
+        constexpr int MS = BN / 16, R = (MS + CUMM_SPLITTERS - 1) / CUMM_SPLITTERS;  // warp steps of a stage
+        const int m0 = warp - 1;
+        unsigned lb[R], sb[R];  // per step: the block's raw offset (rows 4 kc.., chunk bit 2) and B^T row offset
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int m = m0 + r * CUMM_SPLITTERS, a = (m & 1) * 4 + alo;
+            lb[r] = (m >> 1) * 4096 + kc * 512 + ((((m & 1) ^ b0)) << 6);
+            sb[r] = ((m >> 1) * 8 + a) * 512;
+        }
         int it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x)
             for (int kt = 0; kt < KT; ++kt, ++it) {
@@ -105,20 +124,31 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                 cumm_mbar_wait(&done[b], ((it / SB) & 1) ^ 1);  // its last wgmma are done (first round: at once)
                 const unsigned char* const rb = sm + s * CUMM_RAW_BYTES + CUMM_A_BYTES;
                 unsigned char* const big = splits + b * 2 * CUMM_B_BYTES;
-#pragma unroll 4
-                for (int q = warp - 1; q < BN / 4; q += CUMM_SPLITTERS) {
-                    // raw B, box q / 8: row k, 16-byte chunk q % 8 (columns 4 q .. 4 q + 3)
-                    const float4 v = *reinterpret_cast<const float4*>(rb + (q / 8) * 4096 + cumm_sw128(k, q % 8));
-                    const float x[4] = {v.x, v.y, v.z, v.w};
-                    unsigned char* const row = big + q * 512;
-                    const unsigned flip = (q & 1) << 6;
+                // Software-pipelined: the next block's loads are issued before this block's stores (the compiler
+                // cannot tell the raw stage from the split buffer apart, so a load after a store would wait).
+                float4 v[2][4];
+                if (m0 < MS)  // (a warp may have no block when BN < 48)
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        unsigned bg, sml;
-                        cumm_split_tf32(x[i], bg, sml);
-                        const unsigned o = ko[i] ^ flip;
-                        *reinterpret_cast<unsigned*>(row + o) = bg;
-                        *reinterpret_cast<unsigned*>(row + CUMM_B_BYTES + o) = sml;
+                    for (int i = 0; i < 4; ++i) v[0][i] = *reinterpret_cast<const float4*>(rb + lb[0] + lo[i]);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    if (m0 + r * CUMM_SPLITTERS >= MS) break;
+                    if (r + 1 < R && m0 + (r + 1) * CUMM_SPLITTERS < MS) {
+#pragma unroll
+                        for (int i = 0; i < 4; ++i)
+                            v[(r + 1) & 1][i] = *reinterpret_cast<const float4*>(rb + lb[r + 1] + lo[i]);
+                    }
+                    const float4* const w = v[r & 1];
+                    unsigned char* const p = big + sb[r];
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        uint4 bg, sml;
+                        cumm_split_tf32((&w[0].x)[j], bg.x, sml.x);
+                        cumm_split_tf32((&w[1].x)[j], bg.y, sml.y);
+                        cumm_split_tf32((&w[2].x)[j], bg.z, sml.z);
+                        cumm_split_tf32((&w[3].x)[j], bg.w, sml.w);
+                        *reinterpret_cast<uint4*>(p + so[j]) = bg;
+                        *reinterpret_cast<uint4*>(p + CUMM_B_BYTES + so[j]) = sml;
                     }
                 }
                 cumm_fence_proxy_async_shared();  // these stores -> the consumers' wgmma (the async proxy)
