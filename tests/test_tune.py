@@ -460,6 +460,12 @@ def test_tune_returns_a_verified_config_and_persists_it(cache):
     gpu, cc = _auto.device_key(0)
     got = _store.lookup(gpu, cc, "float32", 512, 512, 512)
     assert got["config"] == res.config and got["kernel"] == "warptile"
+    assert _auto.named("warptile", 512, 512, 512, cupy.cuda.runtime.getDevice()) == res.config
+    # kernel="auto" uses a bucket once it raced the top rung: here an entry of it, slower.
+    top = _auto.top(cc)
+    if top != "warptile":
+        cfg = get_spec(top).resolve(None, cc)
+        _store.save_entries([_store.make_entry(gpu, cc, top, "float32", (512,) * 3, cfg, 2 * res.ms, res.tflops / 2)])
     # kernel="auto" now runs the tuned configuration, correctly.
     _auto.clear_cache()
     assert _auto.select(512, 512, 512, cupy.cuda.runtime.getDevice()) == ("warptile", res.config, 1)
