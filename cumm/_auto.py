@@ -12,8 +12,8 @@
 
 ``top(cc)`` is the first rung of ``TOP_BY_CC`` that runs on compute capability ``cc``: ``wgmma_tf32x3`` on
 Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32 tensor cores (8.0+:
-the same split on mma.sync), else the SIMT rung ``warptile``. A batched product, or one that splits K, takes the
-first of them that can (wgmma_tf32x3 does neither: its 2-D tensor maps address one matrix, and it runs unsplit).
+the same split on mma.sync), else the SIMT rung ``warptile``. A product that splits K takes the first of them that
+can (wgmma_tf32x3 runs unsplit); a batched product, the first that runs batches (wgmma_tf32x3 does: 3-D maps).
 
 The split count (split-K, ``cumm/_splitk.py``) comes with the answer: the caller's ``split_k`` when given,
 a tuned entry's optional ``"split_k"`` field (else 1), otherwise ``split_count``: slices of K when the
@@ -136,10 +136,10 @@ def select(
     device_id: int,
     config: Mapping[str, int] | None = None,
     split_k: int | None = None,
-    batched: bool = False,
+    batched: int = 0,
 ) -> tuple[str, Mapping[str, int] | None, int]:
     """(kernel name, configuration or None for the kernel's defaults, split count) for an M x N x K product
-    (one product of a batch when ``batched``: then a rung that runs batches, unsplit).
+    (one product of a batch of ``batched`` when it is nonzero: then a rung that runs batches, unsplit).
 
     ``split_k`` (the caller's, already checked) wins over the table and the heuristic; a tuned entry for a
     kernel without split-K is skipped when split_k > 1 is asked for, one for a kernel without batches when
@@ -161,7 +161,7 @@ def select(
     kernel = top(cc, batched, split=split_k is not None and split_k > 1)
     given = config is not None
     if not given:
-        config = _small(kernel, M, N, device_id)
+        config = _small(kernel, M, N, device_id, max(1, int(batched)))
     if split_k is not None or batched:
         return kernel, config, 1 if batched else split_k
     bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
@@ -174,15 +174,16 @@ def select(
     return kernel, config, splits
 
 
-def _small(kernel: str, M: int, N: int, device_id: int) -> Mapping[str, int] | None:
+def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1) -> Mapping[str, int] | None:
     """The kernel's "small" tiles when 128 x 128 tiles would give fewer than two blocks per multiprocessor; for a
     persistent kernel (one block per multiprocessor walks the tiles), when its default tiles are fewer than the
-    multiprocessors (H100, 2048^3: wgmma_tf32x3's 256 default tiles ran at 93.7 TFLOP/s, its small ones at 76.8)."""
+    multiprocessors (H100, 2048^3: wgmma_tf32x3's 256 default tiles ran at 93.7 TFLOP/s, its small ones at 76.8).
+    ``count``: the products of a batch, whose tiles add up."""
     spec = REGISTRY[kernel]
     if spec.persistent:
-        tiles = cdiv(M, spec.defaults["BM"]) * cdiv(N, spec.defaults["BN"])
+        tiles = count * cdiv(M, spec.defaults["BM"]) * cdiv(N, spec.defaults["BN"])
         return SMALL_TILES.get(kernel) if tiles < _sms(device_id) else None
-    return SMALL_TILES.get(kernel) if cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
+    return SMALL_TILES.get(kernel) if count * cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
 
 
 def top_for(dtype: str, cc: int) -> str:

@@ -283,6 +283,8 @@ class Call:
             if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
                 c_map = bool(plan.flags[2]) and dtype != F32
                 specs = spec.tensor_maps(plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map)
+                if batch is not None:  # the batched variant reads 3-D maps: the batch is their third dimension
+                    specs = [m and m.batched(batch[0], batch[1 + m.operand]) for m in specs]
                 self.maps = tuple(
                     (n + i, m.operand, _tmaps.Maps(m)) if m is not None else (n + i, None, None)
                     for i, m in enumerate(specs)
@@ -297,8 +299,8 @@ class Call:
             self.alpha = self.beta = None  # the alpha and beta written into the slots last
             self.func = plan.kern.kernel.ptr
             gx, gy, gz = spec.grid(plan.cfg, M, N, K)
-            if spec.persistent:  # one block per slot walks the tiles
-                gx = min(gx, plan.slots(dev))
+            if spec.persistent:  # one block per slot walks the tiles (of its product: grid z is the batch)
+                gx = min(gx, max(1, plan.slots(dev) // (1 if batch is None else batch[0])))
             self.grid = (gx, gy, gz if batch is None else batch[0])
             self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
 
@@ -541,7 +543,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         if call.fast:
             with cupy.cuda.Device(dev):
                 call.launch(a.data.ptr, b.data.ptr, out.data.ptr, alpha, beta, sptr)
-        elif batch:
+        elif batch and not call.direct:
             with cupy.cuda.Device(dev):
                 call.plan.launch(
                     M, N, K, alpha, ops[0], call.lda, ops[1], call.ldb, beta, ops[2], call.ldc, batch=call.batch
@@ -609,7 +611,7 @@ def _batch_operand(x, batch: tuple[int, ...], name: str):
     return x3, max(s1 // item, cols, 1), s0 // item
 
 
-def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: bool = False):
+def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: int = 0):
     """(kernel, configuration or None, split_k) for a product of ``dtype``: auto's choice, or the named rung
     (which must take that dtype) with its tuned or small tiles when no configuration is given."""
     if kernel == "auto":
@@ -648,7 +650,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         )
     ldc, bsc = max(s1 // oi, N, 1), s0 // oi
     dt = a.dtype.name
-    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=True)
+    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
     spec = get_spec(kernel)
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
@@ -664,6 +666,9 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         return int(x3.data.ptr % 16 == 0 and ld * item % 16 == 0 and bs * item % 16 == 0)
 
     flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
+    if spec.tensor_maps is not None and not (flags[0] and flags[1]):  # the copy engine cannot read them
+        kernel, spec = spec.fallback, get_spec(spec.fallback)
+        config = _auto.named(kernel, M, N, K, dev)
     if a3.dtype.itemsize != 4:
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     plan = get_plan(kernel, config, flags, dev)
@@ -683,6 +688,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         fast,
         dict(splits=1),
         batch=(nb, bsa, bsb, bsc),
+        direct=spec.tensor_maps is not None,  # maps go with the driver launch (Plan.launch has none)
     )
     return call, (a3, b3, c3)
 

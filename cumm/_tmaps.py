@@ -29,6 +29,15 @@ class MapSpec(NamedTuple):
     swizzle: int  # CUtensorMapSwizzle: 0 none, 1/2/3 = 32/64/128-byte spans (box_cols * element bytes)
     elem: int = 4  # bytes per element
     dtype: int = 7  # CUtensorMapDataType: 7 FLOAT32, 1 UINT16 (16-bit halves, moved as bits)
+    batch: int = 0  # 0: a 2-D map; n >= 1: a 3-D map over n matrices, batch_stride elements apart (box depth 1)
+    batch_stride: int = 0
+
+    def batched(self, count: int, stride: int) -> MapSpec:
+        """This map over a batch of ``count`` matrices ``stride`` elements apart; stride 0 (one matrix for every
+        product) gives a batch of one, which the kernel reads as matrix 0."""
+        if stride == 0:
+            return self._replace(batch=1, batch_stride=self.rows * self.ld)
+        return self._replace(batch=count, batch_stride=stride)
 
 
 _tmap_fns: dict[str, object] = {}  # cuTensorMapEncodeTiled, cuTensorMapReplaceAddress, looked up once
@@ -50,15 +59,18 @@ def encode(ptr: int, spec: MapSpec, out: np.ndarray) -> None:
     as zeros; L2 promotion of 256 bytes."""
     u64, u32, p, i = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int
     encode = tmap_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
+    rank = 3 if spec.batch else 2
+    dims = (spec.cols, spec.rows, spec.batch)[:rank]
+    strides = (spec.elem * spec.ld, spec.elem * spec.batch_stride)[: rank - 1]  # bytes, past the first dimension
     rc = encode(
         out.ctypes.data,
         spec.dtype,
-        2,
+        rank,
         ptr,
-        (u64 * 2)(spec.cols, spec.rows),
-        (u64 * 1)(spec.elem * spec.ld),
-        (u32 * 2)(spec.box_cols, spec.box_rows),
-        (u32 * 2)(1, 1),
+        (u64 * rank)(*dims),
+        (u64 * (rank - 1))(*strides),
+        (u32 * rank)(*(spec.box_cols, spec.box_rows, 1)[:rank]),
+        (u32 * rank)(*(1, 1, 1)[:rank]),
         0,
         spec.swizzle,
         3,

@@ -199,10 +199,13 @@ def test_select_splits_the_motivating_case(fake_h200):
 def test_select_batched_takes_a_rung_that_runs_batches(fake_h200):
     from cumm._render import supports_batch
 
-    kernel, _, splits = _auto.select(64, 64, 4096, 0, batched=True)
-    assert supports_batch(get_spec(kernel)) and splits == 1
-    assert not supports_batch(get_spec(_auto.top(CC)))  # wgmma_tf32x3's maps address one matrix
-    assert _auto.select(4096, 4096, 4096, 0, batched=True)[0] == _auto.top(CC, batched=True)
+    kernel, _, splits = _auto.select(64, 64, 4096, 0, batched=8)
+    assert supports_batch(get_spec(kernel)) and splits == 1  # deep and narrow, but a batch is not split
+    assert supports_batch(get_spec(_auto.top(CC))) and _auto.top(CC, batched=True) == _auto.top(CC)  # 3-D maps
+    assert _auto.select(4096, 4096, 4096, 0, batched=2)[:2] == (_auto.top(CC), None)
+    # the tiles of a batch add up: 64 products of 256 x 256 fill the GPU with the default tiles, 2 do not
+    assert _auto.select(256, 256, 256, 0, batched=64) == (_auto.top(CC), None, 1)
+    assert _auto.select(256, 256, 256, 0, batched=2) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 1)
 
 
 def test_select_tuned_entries_and_split(fake_h200):

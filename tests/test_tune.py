@@ -507,11 +507,10 @@ def test_tune_without_a_gpu_says_so_and_saves_nothing(tmp_path, monkeypatch, cap
     assert not list(tmp_path.iterdir()), "nothing may be written without a GPU"
 
 
-def test_named_rungs_fit_the_gpu(monkeypatch):
+def test_named_rungs_fit_the_gpu(fake_device, monkeypatch):
     """A named rung without a config: its tuned entry, else its small tiles when the default grid would leave more
-    than half the multiprocessors idle (H200 measurements in cumm/_auto.py), else its defaults."""
-    monkeypatch.setattr(_auto, "device_key", lambda device_id: (GPU, CC))
-    monkeypatch.setattr(_auto, "_sms", lambda device_id: 132)
+    than half the multiprocessors idle (H200 measurements in cumm/_auto.py), else its defaults. (fake_device
+    forgets the memoized answers afterwards: a later test on a real GPU must not meet the fake entry below.)"""
     monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None: None)
     _auto.clear_cache()
     small = _auto.SMALL_TILES

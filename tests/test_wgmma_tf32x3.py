@@ -68,6 +68,63 @@ def test_odd_shapes_on_the_copy_engine_path(shape, config, rng):
     assert err < max(FLOOR, cublas), f"{shape}: {err:.2e} (cuBLAS FP32 {cublas:.2e})"
 
 
+# (a's shape, b's shape) of batched products: the batch is the tensor maps' third dimension
+BATCHES = [
+    ((3, 37, 29), (3, 29, 41)),
+    ((4, 1, 1), (4, 1, 1)),
+    ((2, 4097, 33), (2, 33, 65)),
+    ((1, 31, 13), (6, 13, 19)),  # a broadcast over the batch: matrix 0 for every product
+    ((5, 7, 9), (9, 11)),  # b one matrix
+    ((2, 3, 40, 64), (2, 3, 64, 72)),  # a 4-D batch
+    ((64, 128, 96), (64, 96, 128)),  # many products, whole tiles
+    ((3, 300, 1000), (3, 1000, 1)),
+]
+
+
+def _padded_batch(rng, shape):
+    """An array of ``shape`` whose matrices have rows of a multiple of 4 floats (and so 16-byte batch strides)."""
+    import cupy
+
+    *lead, rows, cols = shape
+    return rng.standard_normal((*lead, rows, (cols + 3) // 4 * 4 + 4), dtype=cupy.float32)[..., :cols]
+
+
+@pytest.mark.parametrize("shapes", BATCHES, ids=lambda s: "@".join("x".join(map(str, x)) for x in s))
+def test_batched_on_the_copy_engine_path(shapes, rng):
+    import cupy
+
+    a, b = (_padded_batch(rng, s) for s in shapes)
+    ref = cupy.matmul(a.astype(cupy.float64), b.astype(cupy.float64))
+    cublas = rel_err(cupy.matmul(a, b), ref)
+    out = cupy.full(ref.shape, math.nan, dtype=cupy.float32)
+    cumm.matmul(a, b, kernel=KERNEL, out=out)
+    assert decision(a, b, out, kernel=KERNEL).startswith(KERNEL)  # not the fallback
+    assert rel_err(out, ref) < max(FLOOR, cublas), shapes
+    out[...] = math.nan
+    cumm.matmul(a, b, out=out)  # auto: the same rung on sm_90
+    assert decision(a, b, out).startswith(KERNEL)
+    assert rel_err(out, ref) < max(FLOOR, cublas), shapes
+
+
+def test_batched_alpha_beta_and_an_unreadable_batch_stride(rng):
+    import cupy
+
+    a, b = _padded_batch(rng, (3, 50, 70)), _padded_batch(rng, (3, 70, 30))
+    c0 = rng.standard_normal((3, 50, 30), dtype=cupy.float32)
+    ref = -0.5 * cupy.matmul(a.astype(cupy.float64), b.astype(cupy.float64)) + 2.0 * c0
+    out = c0.copy()
+    cumm.matmul(a, b, kernel=KERNEL, out=out, alpha=-0.5, beta=2.0)
+    assert rel_err(out, ref) < FLOOR
+    # matrices 41 floats apart: rows aligned, batch stride not a multiple of 16 bytes -> the fallback (tf32x3)
+    flat = rng.standard_normal(3 * 41, dtype=cupy.float32)
+    x = cupy.lib.stride_tricks.as_strided(flat, (3, 5, 8), (41 * 4, 8 * 4, 4))
+    y = _padded_batch(rng, (3, 8, 12))
+    out = cupy.full((3, 5, 12), math.nan, dtype=cupy.float32)
+    cumm.matmul(x, y, kernel=KERNEL, out=out)
+    assert decision(x, y, out, kernel=KERNEL).startswith("tf32x3")
+    assert rel_err(out, cupy.matmul(x.astype(cupy.float64), y.astype(cupy.float64))) < FLOOR
+
+
 def test_at_most_cublas_error_on_deep_products(rng):
     import cupy
 

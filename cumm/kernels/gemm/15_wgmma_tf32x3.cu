@@ -27,7 +27,8 @@
 // Order within a stage: the small products first (big_a small_b, small_a big_b), then big_a big_b. The split is
 // common.cuh's cumm_split_tf32 (small left unrounded: rounding it too measured no more accurate, and slower).
 // Host: maps for A (FP32, dims K x M, box 32 x BM) and B (dims N x K, box 32 x 32), 128-byte swizzle; A and B
-// 16-byte aligned, lda, ldb % 4 == 0 (else tf32x3 runs: the spec's fallback). Grid: min(tiles, resident
+// 16-byte aligned, lda, ldb % 4 == 0 (else tf32x3 runs: the spec's fallback). Batched variant: the maps have the
+// batch as a third dimension, block (x, 0, z) walks the tiles of product z (a broadcast operand: matrix 0). Grid: min(tiles, resident
 // blocks), one block per multiprocessor. NUM_THREADS = 384; dynamic shared memory (STAGES (BM + BN) + 2 SB BN)
 // 128 + 1024 + 16 (STAGES + SB). Caveat (as tf32x3): an infinite input makes small = inf - inf = NaN.
 
@@ -35,6 +36,11 @@
 #define CUMM_B_BYTES (BN * 128)  // raw B: BN / 32 boxes of 32 k-rows x 32 floats; also each half of a split buffer
 #define CUMM_RAW_BYTES (CUMM_A_BYTES + CUMM_B_BYTES)
 #define CUMM_SPLITTERS 3  // warps 1-3 of the producer warpgroup
+#if CUMM_BATCHED  // a copy of product z's box: 3-D maps, z = 0 for an operand broadcast over the batch
+#define CUMM_LOAD(dst, map, x, y, bs, bar) cumm_tma_load_3d(dst, map, x, y, bs ? (int)blockIdx.z : 0, bar)
+#else
+#define CUMM_LOAD(dst, map, x, y, bs, bar) cumm_tma_load(dst, map, x, y, bar)
+#endif
 
 // Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled tile (TMA's 128-byte swizzle).
 __device__ __forceinline__ unsigned cumm_sw128(int r, int c) { return r * 128 + ((c ^ (r % 8)) << 4); }
@@ -43,6 +49,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     CUMM_KERNEL(CUMM_GEMM_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
     static_assert(BM == 128 && NUM_THREADS == 384, "a producer warpgroup and two consumer warpgroups of 64 rows");
     static_assert(BN % 32 == 0 && BN <= 128, "B is copied in 32-column boxes; wgmma N up to 128");
+    CUMM_BATCH();  // C moves to product z (A and B are read through the maps)
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
@@ -82,10 +89,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                         cumm_mbar_wait(&spent[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
                         unsigned char* const st = sm + s * CUMM_RAW_BYTES;
                         cumm_mbar_expect(&full[s], CUMM_RAW_BYTES);
-                        cumm_tma_load(st, &tmA, kt * 32, tc.x * BM, &full[s]);
+                        CUMM_LOAD(st, &tmA, kt * 32, tc.x * BM, bsa, &full[s]);
 #pragma unroll
                         for (int j = 0; j < BN / 32; ++j)
-                            cumm_tma_load(st + CUMM_A_BYTES + j * 4096, &tmB, tc.y * BN + 32 * j, kt * 32, &full[s]);
+                            CUMM_LOAD(st + CUMM_A_BYTES + j * 4096, &tmB, tc.y * BN + 32 * j, kt * 32, bsb, &full[s]);
                     }
                 }
             }

@@ -86,6 +86,16 @@ __device__ __forceinline__ void cumm_tma_load(void* dst, const CummTmap* map, in
         : "memory");
 }
 
+// cumm_tma_load through a 3-D map: (x, y) in matrix z of a batch (the map's third dimension).
+__device__ __forceinline__ void cumm_tma_load_3d(void* dst, const CummTmap* map, int x, int y, int z,
+                                                 unsigned long long* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+        ::"r"(cumm_smem(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z),
+        "r"(cumm_smem(bar))
+        : "memory");
+}
+
 // cumm_tma_load into the same shared offset of every block of the cluster in `mask` (bit r: rank r), each
 // block's bytes counted on its own mbarrier at bar's offset.
 __device__ __forceinline__ void cumm_tma_load_2d_mc(void* dst, const CummTmap* map, int x, int y,
