@@ -1,6 +1,11 @@
-"""A batched product against a Python loop of 2-D calls, and cumm's host time per call beside cupy's (and torch's).
+"""A batched product against a Python loop of 2-D calls, and cumm's host time per call beside cupy's (and torch's);
+or, with --device, the device throughput of batched products beside cuBLAS's batched FP32 (cupy.matmul).
 
     PYTHONPATH=. python3 bench/batched.py [--batch 64] [--n 256] [--kernels auto,tf32x3,warptile]
+    PYTHONPATH=. python3 bench/batched.py --device 64x256,8x1024,2x4096 [--kernels tf32x3,wgmma_tf32x3,auto]
+
+--device: for each BATCHxN, BATCH products of N x N x N; every kernel's result checked against float64 first,
+then three interleaved rounds of back-to-back launches (CUDA events, two operand sets in turn), the median.
 
 For each kernel: ``cumm.matmul`` on a (batch, n, n) @ (batch, n, n) product (one launch) against ``batch`` calls
 of ``cumm.matmul`` on the 2-D slices, each timed as a user sees it (wall clock of the Python call with the
@@ -21,13 +26,19 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--n", type=int, default=256)
-    p.add_argument("--kernels", default="auto,tf32x3,warptile,double_buffer")
+    p.add_argument(
+        "--kernels", default=None, help="auto,tf32x3,warptile,double_buffer; --device: tf32x3,wgmma_tf32x3,auto"
+    )
     p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--device", default=None, metavar="BxN,...", help="device throughput of these batches instead")
     a = p.parse_args(argv)
     why = _timing.gpu_unavailable()
     if why:
         print(f"batched.py: {why}", file=sys.stderr)
         return 1
+    if a.device:
+        return device(a.device, a.kernels or "tf32x3,wgmma_tf32x3,auto")
+    a.kernels = a.kernels or "auto,tf32x3,warptile,double_buffer"
     import cupy
 
     rng = cupy.random.default_rng(0)
@@ -60,6 +71,54 @@ def main(argv=None) -> int:
     t_c = _timing.host_us(lambda: cupy.matmul(x, y), a.calls, 20)
     print(f"{'cupy.matmul':<16} {t_c:>10.1f}")
     return 0
+
+
+def device(batches: str, kernels: str) -> int:
+    """TFLOP/s of batched products (device time) beside cuBLAS's batched FP32; 1 if a result is wrong."""
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    print(f"{name.decode() if isinstance(name, bytes) else name}: batched float32, device time (back-to-back launches)")
+    print("| batch | kernel | ms | TFLOP/s | x cuBLAS | rel. error | ran |\n|---|---|---:|---:|---:|---:|---|")
+    rng = cupy.random.default_rng(0)
+    bad = 0
+    for item in batches.split(","):
+        nb, n = (int(v) for v in item.lower().split("x"))
+        bad += _device_rows(nb, n, kernels.split(","), rng)
+    return int(bad > 0)
+
+
+def _device_rows(nb: int, n: int, kernels: list[str], rng) -> int:
+    """Print one batch's rows; the number of wrong results."""
+    import statistics
+
+    import cupy
+
+    from cumm._matmul import decision
+
+    xs = [rng.standard_normal((nb, n, n), dtype=cupy.float32) for _ in range(2)]
+    ys = [rng.standard_normal((nb, n, n), dtype=cupy.float32) for _ in range(2)]
+    outs = [cupy.empty((nb, n, n), cupy.float32) for _ in range(2)]
+    ref = cupy.matmul(xs[0].astype(cupy.float64), ys[0].astype(cupy.float64))
+    runs = {"cublas": lambda i: cupy.matmul(xs[i % 2], ys[i % 2], out=outs[i % 2])}
+    for k in kernels:
+        runs[k] = lambda i, k=k: cumm.matmul(xs[i % 2], ys[i % 2], kernel=k, out=outs[i % 2])
+    errs, ran, times, bad = {}, {}, {k: [] for k in runs}, 0
+    for k, fn in runs.items():
+        outs[0].fill(cupy.nan)
+        fn(0)
+        errs[k] = float(cupy.linalg.norm(outs[0] - ref) / cupy.linalg.norm(ref))
+        ran[k] = "-" if k == "cublas" else decision(xs[0], ys[0], outs[0], kernel=k)
+        bad += not errs[k] < 1e-5
+    for _ in range(3):
+        for k, fn in runs.items():
+            times[k] += _timing.back_to_back_ms(fn, 10)
+    base = statistics.median(times["cublas"])
+    for k in runs:
+        ms = statistics.median(times[k])
+        tf = 2 * nb * n**3 / ms / 1e9
+        print(f"| {nb} x {n}^3 | {k} | {ms:.3f} | {tf:.1f} | {base / ms:.2f} | {errs[k]:.1e} | {ran[k]} |")
+    return bad
 
 
 if __name__ == "__main__":
