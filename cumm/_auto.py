@@ -196,10 +196,10 @@ def top_for(dtype: str, cc: int) -> str:
     raise TypeError(f"no rung multiplies {dtype} arrays on compute capability {cc // 10}.{cc % 10}")
 
 
-def named(kernel: str, M: int, N: int, K: int, device_id: int) -> dict[str, int] | None:
+def named(kernel: str, M: int, N: int, K: int, device_id: int, count: int = 1) -> dict[str, int] | None:
     """The configuration a named kernel runs without a ``config``: its tuned entry for this GPU and a nearby
-    shape, else its "small" configuration when its default tiles would leave more than half the multiprocessors
-    without a block, else None (the defaults)."""
+    shape, else its "small" configuration when its default tiles (over the ``count`` products of a batch) would
+    leave more than half the multiprocessors without a block, else None (the defaults)."""
     key = (kernel, device_id, *bucket(M, N, K))
     hit = _named.get(key, _MISS)
     if hit is _MISS:
@@ -214,7 +214,7 @@ def named(kernel: str, M: int, N: int, K: int, device_id: int) -> dict[str, int]
     # Fewer blocks than half the multiprocessors: on the H200 the small tiles won at 1024^3 (double_buffer 27.5
     # against 11.1 TFLOP/s with its 32 default blocks, warptile 22.6 against 15.9 with 64) and lost at 2048^3
     # (double_buffer 28.2 against 45.2 with 128 blocks, warptile 34.2 against 44.3 with 256), python -m cumm bench.
-    return dict(small) if 2 * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < _sms(device_id) else None
+    return dict(small) if 2 * count * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < _sms(device_id) else None
 
 
 def clear_cache() -> None:

@@ -626,7 +626,7 @@ def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: in
             f"{dtype}: {takes or 'none yet'} (or kernel='auto')"
         )
     if config is None:  # a named rung fits the problem: its tuned entry, or tiles that fill the GPU
-        config = _auto.named(kernel, M, N, K, dev)
+        config = _auto.named(kernel, M, N, K, dev, max(1, batched))
     return kernel, config, split_k
 
 
@@ -668,7 +668,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
     if spec.tensor_maps is not None and not (flags[0] and flags[1]):  # the copy engine cannot read them
         kernel, spec = spec.fallback, get_spec(spec.fallback)
-        config = _auto.named(kernel, M, N, K, dev)
+        config = _auto.named(kernel, M, N, K, dev, nb)
     if a3.dtype.itemsize != 4:
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     plan = get_plan(kernel, config, flags, dev)

@@ -519,6 +519,7 @@ def test_named_rungs_fit_the_gpu(fake_device, monkeypatch):
     assert _auto.named("warptile", 1024, 1024, 1024, 0) == small["warptile"]  # 64 blocks
     assert _auto.named("warptile", 2048, 2048, 2048, 0) is None
     assert _auto.named("naive", 64, 64, 64, 0) is None  # no small configuration
+    assert _auto.named("warptile", 1024, 1024, 1024, 0, count=4) is None  # a batch of 4: 256 blocks
     tuned = {"BM": 64, "BN": 128}
     monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None: (kernel, tuned, 1))
     _auto.clear_cache()
