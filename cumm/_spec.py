@@ -99,6 +99,8 @@ class KernelSpec:
     # Kernels that read operands through the copy engine: tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map) gives
     # the maps (cumm._tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
     # engine cannot read (a pointer not 16-byte aligned, a row pitch not a multiple of 16 bytes) run ``fallback``.
+    # In a batched variant each map gets the batch as a third dimension (MapSpec.batched; a batch stride that is
+    # not a multiple of 16 bytes runs ``fallback``), and the kernel reads matrix z (0 for a broadcast operand).
     tensor_maps: Callable | None = None
     fallback: str | None = None
     # The template's text itself, instead of a file (then ``template`` defaults to "<name>.cu").
