@@ -301,3 +301,21 @@ def test_aux_kernels_compile_offline_without_spills(template, arch):
         section = log[start:].split("Compiling entry function")[1]
         spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", section)]
         assert spills and not any(spills), (name, section)
+
+
+# --------------------------------------------------------------------------------------------------
+# Batched variants: every rung that runs batches, compiled offline
+# --------------------------------------------------------------------------------------------------
+
+BATCHABLE = [(k, a) for k, a in RUNS_ON if REGISTRY[k].kind == "gemm" and _render.supports_batch(REGISTRY[k])]
+
+
+@pytest.mark.parametrize(("kernel", "arch"), BATCHABLE)
+def test_batched_variants_compile_without_spills(kernel, arch):
+    from cumm._compile import compile_offline
+
+    spec = REGISTRY[kernel]
+    cfg = spec.default_config(_cc(arch))
+    k = compile_offline(spec, cfg, spec.target(_cc(arch)) if spec.arch_specific else arch, flags=(1, 1, 1, 1))
+    assert k.name.endswith("_batched")
+    assert k.spill_bytes == 0, f"{kernel} batched: {k.registers} registers, {k.spill_bytes} bytes of spills"
