@@ -65,7 +65,7 @@ def half(a) -> None:
     from cumm import _bench
 
     rng = cupy.random.default_rng(0)
-    dt = _bench._np_dtype(a.dtype)
+    dt = _bench.np_dtype(a.dtype)
     worst = 0.0
     for shape in a.shapes.split(","):
         M, N, K = map(int, shape.split("x"))

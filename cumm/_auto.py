@@ -37,7 +37,7 @@ from ._store import bucket
 TOP_BY_CC = ((90, "wgmma_tf32x3"), (80, "tf32x3"), (0, "warptile"))  # (minimum cc, kernel), first match wins
 # 64 x 64 tiles for grids that would not fill the GPU with the defaults: each spec's "small" configuration
 SMALL_TILES = {n: dict(s.configs["small"]) for n, s in REGISTRY.items() if "small" in s.configs}
-DTYPE = "float32"  # the only dtype matmul supports
+DTYPE = "float32"  # the ladder of TOP_BY_CC; float16 and bfloat16 take top_for's rung or their tuned entries
 
 # Split-K (split_count). Not yet tuned on a GPU: the depth floor keeps each slice's K loop long enough to
 # amortize its prologue and epilogue, and caps the partial sums the reduction reads.
@@ -47,8 +47,8 @@ SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole
 
 _sm_count: dict[int, int] = {}
 _device_keys: dict[int, tuple[str, int]] = {}
-_tuned: dict[tuple[int, int, int, int], tuple[str, dict[str, int], int] | None] = {}  # (device, *bucket) -> answer
-_named: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (kernel, device, *bucket) -> tuned answer
+_tuned: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (device, dtype, *bucket) -> answer
+_named: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (kernel, device, dtype, *bucket) -> tuned answer
 _MISS = object()
 
 
@@ -104,15 +104,16 @@ def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
 
 
 def _lookup(
-    device_id: int, b: tuple[int, int, int], kernel: str | None = None
+    device_id: int, b: tuple[int, int, int], kernel: str | None = None, dtype: str = DTYPE
 ) -> tuple[str, dict[str, int], int] | None:
     try:
         gpu, cc = device_key(device_id)
-        entry = _store.lookup(gpu, cc, DTYPE, *b, kernel=kernel)
-        if entry is not None and kernel is None and entry["kernel"] != top(cc):
+        entry = _store.lookup(gpu, cc, dtype, *b, kernel=kernel)
+        best = top(cc) if dtype == DTYPE else top_for(dtype, cc)
+        if entry is not None and kernel is None and entry["kernel"] != best:
             # A table without the top rung at this bucket predates it (tuned before the rung existed, or with
             # another template): its winner was never raced against the rung the heuristic would run.
-            t = _store.lookup(gpu, cc, DTYPE, *b, kernel=top(cc))
+            t = _store.lookup(gpu, cc, dtype, *b, kernel=best)
             if t is None or t["bucket"] != entry["bucket"]:
                 return None
     except Exception as e:  # a broken table must never break matmul: fall back to the heuristic
@@ -137,19 +138,29 @@ def select(
     config: Mapping[str, int] | None = None,
     split_k: int | None = None,
     batched: int = 0,
+    dtype: str = DTYPE,
 ) -> tuple[str, Mapping[str, int] | None, int]:
     """(kernel name, configuration or None for the kernel's defaults, split count) for an M x N x K product
     (one product of a batch of ``batched`` when it is nonzero: then a rung that runs batches, unsplit).
 
     ``split_k`` (the caller's, already checked) wins over the table and the heuristic; a tuned entry for a
     kernel without split-K is skipped when split_k > 1 is asked for, one for a kernel without batches when
-    batched.
+    batched. float16 and bfloat16: a tuned entry of that dtype, else ``top_for(dtype, cc)`` (no split, no batch).
     """
     from ._render import supports_batch
 
+    if dtype != DTYPE:
+        if config is None:
+            key = (device_id, dtype, *bucket(M, N, K))
+            hit = _tuned.get(key, _MISS)
+            if hit is _MISS:
+                hit = _tuned[key] = _lookup(device_id, key[2:], dtype=dtype)
+            if hit is not None:
+                return hit[0], hit[1], split_k
+        return top_for(dtype, device_key(device_id)[1]), config, split_k
     if config is None:
         b = bucket(M, N, K)
-        key = (device_id, *b)
+        key = (device_id, DTYPE, *b)
         hit = _tuned.get(key, _MISS)
         if hit is _MISS:
             hit = _tuned[key] = _lookup(device_id, b)
@@ -196,14 +207,16 @@ def top_for(dtype: str, cc: int) -> str:
     raise TypeError(f"no rung multiplies {dtype} arrays on compute capability {cc // 10}.{cc % 10}")
 
 
-def named(kernel: str, M: int, N: int, K: int, device_id: int, count: int = 1) -> dict[str, int] | None:
-    """The configuration a named kernel runs without a ``config``: its tuned entry for this GPU and a nearby
-    shape, else its "small" configuration when its default tiles (over the ``count`` products of a batch) would
-    leave more than half the multiprocessors without a block, else None (the defaults)."""
-    key = (kernel, device_id, *bucket(M, N, K))
+def named(
+    kernel: str, M: int, N: int, K: int, device_id: int, count: int = 1, dtype: str = DTYPE
+) -> dict[str, int] | None:
+    """The configuration a named kernel runs without a ``config``: its tuned entry for this GPU, ``dtype`` and a
+    nearby shape, else its "small" configuration when its default tiles (over the ``count`` products of a batch)
+    would leave more than half the multiprocessors without a block, else None (the defaults)."""
+    key = (kernel, device_id, dtype, *bucket(M, N, K))
     hit = _named.get(key, _MISS)
     if hit is _MISS:
-        hit = _named[key] = _lookup(device_id, bucket(M, N, K), kernel)
+        hit = _named[key] = _lookup(device_id, bucket(M, N, K), kernel, dtype)
     if hit is not None:
         return dict(hit[1])
     spec = REGISTRY[kernel]

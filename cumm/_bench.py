@@ -325,7 +325,7 @@ def device_info() -> dict[str, str]:
 TOLERANCES = {"float32": TOLERANCE, "float16": 2e-3, "bfloat16": 1.5e-2}
 
 
-def _np_dtype(dtype: str):
+def np_dtype(dtype: str):
     if dtype == "bfloat16":
         import ml_dtypes
 
@@ -346,7 +346,7 @@ def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: st
         pool = cupy.get_default_memory_pool()
         free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
         n_sets = n_input_sets(item * (M * K + K * N), item * (M * K + K * N + M * N), l2, free)
-    f32, dt = cupy.float32, _np_dtype(dtype)
+    f32, dt = cupy.float32, np_dtype(dtype)
     return [
         (
             rng.standard_normal((M, K), dtype=f32).astype(dt),

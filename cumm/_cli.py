@@ -150,6 +150,12 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     )
     t.add_argument("--standard", action="store_true", help="tune the standard kernels and shapes")
     t.add_argument(
+        "--dtype",
+        type=_dtype,
+        default="float32",
+        help="fp32 (default), fp16 or bf16: the rungs for that dtype are raced, entries saved for it",
+    )
+    t.add_argument(
         "--max-configs",
         type=_positive,
         default=None,
@@ -304,11 +310,20 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
 
         if args.plan:
             return _tune.print_plan(
-                args.kernel, list(args.shape), args.standard, args.max_configs, compile=not args.no_compile
+                args.kernel,
+                list(args.shape),
+                args.standard,
+                args.max_configs,
+                compile=not args.no_compile,
+                dtype=args.dtype,
             )
         return int(
             _tune.tune_shapes(
-                kernel=args.kernel, shapes=list(args.shape), standard=args.standard, max_configs=args.max_configs
+                kernel=args.kernel,
+                shapes=list(args.shape),
+                standard=args.standard,
+                max_configs=args.max_configs,
+                dtype=args.dtype,
             )
         )
     return _run_bench(args, command=f"{prog} {shlex.join(argv)}")

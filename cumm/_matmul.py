@@ -615,9 +615,7 @@ def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: in
     """(kernel, configuration or None, split_k) for a product of ``dtype``: auto's choice, or the named rung
     (which must take that dtype) with its tuned or small tiles when no configuration is given."""
     if kernel == "auto":
-        if dtype == "float32":
-            return _auto.select(M, N, K, dev, config, split_k, batched)
-        return _auto.top_for(dtype, compute_capability(dev)), config, split_k
+        return _auto.select(M, N, K, dev, config, split_k, batched, dtype)
     spec = get_spec(kernel)
     if dtype not in spec.dtypes:
         takes = [n for n in gemm_kernels_list() if dtype in REGISTRY[n].dtypes]
@@ -626,7 +624,7 @@ def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: in
             f"{dtype}: {takes or 'none yet'} (or kernel='auto')"
         )
     if config is None:  # a named rung fits the problem: its tuned entry, or tiles that fill the GPU
-        config = _auto.named(kernel, M, N, K, dev, max(1, batched))
+        config = _auto.named(kernel, M, N, K, dev, max(1, batched), dtype)
     return kernel, config, split_k
 
 
@@ -668,7 +666,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
     if spec.tensor_maps is not None and not (flags[0] and flags[1]):  # the copy engine cannot read them
         kernel, spec = spec.fallback, get_spec(spec.fallback)
-        config = _auto.named(kernel, M, N, K, dev, nb)
+        config = _auto.named(kernel, M, N, K, dev, nb, dt)
     if a3.dtype.itemsize != 4:
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     plan = get_plan(kernel, config, flags, dev)
@@ -713,7 +711,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     if spec.tensor_maps is not None and not (flags0[0] and flags0[1]):
         # the copy engine reads 16-byte aligned rows only: the fallback rung (loads of any alignment) runs it
         kernel, spec = spec.fallback, get_spec(spec.fallback)
-        config = _auto.named(kernel, M, N, K, dev)
+        config = _auto.named(kernel, M, N, K, dev, 1, dt)
     # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
     # registers; the copy-engine rungs and the half rungs run as one launch.
     plain = half or spec.tensor_maps is not None

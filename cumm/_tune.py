@@ -31,7 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from ._bench import TOLERANCES, np_dtype
 from ._ladder import REGISTRY, get_spec
+from ._render import dtype_flag
 from ._space import (
     COMPILE_SHARE,
     DEFAULT_BUDGET_S,
@@ -49,9 +51,10 @@ from ._space import (
 from ._store import entry_key, make_entry, save_entries, user_table_path
 from ._timing import back_to_back_ms, gpu_unavailable, rotation_sets
 
-DTYPES = ("float32",)
+DTYPES = ("float32", "float16", "bfloat16")
 TOP_RUNGS = ("warptile", "double_buffer", "tf32x3", "wgmma_tf32x3")  # each only where its min_cc allows
-TOLERANCE = 1e-5
+HALF_TOP_RUNGS = ("mma_swizzled_pipeline", "wgmma", "wgmma_ws")  # raced for float16 and bfloat16
+TOLERANCE = 1e-5  # float32; a half result is checked against _bench.TOLERANCES (its rounding to 11 or 8 bits)
 RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, saving)
 PRUNE_FACTOR = 1.5
 
@@ -71,13 +74,15 @@ STANDARD_SHAPES: list[tuple[int, int, int]] = [
 ]
 
 
-def top_rungs(cc: int | None = None) -> list[str]:
-    """TOP_RUNGS that run on compute capability ``cc`` (default: the current device's)."""
+def top_rungs(cc: int | None = None, dtype: str = "float32") -> list[str]:
+    """The rungs raced for ``dtype`` (TOP_RUNGS, or HALF_TOP_RUNGS for float16 and bfloat16) that run on compute
+    capability ``cc`` (default: the current device's)."""
     if cc is None:
         import cupy
 
         cc = int(cupy.cuda.Device().compute_capability)
-    return [k for k in TOP_RUNGS if REGISTRY[k].min_cc <= cc]
+    rungs = TOP_RUNGS if dtype == "float32" else HALF_TOP_RUNGS
+    return [k for k in rungs if REGISTRY[k].min_cc <= cc and dtype in REGISTRY[k].dtypes]
 
 
 @dataclass
@@ -171,13 +176,22 @@ def tune(
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     spec = get_spec(kernel)
+    if dtype not in spec.dtypes:
+        takes = [k for k, s in REGISTRY.items() if s.kind == "gemm" and dtype in s.dtypes]
+        raise ValueError(
+            f"kernel {kernel!r} multiplies {' and '.join(spec.dtypes)}, not {dtype}; the rungs for {dtype}: {takes}"
+        )
     budget = _budget(budget_s)
     dev_id = cupy.cuda.runtime.getDevice() if device_id is None else int(device_id)
     with cupy.cuda.Device(dev_id):
         dev = DeviceInfo.from_device(dev_id)
         # Operands are fresh C-contiguous allocations (256-byte aligned): 16-byte accesses are legal
-        # exactly when the row lengths are multiples of 4, as matmul decides for such arrays.
-        flags = (int(K % 4 == 0), int(N % 4 == 0), int(N % 4 == 0))
+        # exactly when the rows are multiples of 16 bytes (4 floats, 8 halves), as matmul decides for such arrays.
+        half = dtype != "float32"
+        v = 8 if half else 4
+        flags = (int(K % v == 0), int(N % v == 0), int(N % v == 0))
+        if half:
+            flags = (*flags, 0, dtype_flag(dtype, dtype))
         cand = candidates(
             kernel,
             M,
@@ -223,20 +237,23 @@ def tune(
             else:
                 by_key[config_key(spec, cfg)].update(status="failed", reason=err)
 
-        # Operands: random normal, rotated when L2 would hold one set; a float64 reference for set 0.
+        # Operands: random normal (rounded to the dtype), rotated when L2 would hold one set; a float64
+        # reference of the rounded inputs for set 0.
         rng = cupy.random.default_rng(seed)
-        nsets = rotation_sets(4 * (M * K + K * N + M * N), dev.l2_bytes)
-        f32 = cupy.float32
-        As = [rng.standard_normal((M, K), dtype=f32) for _ in range(nsets)]
-        Bs = [rng.standard_normal((K, N), dtype=f32) for _ in range(nsets)]
-        Cs = [cupy.empty((M, N), dtype=f32) for _ in range(nsets)]
+        item = 2 if half else 4
+        nsets = rotation_sets(item * (M * K + K * N + M * N), dev.l2_bytes)
+        f32, dt = cupy.float32, np_dtype(dtype)
+        As = [rng.standard_normal((M, K), dtype=f32).astype(dt) for _ in range(nsets)]
+        Bs = [rng.standard_normal((K, N), dtype=f32).astype(dt) for _ in range(nsets)]
+        Cs = [cupy.empty((M, N), dtype=dt) for _ in range(nsets)]
         ref = As[0].astype(cupy.float64) @ Bs[0].astype(cupy.float64)
         ref_norm = float(cupy.linalg.norm(ref))
         flops = 2.0 * M * N * K
+        tolerance = TOLERANCES[dtype] if half else TOLERANCE
 
-        # A rung that reads through the copy engine needs its tensor maps: it is launched (and timed) through
-        # matmul's cached call (one driver launch), which makes them; other rungs through their Plan.
-        via_matmul = spec.tensor_maps is not None
+        # A rung that reads through the copy engine needs its tensor maps, and the half rungs run as one driver
+        # launch: those are launched (and timed) through matmul's cached call; other rungs through their Plan.
+        via_matmul = spec.tensor_maps is not None or half
 
         def run(plan, cfg, a, b, c) -> None:
             if via_matmul:
@@ -245,9 +262,10 @@ def tune(
                 plan.launch(M, N, K, 1.0, a, K, b, N, 0.0, c, N)
 
         def rel_err(plan, cfg) -> float:
-            out = cupy.full((M, N), math.nan, dtype=f32)
+            out = cupy.empty((M, N), dtype=dt)
+            out.fill(math.nan)
             run(plan, cfg, As[0], Bs[0], out)
-            err = float(cupy.linalg.norm(out.astype(cupy.float64) - ref))
+            err = float(cupy.linalg.norm(out.astype(f32).astype(cupy.float64) - ref))
             return err / ref_norm if ref_norm else err
 
         best: dict | None = None
@@ -264,9 +282,9 @@ def tune(
                     by_key[config_key(spec, c)].update(status="skipped", reason=reason)
                 break
             try:
-                if via_matmul and not (flags[0] and flags[1]):
+                if spec.tensor_maps is not None and not (flags[0] and flags[1]):
                     raise ValueError(
-                        f"{kernel} reads A and B through the copy engine, which needs K % 4 == 0 and N % 4 == 0 "
+                        f"{kernel} reads A and B through the copy engine, which needs K % {v} == 0 and N % {v} == 0 "
                         f"(got {M}x{N}x{K}); matmul runs {spec.fallback} for such operands"
                     )
                 plan = get_plan(kernel, cfg, flags, dev_id)
@@ -298,7 +316,7 @@ def tune(
                     if best is None or ms < best["ms"]:
                         err = rel_err(plan, cfg)
                         row["rel_err"] = err
-                        if err < TOLERANCE:  # NaN fails too
+                        if err < tolerance:  # NaN fails too
                             best = row
                         else:
                             row.update(status="failed", reason=f"wrong result: relative error {err:.2e}")
@@ -362,10 +380,16 @@ def _dedupe(shapes: Iterable[Sequence[int]]) -> list[tuple[int, int, int]]:
     return out
 
 
-def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard: bool, max_configs: int | None) -> int:
-    """``cumm tune``: tune each shape (plus ``STANDARD_SHAPES`` with ``standard``), print, save.
+def tune_shapes(
+    kernel: str | None,
+    shapes: list[tuple[int, int, int]],
+    standard: bool,
+    max_configs: int | None,
+    dtype: str = "float32",
+) -> int:
+    """``cumm tune``: tune each shape (plus ``STANDARD_SHAPES`` with ``standard``) for ``dtype``, print, save.
 
-    ``kernel=None`` tunes the top rungs (``top_rungs()``) and keeps the faster per shape (the
+    ``kernel=None`` tunes the top rungs (``top_rungs(dtype=dtype)``) and keeps the faster per shape (the
     other's entry for that bucket is dropped). The per-shape budget (``CUMM_TUNE_BUDGET_S``, default
     150 s) is split between the kernels. Results go to the user's ``tuned.json`` and, when the
     environment names one in ``CUMM_TUNE_OUT`` (e.g. ``cumm/tuned/h200.json``), to that file too.
@@ -373,8 +397,10 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
     """
     try:
         todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
-        if kernel:
-            get_spec(kernel)
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not supported; supported dtypes: {', '.join(DTYPES)}")
+        if kernel and dtype not in get_spec(kernel).dtypes:
+            raise ValueError(f"kernel {kernel!r} multiplies {' and '.join(get_spec(kernel).dtypes)}, not {dtype}")
     except ValueError as e:
         print(f"cumm tune: {e}", file=sys.stderr)
         return 2
@@ -389,7 +415,7 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
             file=sys.stderr,
         )
         return 1
-    kernels = [kernel] if kernel else top_rungs()  # after the argument checks: this one needs the GPU
+    kernels = [kernel] if kernel else top_rungs(dtype=dtype)  # after the argument checks: this one needs the GPU
     out_path = os.environ.get("CUMM_TUNE_OUT") or None
     per_kernel = _budget(None) / len(kernels)
     results: list[tuple[tuple[int, int, int], TuneResult | None, list[TuneResult]]] = []
@@ -403,6 +429,7 @@ def tune_shapes(kernel: str | None, shapes: list[tuple[int, int, int]], standard
                     tune(
                         k,
                         *shape,
+                        dtype=dtype,
                         max_configs=max_configs,
                         save=False,
                         budget_s=per_kernel,
@@ -450,23 +477,30 @@ def _print_table(results, kernels: Sequence[str]) -> None:
 
 
 def print_plan(
-    kernel: str | None, shapes: Iterable[Sequence[int]], standard: bool, max_configs: int | None, compile: bool = True
+    kernel: str | None,
+    shapes: Iterable[Sequence[int]],
+    standard: bool,
+    max_configs: int | None,
+    compile: bool = True,
+    dtype: str = "float32",
 ) -> int:
     """``python -m cumm tune --plan``: no GPU; the candidates an H200 would time, per kernel and shape."""
     try:
         todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
-        if kernel:
-            get_spec(kernel)
+        if kernel and dtype not in get_spec(kernel).dtypes:
+            raise ValueError(f"kernel {kernel!r} multiplies {' and '.join(get_spec(kernel).dtypes)}, not {dtype}")
     except ValueError as e:
         print(f"cumm tune: {e}", file=sys.stderr)
         return 2
-    kernels = [kernel] if kernel else top_rungs(90)
+    kernels = [kernel] if kernel else top_rungs(90, dtype)
+    flags = (1, 1, 1) if dtype == "float32" else (1, 1, 1, 0, dtype_flag(dtype, dtype))
     for shape in todo:
         for k in kernels:
             t = time.perf_counter()
             c = candidates(
                 k,
                 *shape,
+                flags=flags,
                 max_configs=max_configs,
                 compile=compile,
                 progress=sys.stderr.isatty(),

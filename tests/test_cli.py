@@ -182,8 +182,8 @@ def fake_tune(monkeypatch):
     calls = []
     mod = types.ModuleType("cumm._tune")
 
-    def tune_shapes(kernel, shapes, standard, max_configs):
-        calls.append((kernel, shapes, standard, max_configs))
+    def tune_shapes(kernel, shapes, standard, max_configs, dtype="float32"):
+        calls.append((kernel, shapes, standard, max_configs) + ((dtype,) if dtype != "float32" else ()))
         return 0
 
     mod.tune_shapes = tune_shapes
@@ -203,6 +203,12 @@ def test_tune_kernel_and_shape(fake_tune):
 def test_tune_standard(fake_tune):
     assert _cli.main(["tune", "--standard"]) == 0
     assert fake_tune == [(None, [], True, None)]
+
+
+def test_tune_a_half_dtype(fake_tune):
+    assert _cli.main(["tune", "--standard", "--dtype", "bf16"]) == 0
+    assert _cli.main(["tune", "--kernel", "wgmma_ws", "--shape", "512x512x512", "--dtype", "fp16"]) == 0
+    assert fake_tune == [(None, [], True, None, "bfloat16"), ("wgmma_ws", [(512, 512, 512)], False, None, "float16")]
 
 
 def test_tune_exit_code_passes_through(fake_tune, monkeypatch):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm import _auto, _cli, _space, _store, _tune
+from cumm import _auto, _bench, _cli, _space, _store, _tune
+from cumm._bench import np_dtype
 from cumm._ladder import REGISTRY, get_spec
 
 from .conftest import GPU_SKIP_REASON
@@ -424,6 +425,34 @@ def test_cli_argument_errors(capsys):
     assert _tune.tune_shapes("warptile", [(64, 64)], False, None) == 2
     err = capsys.readouterr().err
     assert "--standard" in err and "no_such_kernel" in err
+    assert _tune.tune_shapes("tf32x3", [(64, 64, 64)], False, None, dtype="bfloat16") == 2
+    assert _tune.tune_shapes(None, [(64, 64, 64)], False, None, dtype="int8") == 2
+    err = capsys.readouterr().err
+    assert "'tf32x3' multiplies float32, not bfloat16" in err and "'int8' is not supported" in err
+
+
+def test_top_rungs_per_dtype():
+    assert _tune.top_rungs(90) == ["warptile", "double_buffer", "tf32x3", "wgmma_tf32x3"]
+    assert _tune.top_rungs(80) == ["warptile", "double_buffer", "tf32x3"]
+    assert _tune.top_rungs(90, "bfloat16") == ["mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
+    assert _tune.top_rungs(80, "float16") == ["mma_swizzled_pipeline"]
+
+
+def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
+    top = _auto.top_for("bfloat16", CC)
+    assert _auto.select(4096, 4096, 4096, 0, dtype="bfloat16") == (top, None, None)  # no entry: top_for's rung
+    cfg = get_spec(top).resolve(dict(BN=128, STAGES=5), CC)
+    e = _store.make_entry(GPU, CC, top, "bfloat16", (4096,) * 3, cfg, 0.2, 700.0)
+    _store.save_entries([e])
+    assert _auto.select(4000, 4000, 4000, 0, dtype="bfloat16") == (top, cfg, None)
+    assert _auto.select(4096, 4096, 4096, 0, dtype="float16") == (_auto.top_for("float16", CC), None, None)
+    assert _auto.select(4096, 4096, 4096, 0)[0] == _auto.top(CC)  # float32: not a bf16 entry
+    assert _auto.named(top, 4096, 4096, 4096, 0, dtype="bfloat16") == cfg
+    assert _auto.named(top, 4096, 4096, 4096, 0, dtype="float16") is None
+    # an entry of a lower rung alone never raced the top one: not used
+    low = _store.make_entry(GPU, CC, "wgmma", "float16", (2048,) * 3, get_spec("wgmma").resolve(None, CC), 0.03, 600.0)
+    _store.save_entries([low])
+    assert _auto.select(2048, 2048, 2048, 0, dtype="float16")[0] == _auto.top_for("float16", CC)
 
 
 def test_standard_shapes():
@@ -479,6 +508,23 @@ def test_tune_returns_a_verified_config_and_persists_it(cache):
 
 
 @pytest.mark.gpu
+def test_tune_a_half_rung_and_auto_runs_it(cache):
+    import cupy
+
+    if int(cupy.cuda.Device().compute_capability) < 90:
+        pytest.skip("wgmma_ws runs on compute capability 9.0")
+    res = _tune.tune("wgmma_ws", 512, 512, 512, dtype="bfloat16", max_configs=2, progress=False)
+    assert res.rel_err < _bench.TOLERANCES["bfloat16"] and res.entry["dtype"] == "bfloat16"
+    dev = cupy.cuda.runtime.getDevice()
+    _auto.clear_cache()
+    assert _auto.select(512, 512, 512, dev, dtype="bfloat16") == ("wgmma_ws", res.config, None)
+    a = cupy.random.standard_normal((512, 512), dtype=cupy.float32).astype(np_dtype("bfloat16"))
+    ref = a.astype(cupy.float64) @ a.astype(cupy.float64)
+    got = cumm.matmul(a, a)
+    assert float(cupy.linalg.norm(got.astype(cupy.float32).astype(cupy.float64) - ref) / cupy.linalg.norm(ref)) < 1e-2
+
+
+@pytest.mark.gpu
 def test_tune_unaligned_shape_without_saving(cache):
     res = _tune.tune("double_buffer", 130, 66, 70, max_configs=2, save=False, progress=False)
     assert res.rel_err < _tune.TOLERANCE and res.saved_to is None
@@ -511,7 +557,7 @@ def test_named_rungs_fit_the_gpu(fake_device, monkeypatch):
     """A named rung without a config: its tuned entry, else its small tiles when the default grid would leave more
     than half the multiprocessors idle (H200 measurements in cumm/_auto.py), else its defaults. (fake_device
     forgets the memoized answers afterwards: a later test on a real GPU must not meet the fake entry below.)"""
-    monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None: None)
+    monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None, dtype="float32": None)
     _auto.clear_cache()
     small = _auto.SMALL_TILES
     assert _auto.named("double_buffer", 1024, 1024, 1024, 0) == small["double_buffer"]  # 32 blocks
@@ -521,6 +567,6 @@ def test_named_rungs_fit_the_gpu(fake_device, monkeypatch):
     assert _auto.named("naive", 64, 64, 64, 0) is None  # no small configuration
     assert _auto.named("warptile", 1024, 1024, 1024, 0, count=4) is None  # a batch of 4: 256 blocks
     tuned = {"BM": 64, "BN": 128}
-    monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None: (kernel, tuned, 1))
+    monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None, dtype="float32": (kernel, tuned, 1))
     _auto.clear_cache()
     assert _auto.named("warptile", 1024, 1024, 1024, 0) == tuned
