@@ -17,6 +17,8 @@ compiles not started by ``OFFLINE_SHARE`` (40 %) of it are cancelled, device com
 ``COMPILE_SHARE`` (60 %), and timing starts no configuration that would end later than ``RESERVE_S``
 before the budget; so one shape stays under 3 minutes on an H200 whatever the estimates say.
 :func:`tune_shapes` is ``python -m cumm tune``: several shapes, the top rungs raced, the winners saved.
+float16 and bfloat16 (``dtype=``, ``--dtype``): operands of that dtype, the half rungs raced (HALF_TOP_RUNGS),
+launched through matmul's one-launch call, checked against ``_bench.TOLERANCES``.
 """
 
 from __future__ import annotations
