@@ -27,10 +27,11 @@
 // Order within a stage: the small products first (big_a small_b, small_a big_b), then big_a big_b. The split is
 // common.cuh's cumm_split_tf32 (small left unrounded: rounding it too measured no more accurate, and slower).
 // Host: maps for A (FP32, dims K x M, box 32 x BM) and B (dims N x K, box 32 x 32), 128-byte swizzle; A and B
-// 16-byte aligned, lda, ldb % 4 == 0 (else tf32x3 runs: the spec's fallback). Batched variant: the maps have the
-// batch as a third dimension, block (x, 0, z) walks the tiles of product z (a broadcast operand: matrix 0). Grid: min(tiles, resident
-// blocks), one block per multiprocessor. NUM_THREADS = 384; dynamic shared memory (STAGES (BM + BN) + 2 SB BN)
-// 128 + 1024 + 16 (STAGES + SB). Caveat (as tf32x3): an infinite input makes small = inf - inf = NaN.
+// 16-byte aligned, lda, ldb % 4 == 0 (else tf32x3 runs: the spec's fallback). Grid: min(tiles, resident blocks),
+// one block per multiprocessor. Batched variant: the maps have the batch as a third dimension, grid z is the batch
+// and block (x, 0, z) walks the tiles of product z (a broadcast operand: matrix 0). NUM_THREADS = 384; dynamic
+// shared memory (STAGES (BM + BN) + 2 SB BN) 128 + 1024 + 16 (STAGES + SB). Caveat (as tf32x3): an infinite input
+// makes small = inf - inf = NaN.
 
 #define CUMM_A_BYTES (BM * 128)  // raw A: BM rows of 32 floats (128 bytes), K-major
 #define CUMM_B_BYTES (BN * 128)  // raw B: BN / 32 boxes of 32 k-rows x 32 floats; also each half of a split buffer
