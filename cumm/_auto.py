@@ -149,26 +149,21 @@ def select(
     """
     from ._render import supports_batch
 
-    if dtype != DTYPE:
-        if config is None:
-            key = (device_id, dtype, *bucket(M, N, K))
-            hit = _tuned.get(key, _MISS)
-            if hit is _MISS:
-                hit = _tuned[key] = _lookup(device_id, key[2:], dtype=dtype)
-            if hit is not None:
-                return hit[0], hit[1], split_k
-        return top_for(dtype, device_key(device_id)[1]), config, split_k
     if config is None:
         b = bucket(M, N, K)
-        key = (device_id, DTYPE, *b)
+        key = (device_id, dtype, *b)
         hit = _tuned.get(key, _MISS)
         if hit is _MISS:
-            hit = _tuned[key] = _lookup(device_id, b)
+            hit = _tuned[key] = _lookup(device_id, b, dtype=dtype)
+        if dtype != DTYPE and hit is not None:
+            return hit[0], hit[1], split_k
         if batched and hit is not None:
             hit = (hit[0], hit[1], 1) if supports_batch(REGISTRY[hit[0]]) else None
         if hit is not None and (split_k is None or split_k == 1 or REGISTRY[hit[0]].split_k):
             return hit if split_k is None else (hit[0], hit[1], split_k)
     cc = device_key(device_id)[1]
+    if dtype != DTYPE:
+        return top_for(dtype, cc), config, split_k
     kernel = top(cc, batched, split=split_k is not None and split_k > 1)
     given = config is not None
     if not given:
@@ -223,6 +218,9 @@ def named(
     small = spec.configs.get("small")
     if small is None or "BM" not in spec.defaults or "BN" not in spec.defaults:
         return None
+    if spec.persistent:  # the rule auto uses for it (_small)
+        small = _small(kernel, M, N, device_id, count)
+        return dict(small) if small is not None else None
     cfg = spec.default_config(device_key(device_id)[1])
     # Fewer blocks than half the multiprocessors: on the H200 the small tiles won at 1024^3 (double_buffer 27.5
     # against 11.1 TFLOP/s with its 32 default blocks, warptile 22.6 against 15.9 with 64) and lost at 2048^3

@@ -628,6 +628,15 @@ def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: in
     return kernel, config, split_k
 
 
+def _readable(kernel, spec, config, flags, dims, dev: int, dtype: str, count: int = 1):
+    """(kernel, spec, config) that can read these operands: the copy engine reads 16-byte aligned rows (and batch
+    strides) only, so a copy-engine rung hands operands it cannot read (``flags`` of A, B) to its fallback rung
+    (loads of any alignment), with that rung's tiles for the shape."""
+    if spec.tensor_maps is None or (flags[0] and flags[1]):
+        return kernel, spec, config
+    return spec.fallback, get_spec(spec.fallback), _auto.named(spec.fallback, *dims, dev, count, dtype)
+
+
 def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple]:
     """A batched product: one launch of a batched variant, grid z over the batch; no split-K, repacking, staging
     or edge strips (each product is one tile grid)."""
@@ -664,9 +673,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         return int(x3.data.ptr % 16 == 0 and ld * item % 16 == 0 and bs * item % 16 == 0)
 
     flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
-    if spec.tensor_maps is not None and not (flags[0] and flags[1]):  # the copy engine cannot read them
-        kernel, spec = spec.fallback, get_spec(spec.fallback)
-        config = _auto.named(kernel, M, N, K, dev, nb, dt)
+    kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
     if a3.dtype.itemsize != 4:
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     plan = get_plan(kernel, config, flags, dev)
@@ -708,10 +715,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
     flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
     spec = get_spec(kernel)
-    if spec.tensor_maps is not None and not (flags0[0] and flags0[1]):
-        # the copy engine reads 16-byte aligned rows only: the fallback rung (loads of any alignment) runs it
-        kernel, spec = spec.fallback, get_spec(spec.fallback)
-        config = _auto.named(kernel, M, N, K, dev, 1, dt)
+    kernel, spec, config = _readable(kernel, spec, config, flags0, (M, N, K), dev, dt)
     # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
     # registers; the copy-engine rungs and the half rungs run as one launch.
     plain = half or spec.tensor_maps is not None

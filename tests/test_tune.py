@@ -566,6 +566,10 @@ def test_named_rungs_fit_the_gpu(fake_device, monkeypatch):
     assert _auto.named("warptile", 2048, 2048, 2048, 0) is None
     assert _auto.named("naive", 64, 64, 64, 0) is None  # no small configuration
     assert _auto.named("warptile", 1024, 1024, 1024, 0, count=4) is None  # a batch of 4: 256 blocks
+    # a persistent rung: auto's rule (small tiles while its default tiles are fewer than the multiprocessors)
+    assert _auto.named("wgmma_tf32x3", 1280, 1280, 1280, 0) == small["wgmma_tf32x3"]  # 100 tiles
+    assert _auto.named("wgmma_tf32x3", 1280, 1280, 1280, 0, count=2) is None  # 200 tiles
+    assert _auto.named("wgmma_tf32x3", 1280, 1280, 1280, 0) == _auto.select(1280, 1280, 1280, 0)[1]
     tuned = {"BM": 64, "BN": 128}
     monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None, dtype="float32": (kernel, tuned, 1))
     _auto.clear_cache()
