@@ -164,6 +164,19 @@ def _tf32_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map:
     return MapSpec(0, K, M, lda, 32, cfg["BM"], 3), MapSpec(1, N, K, ldb, 32, 32, 3)
 
 
+def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
+    """wgmma_ws's stream-K scratch (14_wgmma_ws.cu, `skw`): a BM x BN float32 partial and an int flag per block,
+    when SK > 0 and the last wave of `blocks` is at most 60 % full; 0 (a null pointer: whole tiles only)
+    otherwise. Measured on the H200 (bf16, 128 x 256 tiles, 132 blocks), stream-K against whole tiles: last wave
+    6 % full (2112 x 4096 x 4096) 1.19-1.37x, 42 % (2560 x 4096 x 4096) 1.09x, 52 % (8192^3) 1.01-1.02x, 88 %
+    (4096^3) 0.94-0.95x: a nearly full last wave idles less than the partial sums cost."""
+    tiles = cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
+    rem = tiles % blocks
+    if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * blocks:
+        return 0
+    return blocks * (cfg["BM"] * cfg["BN"] * 4 + 4)
+
+
 def _warptile_block(c):
     return (c["NUM_THREADS"], 1, 1)
 
@@ -431,9 +444,10 @@ for _spec in [
         tensor_maps=_half_maps,
         summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
         " tile order, TMA-store epilogue",
-        defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, NUM_THREADS=384),
+        defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, SK=4, NUM_THREADS=384),
         block=lambda c: (c["NUM_THREADS"], 1, 1),
         grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
+        workspace=_stream_k_workspace,
         smem=lambda c: (
             c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384
         ),
@@ -448,6 +462,7 @@ for _spec in [
                 "PP = 1 (ping-pong consumers) is experimental and has not run on a GPU since its last fix: PP = 0",
             ),
             C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
+            C("SK == 0 or (CL == 1 and PP == 0)", "stream-K (SK > 0) needs CL = 1 and PP = 0"),
             C("EPI == 0 or BN % 128 == 0", "EPI = 1 stores 128-column halves: BN % 128 == 0"),
             C(
                 "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
@@ -463,6 +478,7 @@ for _spec in [
             CL=(1,),
             EPI=(0, 1),
             PP=(0,),
+            SK=(0, 4),
             NUM_THREADS=(384,),
         ),
     ),

@@ -22,7 +22,7 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
-from . import _arrays, _auto, _edges, _repack, _splitk, _tmaps
+from . import _arrays, _auto, _edges, _repack, _scratch, _splitk, _tmaps
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
 from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major, span
@@ -239,6 +239,8 @@ class Call:
         "torch_empty",
         "direct",
         "maps",
+        "scratch",
+        "cell",
     )
 
     def __init__(
@@ -267,6 +269,7 @@ class Call:
         # the caller's own arrays, so a cached call may launch straight on their pointers
         self.direct = direct or fast
         self.maps = ()
+        self.scratch = None  # (device pointer cell, bytes) of a kernel that takes a workspace
         if self.direct:
             M, N, K = dims
             # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
@@ -289,18 +292,27 @@ class Call:
                     (n + i, m.operand, _tmaps.Maps(m)) if m is not None else (n + i, None, None)
                     for i, m in enumerate(specs)
                 )
+            gx, gy, gz = spec.grid(plan.cfg, M, N, K)
+            if spec.persistent:  # one block per slot walks the tiles (of its product: grid z is the batch)
+                gx = min(gx, max(1, plan.slots(dev) // (1 if batch is None else batch[0])))
+            # a workspace pointer after the maps: a per-stream buffer, written at launch (null when not needed
+            # or batched)
+            ws = [np.zeros(1, dtype=np.uint64)] if spec.workspace is not None else []
+            if ws and batch is None:
+                nbytes = spec.workspace(plan.cfg, M, N, K, gx)
+                if nbytes:
+                    self.scratch = (ws[0], nbytes)
             self.params = np.array(
-                [self.slots.ctypes.data + 8 * i for i in range(n)] + [0] * len(self.maps), dtype=np.uint64
+                [self.slots.ctypes.data + 8 * i for i in range(n)] + [0] * len(self.maps) + [w.ctypes.data for w in ws],
+                dtype=np.uint64,
             )
+            self.cell = ws  # kept alive: params holds its address
             for arg, operand, _ in self.maps:
                 if operand is None:  # a zeroed map the kernel does not read
                     self.params[arg] = _ZERO_MAP.ctypes.data
             self.params_ptr = self.params.ctypes.data  # (the .ctypes property builds an object per access)
             self.alpha = self.beta = None  # the alpha and beta written into the slots last
             self.func = plan.kern.kernel.ptr
-            gx, gy, gz = spec.grid(plan.cfg, M, N, K)
-            if spec.persistent:  # one block per slot walks the tiles (of its product: grid z is the batch)
-                gx = min(gx, max(1, plan.slots(dev) // (1 if batch is None else batch[0])))
             self.grid = (gx, gy, gz if batch is None else batch[0])
             self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
 
@@ -323,6 +335,9 @@ class Call:
         s[4] = pa
         s[6] = pb
         s[9] = pc
+        if self.scratch is not None:
+            cell, nbytes = self.scratch
+            cell[0] = _scratch.pointer(self.dev, stream, nbytes)
         if alpha != self.alpha or beta != self.beta:
             self.f32[6], self.f32[16] = self.alpha, self.beta = alpha, beta
         gx, gy, gz, bx, by, bz, smem, func = self.geometry

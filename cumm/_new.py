@@ -20,7 +20,7 @@ from ._register import REGISTRY, RESERVED
 from ._render import template_text
 from ._spec import KernelSpec
 
-_GEOMETRY = ("block", "grid", "smem", "derived", "tensor_maps")
+_GEOMETRY = ("block", "grid", "smem", "derived", "tensor_maps", "workspace")
 _SPEC_HELPERS = {"cdiv": "def cdiv(a, b):\n    return -(-a // b)"}  # names _ladder imports from _spec
 
 
@@ -150,6 +150,14 @@ def spec_file(name: str, spec: KernelSpec, template_file: str) -> str:
             "    tensor_maps=_RUNG.tensor_maps,"
             if base
             else f"    tensor_maps=cumm.kernel_spec({_literal(spec.name)}).tensor_maps,"
+        )
+    if "workspace" in exprs:
+        out(f"    workspace={exprs['workspace']},  # a per-stream scratch buffer, the kernel's last argument")
+    elif spec.workspace is not None:
+        out(
+            "    workspace=_RUNG.workspace,"
+            if base
+            else f"    workspace=cumm.kernel_spec({_literal(spec.name)}).workspace,"
         )
     if spec.fallback:
         out(f"    fallback={_literal(spec.fallback)},  # the kernel run on operands the copy engine cannot read")

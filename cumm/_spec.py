@@ -103,6 +103,11 @@ class KernelSpec:
     # not a multiple of 16 bytes runs ``fallback``), and the kernel reads matrix z (0 for a broadcast operand).
     tensor_maps: Callable | None = None
     fallback: str | None = None
+    # A scratch buffer the kernel takes as its last argument (after any maps): workspace(cfg, M, N, K, blocks)
+    # gives its bytes for a product launched on `blocks` blocks in x, 0 for a null pointer. cumm keeps one per
+    # device and stream (launches on one stream never share it at once), zeroed when made; a launch must leave
+    # what the next one reads (flags) as it found it. Direct launches only (kernels with tensor maps).
+    workspace: Callable[[Config, int, int, int, int], int] | None = None
     # The template's text itself, instead of a file (then ``template`` defaults to "<name>.cu").
     source: str | None = field(default=None, repr=False)
     # Element types of A and B the template handles (C = A @ B in the same type).

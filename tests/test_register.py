@@ -356,9 +356,12 @@ def test_new_from_every_rung(tmp_path, rung):
         cfg = theirs.default_config(90)
         args = (cfg, 512, 256, 128, 128, 256, 256, True)
         assert repr(mine.tensor_maps(*args)) == repr(theirs.tensor_maps(*args))
+    assert (mine.workspace is None) == (theirs.workspace is None)  # the kernel's last argument: both or neither
     for cfg in [theirs.default_config(), *(theirs.resolve(c) for c in theirs.configs)]:
         assert mine.block(cfg) == theirs.block(cfg) and mine.smem(cfg) == theirs.smem(cfg)
         assert mine.grid(cfg, 1000, 3000, 77) == theirs.grid(cfg, 1000, 3000, 77)
+        if theirs.workspace is not None:
+            assert mine.workspace(cfg, 2112, 4096, 999, 132) == theirs.workspace(cfg, 2112, 4096, 999, 132)
         assert mine.derived(cfg) == theirs.derived(cfg)
     assert "Constraint(" in py.read_text() and "cumm.register(SPEC" in py.read_text()
     assert _render.template_hash(mine) == _render.template_hash(theirs)  # only the header comment differs

@@ -12,6 +12,15 @@
 // - EPI = 1, TMA-store epilogue: the consumers write their tile to shared memory (swizzled, conflict-free) and
 //   one thread per warpgroup hands it to the copy engine, instead of 4-byte stores from every thread that cover
 //   half of each 32-byte sector and keep the consumers from starting the next tile's wgmma.
+// - SK > 0, stream-K tail: when the tiles are not a whole number of waves (4096^3: 512 tiles of 128 x 256 on 132
+//   blocks, 3.88 waves), the last tiles % blocks tiles are not handed out whole (a fourth round in which 16 of
+//   132 multiprocessors would idle) but as one run of k-slabs cut into equal ranges, one per block, a tile
+//   shared by at most SK + 1 blocks. A range holds the end of one tile and perhaps the start of the next; a
+//   block does the start first, so all blocks begin at slab 0 together and stay within a few slabs of each
+//   other (their A and B slabs stay in L2; taken in range order they spread over K: 0.93x whole tiles at
+//   4096^3). A piece that does not end its tile adds nothing to C: it writes its partial sums to a workspace
+//   (cumm's per-stream scratch buffer, `skw`) and raises its flag; the block that holds the tile's last slab
+//   does that piece last, adds the partials, lowers their flags and stores the tile.
 // - CL = 2: clusters of two blocks own two vertically adjacent tiles (same B column panel); each block loads
 //   its own A and half of the B boxes, multicast into both blocks' shared memory: 2/3 of the L2 -> SM traffic
 //   of CL = 1 for 128 x 256 tiles. A stage is refilled only when both blocks' consumers have released it (they
@@ -24,8 +33,11 @@
 // 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks; CL = 2: 2 min(tile pairs, resident clusters
 // (cuOccupancyMaxActiveClusters)) blocks, cluster dims compiled in (__cluster_dims__). NUM_THREADS =
 // 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 16, plus 16384 WGS with EPI = 1.
+// skw (last argument): with SK > 0 and tiles % blocks != 0, a workspace of blocks x BM x BN floats and then
+// blocks int flags, all zero at launch and left so; else null (no stream-K).
 
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
+#define CUMM_NC (128 * WGS)  // consumer threads
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 #if CL == 2
@@ -36,12 +48,13 @@
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
-                const __grid_constant__ CummTmap tmC) {
+                const __grid_constant__ CummTmap tmC, float* __restrict__ skw) {
     constexpr int MT = PP ? BM / 64 : BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     static_assert(MT * 64 * (PP ? 1 : WGS) == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(CL == 1 || (CL == 2 && BN % 128 == 0), "CL = 2 splits the B boxes between the two blocks");
     static_assert(!CUMM_EPI_TMA || BN % 128 == 0, "EPI = 1 stores 128-column halves");
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
+    static_assert(SK == 0 || (CL == 1 && PP == 0), "stream-K hands out k-ranges to single blocks in turn");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
@@ -56,6 +69,29 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     const int KT = (K + 63) / 64;
     const int rank = CL == 1 ? 0 : (int)cumm_cluster_ctarank();
     const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
+
+    // Work items (tile t, slabs k0 <= kt < k1). Whole tiles first, t = first, + step, ... below `dp`; then,
+    // with stream-K (a workspace given: the host passes none when whole tiles pay), the U slabs of the last
+    // tiles % step tiles in P equal ranges [U p / P, U (p + 1) / P), one per block p < P. A range is no longer
+    // than a tile (P >= those tiles): it holds the end of one tile and perhaps the start of the next, which
+    // comes first.
+    const int dp = (SK && skw != nullptr) ? tiles - tiles % step : tiles;  // tiles handed out whole
+    const long long U = (long long)(tiles - dp) * KT;
+    const int P = (int)min((long long)min(step, (tiles - dp) * (SK > 0 ? SK : 1)), U);
+    const int whole = first < dp ? (dp - 1 - first) / step + 1 : 0;
+    auto item = [&](int j, int& t, int& k0, int& k1) -> bool {
+        if (j < whole) {
+            t = first + j * step, k0 = 0, k1 = KT;
+            return true;
+        }
+        j -= whole;
+        if (first >= P || j > 1) return false;
+        const long long s = U * first / P, e = U * (first + 1) / P, nb = (s / KT + 1) * KT;  // next tile's start
+        if (e <= nb && j == 1) return false;
+        const long long u0 = e <= nb ? s : (j == 0 ? nb : s), u1 = e <= nb ? e : (j == 0 ? e : nb);
+        t = dp + (int)(u0 / KT), k0 = (int)(u0 % KT), k1 = k0 + (int)(u1 - u0);
+        return true;
+    };
 
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
@@ -79,10 +115,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         cumm_setmaxnreg_dec<40>();
         if (tid == 0) {
             int it = 0;  // slabs issued by this block, over all its tiles
-            for (int t = first; t < tiles; t += step) {
+            int t, k0, k1;
+            for (int j = 0; item(j, t, k0, k1); ++j) {
                 const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
                 const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
-                for (int kt = 0; kt < KT; ++kt, ++it) {
+                for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     // first round: passes at once (waits for the phase before the barrier's first)
                     cumm_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
@@ -117,9 +154,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             if (CL == 2) cumm_mbar_arrive_remote(&empty[s], rank ^ 1);
         }
     };
-    int i = 0;  // this block's tile ordinal
     int k = 0;  // PP = 1: tiles this warpgroup has started
-    for (int t = first; t < tiles; t += step, ++i) {
+    int t, k0, k1;
+    for (int i = 0; item(i, t, k0, k1); ++i) {
         // PP = 1: warpgroup wg takes every WGS-th tile; the producer fills the ring in tile order, so the other
         // warpgroup's first slabs arrive as this one's last are consumed: one runs its mainloop while the
         // other stores its tile, and the tensor cores stay busy across tile boundaries.
@@ -132,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             if (q >= 0) cumm_mbar_wait(&handoff[wg], q & 1);
             ++k;
         }
-        it = i * KT;
+        if (PP) it = i * KT;
         const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
         const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
         const int wrow = PP ? 0 : wg * MT * 64;  // this warpgroup's first row in the tile
@@ -141,7 +178,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         for (int m = 0; m < MT; ++m)
 #pragma unroll
             for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
-        for (int kt = 0; kt < KT; ++kt, ++it) {
+        for (int kt = k0; kt < k1; ++kt, ++it) {
             const int s = it % STAGES;
             cumm_mbar_wait(&full[s], (it / STAGES) & 1);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
@@ -154,13 +191,51 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                                      cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
             cumm_wgmma_commit();
             cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
-            if (kt > 0) release((it - 1) % STAGES);
+            if (kt > k0) release((it - 1) % STAGES);
         }
         cumm_wgmma_wait<0>();
         release((it - 1) % STAGES);
         if (PP && lane == 0) cumm_mbar_arrive(&handoff[wg ^ 1]);  // the other warpgroup's turn
 #pragma unroll
         for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
+
+        if (SK && t >= dp) {  // a stream-K piece: partial sums go through the workspace
+            // skw: one BM x BN partial per block, each thread's accumulators as float4 columns (coalesced), then
+            // one flag per block
+            const int ct = tid - 128;
+            int* const flag = reinterpret_cast<int*>(skw + (size_t)step * BM * BN);
+            if (k1 < KT) {  // not the tile's last slab: hand the partial to the block that has it
+                float4* const w = reinterpret_cast<float4*>(skw + (size_t)first * BM * BN) + ct;
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+#pragma unroll
+                    for (int e = 0; e < BN / 8; ++e)
+                        __stcg(w + (m * BN / 8 + e) * CUMM_NC,
+                               make_float4(d[m][4 * e], d[m][4 * e + 1], d[m][4 * e + 2], d[m][4 * e + 3]));
+                __threadfence();
+                asm volatile("bar.sync 3, %0;\n" ::"n"(CUMM_NC) : "memory");
+                if (ct == 0) asm volatile("st.release.gpu.global.b32 [%0], 1;\n" ::"l"(flag + first) : "memory");
+                continue;
+            }
+            // the tile's last slabs: add the partials of the blocks whose ranges cover the rest of the tile
+            for (int p = first - 1; p >= 0 && U * (p + 1) / P > (long long)(t - dp) * KT; --p) {
+                if (ct == 0) {
+                    int up;
+                    do asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(up) : "l"(flag + p) : "memory");
+                    while (!up);
+                    flag[p] = 0;  // read once per launch: ready for the next launch on this stream
+                }
+                asm volatile("bar.sync 3, %0;\n" ::"n"(CUMM_NC) : "memory");
+                const float4* const w = reinterpret_cast<const float4*>(skw + (size_t)p * BM * BN) + ct;
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+#pragma unroll
+                    for (int e = 0; e < BN / 8; ++e) {
+                        const float4 v = __ldcg(w + (m * BN / 8 + e) * CUMM_NC);
+                        d[m][4 * e] += v.x, d[m][4 * e + 1] += v.y, d[m][4 * e + 2] += v.z, d[m][4 * e + 3] += v.w;
+                    }
+            }
+        }
 
 #if CUMM_EPI_TMA
         // Interior tiles only: edge tiles (past M or N) take the predicated direct stores below. With boxes that

@@ -1,0 +1,135 @@
+"""wgmma_ws's stream-K tail (SK > 0): when the tiles are not a whole number of waves, the last tiles' k-slabs are
+shared out in ranges and finished through a per-stream workspace. Its arithmetic is checked on the CPU; on the
+GPU, shapes whose last wave is split (the whole tiles, partial tiles with edges, beta, float32 out), repeated
+launches (the flags must be lowered again) and two streams at once, each against float64."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import cumm
+from cumm._matmul import decision
+
+SPEC = cumm.kernel_spec("wgmma_ws")
+
+
+def _tiles(cfg, M, N):
+    return -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+
+
+def test_workspace_only_when_the_last_wave_is_partial():
+    cfg = SPEC.default_config(90)
+    assert cfg["SK"] > 0  # stream-K is the default
+    assert SPEC.workspace(cfg, 4224, 4096, 4096, 132) == 0  # 528 tiles: four whole waves, no workspace
+    assert SPEC.workspace({**cfg, "SK": 0}, 4096, 4096, 4096, 132) == 0
+    blocks = 132
+    want = blocks * (cfg["BM"] * cfg["BN"] * 4 + 4)  # a partial tile and a flag per block
+    assert SPEC.workspace(cfg, 2112, 4096, 4096, blocks) == want  # 272 tiles: 2.06 waves
+    assert SPEC.workspace(cfg, 8192, 8192, 8192, blocks) == want  # 2048 tiles: the last wave 0.52 full
+    assert SPEC.workspace(cfg, 4096, 4096, 4096, blocks) == 0  # 512 tiles: 3.88 waves, the last 0.88 full
+    assert SPEC.workspace(cfg, 100, 100, 100, 1) == 0  # one tile on one block
+
+
+def test_stream_k_needs_single_blocks_in_turn():
+    with pytest.raises(cumm.ConfigError, match=r"SK > 0.*CL = 1 and PP = 0"):
+        cumm.compile("wgmma_ws", dict(SK=4, PP=1), arch="sm_90a")
+    with pytest.raises(cumm.ConfigError, match="SK must be a non-negative integer"):
+        cumm.compile("wgmma_ws", dict(SK=-1), arch="sm_90a")
+
+
+def test_both_schedules_compile_without_spills():
+    for sk in (0, 4):
+        k = cumm.compile("wgmma_ws", dict(SK=sk), arch="sm_90a")
+        assert k.spill_bytes == 0, k
+
+
+# --- on the GPU ---
+
+HALF = ("float16", "bfloat16")
+# (M, N, K) whose 128 x 256 tiles leave a partial last wave on 132 (H100/H200) or other SM counts: 2112 rows end in
+# a half tile (edge epilogue inside the stream-K part); 4000 columns end in a partial tile; K = 776 is 13 slabs
+# (the last partial); 2560 rows: 320 tiles, 2.42 waves; K = 64: one slab a tile, so no tile is shared.
+SHAPES = [(2112, 4096, 1000), (2112, 4000, 776), (1000, 1000, 2000), (2560, 4096, 64), (2560, 4096, 4096)]
+# (1000 x 1000: 32 tiles, fewer than the blocks: whole tiles only, the control)
+
+
+def _dtype(name):
+    import cupy
+
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return cupy.dtype(name)
+
+
+def _inputs(rng, M, N, K, dt):
+    a = rng.standard_normal((M, K), dtype="float32").astype(_dtype(dt))
+    b = rng.standard_normal((K, N), dtype="float32").astype(_dtype(dt))
+    return a, b
+
+
+def _err(c, ref) -> float:
+    import cupy
+
+    d = c.astype(cupy.float64)
+    return float(cupy.linalg.norm(d - ref)) / float(cupy.linalg.norm(ref))
+
+
+def _ref(a, b):
+    import cupy
+
+    return a.astype(cupy.float64) @ b.astype(cupy.float64)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_stream_k_against_float64_and_whole_tiles(shape, dt, rng):
+    import cupy
+
+    M, N, K = shape
+    a, b = _inputs(rng, M, N, K, dt)
+    ref = _ref(a, b)
+    whole = cumm.matmul(a, b, kernel="wgmma_ws", config=dict(SK=0), out=cupy.empty((M, N), cupy.float32))
+    for _ in range(3):  # the flags are lowered by each launch: a second and third launch find them so
+        out = cupy.full((M, N), math.nan, dtype=cupy.float32)
+        got = cumm.matmul(a, b, kernel="wgmma_ws", out=out)
+        assert decision(a, b, out, kernel="wgmma_ws").startswith("wgmma_ws")
+        # FP32 accumulation of exact products: only the order of the sums differs from whole tiles
+        assert _err(whole, ref) < 1e-5 and _err(got, ref) <= 1.5 * _err(whole, ref) + 1e-7
+        assert float(cupy.abs(got - whole).max()) <= 1e-4 * float(cupy.abs(whole).max())
+    half = cumm.matmul(a, b, kernel="wgmma_ws")  # a half result through the TMA-store epilogue
+    assert half.dtype == a.dtype and _err(half.astype(cupy.float32), ref) < 5e-3
+
+
+@pytest.mark.gpu
+def test_stream_k_with_beta_and_alpha(rng):
+    import cupy
+
+    M, N, K = 2112, 4000, 776
+    a, b = _inputs(rng, M, N, K, "bfloat16")
+    c0 = rng.standard_normal((M, N), dtype=cupy.float32)
+    out = c0.copy()
+    cumm.matmul(a, b, kernel="wgmma_ws", out=out, alpha=0.5, beta=-1.5)
+    assert _err(out, 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float64)) < 1e-5
+
+
+@pytest.mark.gpu
+def test_stream_k_on_two_streams_at_once(rng):
+    """Each stream has its own workspace: products queued on two streams, interleaved, are all right."""
+    import cupy
+
+    M, N, K = 2112, 4096, 1000
+    pairs = [_inputs(rng, M, N, K, "float16") for _ in range(4)]
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    outs = []
+    for i, (a, b) in enumerate(pairs * 2):
+        with streams[i % 2]:
+            outs.append(cumm.matmul(a, b, kernel="wgmma_ws", out=cupy.empty((M, N), cupy.float32)))
+    for s in streams:
+        s.synchronize()
+    for (a, b), out in zip(pairs * 2, outs, strict=True):
+        assert _err(out, _ref(a, b)) < 1e-5
