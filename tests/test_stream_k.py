@@ -12,6 +12,8 @@ import pytest
 import cumm
 from cumm._matmul import decision
 
+from .test_half import _inputs  # random normal operands rounded to the dtype
+
 SPEC = cumm.kernel_spec("wgmma_ws")
 
 
@@ -53,22 +55,6 @@ HALF = ("float16", "bfloat16")
 # (the last partial); 2560 rows: 320 tiles, 2.42 waves; K = 64: one slab a tile, so no tile is shared.
 SHAPES = [(2112, 4096, 1000), (2112, 4000, 776), (1000, 1000, 2000), (2560, 4096, 64), (2560, 4096, 4096)]
 # (1000 x 1000: 32 tiles, fewer than the blocks: whole tiles only, the control)
-
-
-def _dtype(name):
-    import cupy
-
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16
-    return cupy.dtype(name)
-
-
-def _inputs(rng, M, N, K, dt):
-    a = rng.standard_normal((M, K), dtype="float32").astype(_dtype(dt))
-    b = rng.standard_normal((K, N), dtype="float32").astype(_dtype(dt))
-    return a, b
 
 
 def _err(c, ref) -> float:
