@@ -95,6 +95,11 @@ def validate(spec: KernelSpec) -> None:
         )
     if spec.kind not in KINDS:
         raise RegistrationError(f"kernel {name!r}: kind must be one of {KINDS}, got {spec.kind!r}")
+    if spec.workspace is not None and spec.tensor_maps is None:
+        raise RegistrationError(
+            f"kernel {name!r}: workspace= is passed only by the one-launch path of kernels with tensor maps; "
+            "give tensor_maps= too, or drop workspace="
+        )
     for p, v in spec.defaults.items():
         if not _NAME.fullmatch(str(p)):
             raise RegistrationError(f"kernel {name!r}: parameter name {p!r} must be an identifier (it is #defined)")

@@ -34,8 +34,3 @@ def pointer(device_id: int, stream: int, nbytes: int) -> int:
                     cupy.cuda.runtime.deviceSynchronize()
                 _buffers[(device_id, stream)] = buf
     return buf.data.ptr
-
-
-def held_bytes() -> int:
-    """Bytes held in scratch buffers (current and outgrown), for tests and diagnostics."""
-    return sum(b.nbytes for b in _buffers.values()) + sum(b.nbytes for b in _outgrown)

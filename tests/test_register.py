@@ -212,6 +212,10 @@ def test_split_k_needs_the_macro(tmp_path):
     )
 
 
+def test_a_workspace_needs_tensor_maps(tmp_path):
+    _error(tmp_path, r"workspace= is passed only .* tensor maps", workspace=lambda cfg, M, N, K, blocks: 0)
+
+
 def test_defaults_must_satisfy_the_constraints(tmp_path):
     _error(
         tmp_path,

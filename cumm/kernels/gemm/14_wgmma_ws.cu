@@ -33,8 +33,8 @@
 // 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks; CL = 2: 2 min(tile pairs, resident clusters
 // (cuOccupancyMaxActiveClusters)) blocks, cluster dims compiled in (__cluster_dims__). NUM_THREADS =
 // 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 16, plus 16384 WGS with EPI = 1.
-// skw (last argument): with SK > 0 and tiles % blocks != 0, a workspace of blocks x BM x BN floats and then
-// blocks int flags, all zero at launch and left so; else null (no stream-K).
+// skw (last argument): with SK > 0 and a mostly empty last wave (the spec's workspace function decides), a
+// workspace of blocks x BM x BN floats and then blocks int flags, all zero at launch and left so; else null.
 
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
 #define CUMM_NC (128 * WGS)  // consumer threads
