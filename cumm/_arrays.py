@@ -40,9 +40,13 @@ def as_cupy(x, name: str) -> cupy.ndarray:
         raise TypeError(f"{name} must be a GPU array, got a torch tensor on the {x.device}: pass {name}.cuda()")
     if hasattr(x, "__cuda_array_interface__"):
         try:
-            return cupy.asarray(x)  # zero-copy through the interface
+            view = cupy.asarray(x)  # zero-copy through the interface
         except Exception as e:
             raise TypeError(f"{name} ({describe(x)}) could not be viewed as a GPU array: {e}") from None
+        if view.dtype.kind == "V" and kind(x) == TORCH and str(x.dtype) == "torch.bfloat16":
+            # torch describes bfloat16 to the interface as opaque 2-byte items ("|V2"): name them
+            view = view.view(bfloat16())
+        return view
     if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
         try:
             return cupy.from_dlpack(x)
@@ -91,6 +95,15 @@ def empty(kind_: str, shape: tuple[int, ...], dtype: np.dtype, device_id: int):
         with cupy.cuda.Device(device_id):
             return cupy.empty(shape, dtype=dtype)
     return cupy.empty(shape, dtype=dtype)
+
+
+def bfloat16() -> np.dtype:
+    """numpy's (and CuPy's) bfloat16 dtype, from ml_dtypes (installed with cumm's cuda extras)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError("bfloat16 arrays need the ml_dtypes package: pip install ml_dtypes") from None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def _torch_dtype(name: str):

@@ -46,6 +46,29 @@ def test_torch_in_torch_out(kernel):
 
 
 @gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kernel", ["auto", "wgmma_ws", "mma"])
+def test_torch_half_tensors(kernel, dtype):
+    """torch float16 / bfloat16 tensors in (torch hands bfloat16 to __cuda_array_interface__ as opaque 2-byte
+    items), a tensor of that dtype out, out= a float32 tensor; error no worse than 1.5x torch.matmul's own."""
+    torch = _torch()
+    if kernel == "wgmma_ws" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("wgmma_ws needs sm_90")
+    tdt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(257, 263, device="cuda", generator=g).to(tdt)
+    b = torch.randn(263, 136, device="cuda", generator=g).to(tdt)
+    ref = _ref64(a.float(), b.float())
+    theirs = rel_err(torch.matmul(a, b).float(), ref)
+    c = cumm.matmul(a, b, kernel=kernel)
+    assert isinstance(c, torch.Tensor) and c.dtype == tdt and c.shape == (257, 136)
+    assert rel_err(c.float(), ref) <= 1.5 * theirs
+    out = torch.full((257, 136), math.nan, device="cuda")
+    assert cumm.matmul(a, b, kernel=kernel, out=out) is out
+    assert rel_err(out, ref) < 1e-5  # float32 out: the accumulator, not rounded to the inputs' dtype
+
+
+@gpu
 def test_torch_views_out_and_streams():
     """Transposed and sliced views, out= a torch tensor (returned), alpha/beta, a non-default torch stream."""
     torch = _torch()
