@@ -7,9 +7,9 @@
 #                                         $OUT/ncu_source.csv (all of them)
 #
 # TARGET as bench/ncu_launch.py takes it: a GEMM rung with overrides (double_buffer, vectorized:BK=16; at
-# NCU_N, default 4096) or a chain kernel (fused3_wg as multi_dot picks it, fused3_wg:kw64x32,TMA=0; NCU_N
-# default 512). Runs from a clone where cumm is not installed. OUT defaults to /tmp/cumm-ncu; NCU_S limits
-# each ncu run (default 300 s).
+# NCU_N, default 4096), `cublas`, or a chain kernel (fused3_wg as multi_dot picks it, fused3_wg:kw64x32,TMA=0;
+# NCU_N default 512). NCU_DTYPE=bfloat16 or float16: GEMM operands of that dtype. Runs from a clone where cumm
+# is not installed. OUT defaults to /tmp/cumm-ncu; NCU_S limits each ncu run (default 300 s).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 py=${PYTHON:-python3}
 mode=${1:-}
 shift || true
-[[ -n $mode && $# -gt 0 ]] || { sed -n '2,12p' "$0"; exit 2; }
+[[ -n $mode && $# -gt 0 ]] || { sed -n '2,11p' "$0"; exit 2; }
 
 COUNTERS=smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,\
 l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,\
@@ -42,7 +42,7 @@ profile() {  # profile TARGET ncu-options...: ncu on the last of 5 launches of T
     local filter
     filter=$("$py" bench/ncu_launch.py "$target" --print-regex) || return 1
     timeout "${NCU_S:-300}" ncu --clock-control none -k "$filter" --launch-skip 4 --launch-count 1 "$@" \
-        "$py" bench/ncu_launch.py "$target" ${NCU_N:+--n "$NCU_N"} --calls 5
+        "$py" bench/ncu_launch.py "$target" ${NCU_N:+--n "$NCU_N"} ${NCU_DTYPE:+--dtype "$NCU_DTYPE"} --calls 5
 }
 
 case $mode in
@@ -89,7 +89,7 @@ for r in sorted(body, key=lambda r: -num(r[k]))[:45]:
 PY
     ;;
 *)
-    sed -n '2,12p' "$0"
+    sed -n '2,11p' "$0"
     exit 2
     ;;
 esac
