@@ -193,10 +193,13 @@ def build_report(
     overhead: Mapping | None = None,
     command: str | None = None,
     dtype: str = "float32",
+    settle_s: float | None = None,
 ) -> dict:
-    """The JSON document: device, cc, cupy, cuda, dtype, results, [host_overhead], command."""
+    """The JSON document: device, cc, cupy, cuda, dtype, [settle_s], results, [host_overhead], command."""
     doc = {k: device[k] for k in ("device", "cc", "cupy", "cuda")}
     doc["dtype"] = dtype
+    if settle_s is not None:
+        doc["settle_s"] = settle_s
     doc["results"] = [dict(r) for r in results]
     if overhead is not None:
         doc["host_overhead"] = dict(overhead)
@@ -222,8 +225,15 @@ def format_markdown(doc: Mapping) -> str:
         f"# cumm {dtype} GEMM benchmark: {doc['device']}",
         "",
         f"compute capability {doc['cc']}, CUDA runtime {doc['cuda']}, CuPy {doc['cupy']}; {baseline}. Median of "
-        "CUDA-event timed runs in three interleaved rounds (the order rotating), warm-up excluded, operands rotated "
-        "past the L2 cache, every result checked against float64 (of the rounded inputs) before timing.",
+        "CUDA-event timed runs in three interleaved rounds (the order rotating"
+        + (
+            f" and reversed every other round, each call run alone for {doc['settle_s']:g} s before its samples in "
+            "a round)"
+            if doc.get("settle_s")
+            else ")"
+        )
+        + ", warm-up excluded, operands rotated past the L2 cache, every result checked against float64 (of the "
+        "rounded inputs) before timing.",
         "",
     ]
     if doc.get("command"):
@@ -246,8 +256,14 @@ def _x(shape: Shape) -> float:
     return M if M == N == K else (M * N * K) ** (1 / 3)  # non-square: the cube with the same work
 
 
-def plot(results: Sequence[Mapping], path: str, *, title: str | None = None) -> None:
-    """TFLOP/s against size, one line per kernel, cuBLAS dashed, log2 x axis; saved to ``path``."""
+def baseline_label(dtype: str) -> str:
+    """The legend's name for the cuBLAS line: what the baseline is at ``dtype``."""
+    return "cuBLAS (FP32)" if dtype == "float32" else f"cuBLAS ({dtype}, torch.matmul)"
+
+
+def plot(results: Sequence[Mapping], path: str, *, title: str | None = None, baseline: str = "cuBLAS (FP32)") -> None:
+    """TFLOP/s against size, one line per kernel, cuBLAS dashed (labelled ``baseline``), log2 x axis; saved to
+    ``path``."""
     require_matplotlib()
     from matplotlib.figure import Figure  # the object API: no pyplot, no GUI backend needed
 
@@ -271,7 +287,7 @@ def plot(results: Sequence[Mapping], path: str, *, title: str | None = None) -> 
     for kernel in [k for k in series if k != CUBLAS] + ([CUBLAS] if CUBLAS in series else []):
         pts = sorted(series[kernel])
         style = (
-            dict(color="k", linestyle="--", marker="s", label="cuBLAS (FP32)")
+            dict(color="k", linestyle="--", marker="s", label=baseline)
             if kernel == CUBLAS
             else dict(marker="o", label=kernel)
         )
@@ -404,6 +420,19 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float) -> float:
 
 
 ROUNDS = 3  # each (kernel, shape) is timed in this many rounds, interleaved with the others of its shape
+# Before its samples in every round, each call runs alone for this long (``--settle``): a card at its power
+# limit sets its clock by what it has just run, so without this a call timed after a cooler one (a slow rung)
+# borrows clock.
+SETTLE_S = 0.1
+
+
+def _load(fn, seconds: float) -> None:
+    """Run ``fn`` back to back for about ``seconds`` (synchronized every few calls)."""
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        for _ in range(4):
+            fn()
+        _sync()
 
 
 def _prepare(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str):
@@ -437,8 +466,10 @@ def _measure_shape(
     warm_s: float = 0.0,
 ) -> list[Row]:
     """Rows for ``names`` (cuBLAS first) on one shape. The verified calls are timed in ROUNDS interleaved rounds,
-    the order rotating every round, and each row takes the median of all its samples: the card's clocks drift
-    under seconds of sustained load, so no call may always run first (on the coolest card) or last."""
+    the order rotating every round and reversed every other round (so neither a call's place nor the call before
+    it is always the same), each call loaded alone for SETTLE_S before its samples; each row takes the median
+    of all its samples: the card's clocks drift under seconds of sustained load and follow the power of what ran
+    just before."""
     prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype) for n in names}
     live = [n for n in names if prepared[n][0] is not None]
     samples: dict[str, list[float]] = {n: [] for n in live}
@@ -456,12 +487,14 @@ def _measure_shape(
     )
     for r in range(ROUNDS):
         k = r % len(live) if live else 0
-        for n in live[k:] + live[:k]:
+        order = live[k:] + live[:k]
+        for n in order[::-1] if r % 2 else order:
             nxt = itertools.cycle(sets).__next__
 
             def fn(call=prepared[n][0], nxt=nxt):
                 call(*nxt())
 
+            _load(fn, timing.get("settle_s", SETTLE_S))
             samples[n] += sample_ms(fn, **(per_round if r == 0 else dict(per_round, warmup=1)))
     rows = []
     for n in names:
@@ -510,9 +543,13 @@ def run(
     budget_s: float = BUDGET_S,
     progress: bool | None = None,
     dtype: str = "float32",
+    settle_s: float = SETTLE_S,
 ) -> list[Row]:
     """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
-    (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first."""
+    (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first. ``settle_s``: how long each
+    call runs alone before its samples in a round (0: not at all)."""
+    if not (isinstance(settle_s, (int, float)) and 0 <= settle_s <= 60):
+        raise ValueError(f"settle_s must be a number of seconds from 0 to 60, got {settle_s!r}")
     import cupy
 
     import cumm
@@ -530,7 +567,7 @@ def run(
         if k not in valid:
             raise ValueError(f"unknown kernel {k!r} for {dtype}; choose from {', '.join(valid)}")
     shapes = square(DEFAULT_SIZES) if shapes is None else list(shapes)
-    timing = dict(warmup=warmup, repeat=repeat, budget_s=budget_s)
+    timing = dict(warmup=warmup, repeat=repeat, budget_s=budget_s, settle_s=settle_s)
 
     rng = cupy.random.default_rng()
     total = len(shapes) * (len(kernels) + 1)
@@ -611,6 +648,7 @@ def bench(
     *,
     repeat: int = DEFAULT_REPEAT,
     progress: bool | None = None,
+    settle_s: float = SETTLE_S,
 ) -> list[Row]:
     """Time ``kernels`` (names: rungs, registered kernels, "auto"; default all GEMM kernels) beside cuBLAS, as
     ``python -m cumm bench`` does: each result checked against float64 first (a wrong one is a FAIL row with no
@@ -619,7 +657,7 @@ def bench(
     ``sizes``: squares M = N = K; ``shapes``: (M, N, K) products; neither: 1024, 2048, 4096. Returns one dict per
     kernel and shape (cuBLAS first for each shape): kernel, M, N, K, ms, tflops, cublas_tflops, ratio, rel_err,
     runs, status ("ok" or "FAIL"), error, ran. ``plot``: also draw TFLOP/s against size into this file
-    (needs matplotlib).
+    (needs matplotlib). ``settle_s``: seconds each call runs alone before its samples in a round.
     """
     if isinstance(kernels, str):
         kernels = [k.strip() for k in kernels.split(",") if k.strip()]
@@ -631,7 +669,9 @@ def bench(
         todo.append(t)  # type: ignore[arg-type]
     if plot:
         require_matplotlib()  # before the GPU time is spent
-    rows = run(kernels, list(dict.fromkeys(todo)) or None, repeat=repeat, progress=progress, dtype=dtype)
+    rows = run(
+        kernels, list(dict.fromkeys(todo)) or None, repeat=repeat, progress=progress, dtype=dtype, settle_s=settle_s
+    )
     if plot:
-        _draw(rows, plot)
+        _draw(rows, plot, baseline=baseline_label(dtype))
     return rows

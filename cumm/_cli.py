@@ -71,6 +71,16 @@ def _shape_list(text: str) -> list[tuple[int, int, int]]:
     return [_shape(s) for s in text.split(",") if s.strip()] or [_shape(text)]
 
 
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 <= v <= 60:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 60, got {text!r}")
+    return v
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
@@ -88,7 +98,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
 
     b = sub.add_parser(
         "bench",
-        help="time kernels against cuBLAS (FP32) and print a table",
+        help="time kernels against cuBLAS at the same dtype and print a table",
         description="Time kernels against cuBLAS (cupy.matmul, FP32): CUDA events, median of runs after warm-up, "
         "operands rotated past the L2 cache, each result checked against float64 first (wrong -> FAIL). "
         "Prints the table to stdout; exits 1 if a kernel FAILs.",
@@ -121,6 +131,14 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         metavar="N",
         help=f"timed runs per kernel and shape (default {_bench.DEFAULT_REPEAT}; slow kernels stop after "
         f"about {_bench.BUDGET_S:g} s but run at least {_bench.MIN_RUNS} times)",
+    )
+    b.add_argument(
+        "--settle",
+        type=_seconds,
+        default=_bench.SETTLE_S,
+        metavar="S",
+        help=f"seconds each call runs alone before its samples in every round (default {_bench.SETTLE_S:g}): at "
+        "the power limit a card's clock follows what it just ran",
     )
     b.add_argument("--json", metavar="PATH", help="write results and device information as JSON")
     b.add_argument("--markdown", metavar="PATH", help="write the table as markdown")
@@ -352,10 +370,17 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     if not shapes:
         shapes = _bench.square(_bench.DEFAULT_SIZES)
     try:
-        results = _bench.run(args.kernels, list(dict.fromkeys(shapes)), repeat=args.repeat, dtype=args.dtype)
+        results = _bench.run(
+            args.kernels, list(dict.fromkeys(shapes)), repeat=args.repeat, dtype=args.dtype, settle_s=args.settle
+        )
         overhead = _bench.host_overhead() if args.overhead else None
         doc = _bench.build_report(
-            results, device=_bench.device_info(), overhead=overhead, command=command, dtype=args.dtype
+            results,
+            device=_bench.device_info(),
+            overhead=overhead,
+            command=command,
+            dtype=args.dtype,
+            settle_s=args.settle,
         )
     except _bench.BenchError as e:
         return fail(str(e))
@@ -370,7 +395,12 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
         with open(args.markdown, "w") as f:
             f.write(_bench.format_markdown(doc))
     if args.plot:
-        _bench.plot(results, args.plot, title=f"cumm vs cuBLAS ({args.dtype}), {doc['device']}")
+        _bench.plot(
+            results,
+            args.plot,
+            title=f"cumm vs cuBLAS ({args.dtype}), {doc['device']}",
+            baseline=_bench.baseline_label(args.dtype),
+        )
     failed = sum(r["status"] != "ok" for r in results)
     if failed:
         return fail(f"{failed} kernel run(s) FAILed verification or could not run (see the table)")

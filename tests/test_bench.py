@@ -226,6 +226,21 @@ def test_markdown_report_and_overhead():
     assert "9.5 us" in line and "8.0 us" in line and "1.19x" in line and "64x64x64" in line
 
 
+def test_markdown_names_the_settle_time():
+    """A report of a run that settled each call says how long; one without (older JSON) does not claim it."""
+    doc = _bench.build_report(fake_results(), device=DEVICE, command="cumm bench", settle_s=0.25)
+    assert doc["settle_s"] == 0.25
+    assert "each call run alone for 0.25 s before its samples" in _bench.format_markdown(doc)
+    old = _bench.build_report(fake_results(), device=DEVICE, command="cumm bench")
+    assert "settle_s" not in old and "run alone" not in _bench.format_markdown(old)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 61, float("nan"), "1"])
+def test_run_refuses_a_bad_settle_time(bad):
+    with pytest.raises(ValueError, match="settle_s must be a number of seconds from 0 to 60"):
+        _bench.run(["naive"], [(8, 8, 8)], settle_s=bad)
+
+
 # --- JSON --------------------------------------------------------------------------------------------
 
 
@@ -263,6 +278,15 @@ def test_plot_writes_png(tmp_path):
     pytest.importorskip("matplotlib")
     path = tmp_path / "p.png"
     _bench.plot(fake_results(), str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_names_the_baseline_of_the_dtype(tmp_path):
+    assert _bench.baseline_label("float32") == "cuBLAS (FP32)"
+    assert _bench.baseline_label("bfloat16") == "cuBLAS (bfloat16, torch.matmul)"
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "p.png"
+    _bench.plot(fake_results(), str(path), baseline=_bench.baseline_label("float16"))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

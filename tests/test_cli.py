@@ -34,7 +34,8 @@ def test_help(capsys, args):
     out = capsys.readouterr().out
     assert "usage:" in out
     if args == ["bench", "--help"]:
-        for opt in ("--kernels", "--sizes", "--shapes", "--repeat", "--json", "--plot", "--markdown", "--overhead"):
+        opts = ("--kernels", "--sizes", "--shapes", "--repeat", "--settle", "--json", "--plot", "--markdown")
+        for opt in (*opts, "--overhead"):
             assert opt in out
 
 
@@ -55,6 +56,8 @@ def test_python_m_cumm_help():
         (["bench", "--sizes", "1024,big"], ["--sizes", "'1024,big'"]),
         (["bench", "--sizes", "0"], ["--sizes", "positive"]),
         (["bench", "--repeat", "0"], ["--repeat", "positive"]),
+        (["bench", "--settle", "-1"], ["--settle", "seconds from 0 to 60"]),
+        (["bench", "--settle", "soon"], ["--settle", "seconds from 0 to 60"]),
         (["tune", "--kernel", "bogus", "--shape", "64x64x64"], ["--kernel", "'bogus'", "warptile"]),
         (["tune", "--kernel", "warptile", "--shape", "64x64"], ["--shape", "MxNxK"]),
         (["tune"], ["--kernel", "--shape", "--standard"]),
@@ -114,8 +117,8 @@ def fake_gpu(monkeypatch):
         monkeypatch.delenv(v, raising=False)
     calls = {}
 
-    def run(kernels, shapes, *, repeat, dtype="float32"):
-        calls.update(kernels=kernels, shapes=shapes, repeat=repeat, dtype=dtype)
+    def run(kernels, shapes, *, repeat, dtype="float32", settle_s=_bench.SETTLE_S):
+        calls.update(kernels=kernels, shapes=shapes, repeat=repeat, dtype=dtype, settle_s=settle_s)
         return [r for r in fake_results() if r["status"] == "ok"]
 
     monkeypatch.setattr(_bench, "gpu_unavailable", lambda: None)
@@ -142,6 +145,8 @@ def test_bench_wiring(fake_gpu, capsys, tmp_path):
             "1024x512x256",
             "--repeat",
             "30",
+            "--settle",
+            "0.5",
             "--json",
             str(js),
             "--markdown",
@@ -155,23 +160,25 @@ def test_bench_wiring(fake_gpu, capsys, tmp_path):
         "shapes": [(4096, 4096, 4096), (1024, 512, 256)],
         "repeat": 30,
         "dtype": "float32",
+        "settle_s": 0.5,
     }
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("kernel") and "warptile" in out and "host overhead" in out
     doc = json.loads(js.read_text())
     assert doc["device"] == "NVIDIA H200" and doc["host_overhead"]["ratio"] == 1.125
     assert doc["command"].startswith("cumm bench --kernels naive,warptile,auto")
-    assert "| warptile" in md.read_text()
+    assert "| warptile" in md.read_text() and "run alone for 0.5 s" in md.read_text() and doc["settle_s"] == 0.5
 
 
 def test_bench_default_sizes(fake_gpu):
     assert _cli.main(["bench"]) == 0
     assert fake_gpu["kernels"] is None  # all of the ladder
     assert fake_gpu["shapes"] == [(s, s, s) for s in (1024, 2048, 4096)]
+    assert fake_gpu["settle_s"] == _bench.SETTLE_S
 
 
 def test_bench_exit_1_when_a_kernel_fails(fake_gpu, monkeypatch, capsys):
-    monkeypatch.setattr(_bench, "run", lambda kernels, shapes, *, repeat, dtype="float32": fake_results())
+    monkeypatch.setattr(_bench, "run", lambda kernels, shapes, **kw: fake_results())
     assert _cli.main(["bench"]) == 1
     cap = capsys.readouterr()
     assert "FAIL" in cap.out and "FAIL" in cap.err
