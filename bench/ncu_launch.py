@@ -96,9 +96,9 @@ def _half_or_cublas(kernel: str, over: dict[str, int], n: int, dtype: str, calls
         torch.backends.cuda.matmul.allow_tf32 = False
         ref = torch.matmul
     except ImportError:
-        import ml_dtypes
+        from cumm._bench import np_dtype
 
-        cdt = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+        cdt = np_dtype(dtype)
         rng = cupy.random.default_rng(0)
         x = [rng.standard_normal((n, n), dtype=cupy.float32).astype(cdt) for _ in range(2)]
         out = cupy.empty((n, n), cdt)

@@ -64,12 +64,9 @@ def _operands(n: int, dtype: str, use_torch: bool):
         g = torch.Generator(device="cuda").manual_seed(0)
         sets = [tuple(torch.randn(n, n, device="cuda", generator=g).to(tdt) for _ in range(2)) for _ in range(2)]
         return sets, torch.empty(n, n, device="cuda", dtype=tdt)
-    if dtype == "bfloat16":
-        import ml_dtypes
+    from cumm._bench import np_dtype
 
-        cdt = ml_dtypes.bfloat16
-    else:
-        cdt = dtype
+    cdt = np_dtype(dtype)
     rng = cupy.random.default_rng(0)
     sets = [tuple(rng.standard_normal((n, n), dtype=cupy.float32).astype(cdt) for _ in range(2)) for _ in range(2)]
     return sets, cupy.empty((n, n), dtype=cdt)
@@ -143,7 +140,10 @@ def main() -> None:
         from cumm._cli import load_kernel_files
 
         load_kernel_files(a.kernel_file)
-    candidates = [(text, *parse_candidate(text)) for text in split_candidates(a.kernels)]
+    try:
+        candidates = [(text, *parse_candidate(text)) for text in split_candidates(a.kernels)]
+    except ValueError as e:
+        p.error(f"--kernels: {e}")
     try:
         import torch  # noqa: F401
 

@@ -343,9 +343,9 @@ TOLERANCES = {"float32": TOLERANCE, "float16": 2e-3, "bfloat16": 1.5e-2}
 
 def np_dtype(dtype: str):
     if dtype == "bfloat16":
-        import ml_dtypes
+        from ._arrays import bfloat16
 
-        return ml_dtypes.bfloat16
+        return bfloat16()
     import numpy as np
 
     return np.dtype(dtype)

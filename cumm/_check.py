@@ -202,9 +202,9 @@ def _dtype(name: str):
     import cupy
 
     if name == "bfloat16":
-        import ml_dtypes  # cumm's cuda extras install it; CuPy >= 14 takes it as a dtype
+        from ._arrays import bfloat16  # ml_dtypes' type: CuPy >= 14 takes it as a dtype
 
-        return cupy.dtype(ml_dtypes.bfloat16)
+        return cupy.dtype(bfloat16())
     return cupy.dtype(name)
 
 

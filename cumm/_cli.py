@@ -99,7 +99,8 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b = sub.add_parser(
         "bench",
         help="time kernels against cuBLAS at the same dtype and print a table",
-        description="Time kernels against cuBLAS (cupy.matmul, FP32): CUDA events, median of runs after warm-up, "
+        description="Time kernels against cuBLAS at the same dtype (cupy.matmul in FP32; torch.matmul for float16 "
+        "and bfloat16): CUDA events, median of runs after warm-up, each call settled alone first, "
         "operands rotated past the L2 cache, each result checked against float64 first (wrong -> FAIL). "
         "Prints the table to stdout; exits 1 if a kernel FAILs.",
     )
