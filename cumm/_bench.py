@@ -29,7 +29,9 @@ from ._timing import (  # noqa: F401 - re-exported: the benchmark's timing is _t
     DEFAULT_REPEAT,
     DEFAULT_WARMUP,
     MIN_RUNS,
+    SETTLE_S,
     gpu_unavailable,
+    hold,
     host_us,
     n_input_sets,
     planned_runs,
@@ -420,19 +422,6 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float) -> float:
 
 
 ROUNDS = 3  # each (kernel, shape) is timed in this many rounds, interleaved with the others of its shape
-# Before its samples in every round, each call runs alone for this long (``--settle``): a card at its power
-# limit sets its clock by what it has just run, so without this a call timed after a cooler one (a slow rung)
-# borrows clock.
-SETTLE_S = 0.1
-
-
-def _load(fn, seconds: float) -> None:
-    """Run ``fn`` back to back for about ``seconds`` (synchronized every few calls)."""
-    t_end = time.perf_counter() + seconds
-    while time.perf_counter() < t_end:
-        for _ in range(4):
-            fn()
-        _sync()
 
 
 def _prepare(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str):
@@ -494,7 +483,7 @@ def _measure_shape(
             def fn(call=prepared[n][0], nxt=nxt):
                 call(*nxt())
 
-            _load(fn, timing.get("settle_s", SETTLE_S))
+            hold(lambda _i: fn(), timing.get("settle_s", SETTLE_S))
             samples[n] += sample_ms(fn, **(per_round if r == 0 else dict(per_round, warmup=1)))
     rows = []
     for n in names:

@@ -44,6 +44,7 @@ from ._compile import compile_offline
 from ._ladder import get_spec
 from ._render import template_hash
 from ._spec import KernelSpec, cdiv
+from ._timing import SETTLE_S
 
 DEFAULT_BUDGET_S = 150.0  # per tune() call; 30 s of headroom under the 3 minutes
 OFFLINE_SHARE = 0.4  # offline compiles not started by this share of the budget are cancelled
@@ -262,15 +263,15 @@ def rank(
 def default_count(M: int, N: int, K: int, budget_s: float) -> int:
     """How many configurations to time when ``max_configs`` is not given.
 
-    Timing one configuration costs about ``(WARMUP + MIN_REPS) * t + 0.05 s`` (spin, events, the check),
-    with ``t = 2MNK / ASSUMED_TFLOPS``; the share of the budget after compiling (40 %) pays for timing.
-    For 8192^3 with the default 150 s: t ~ 37 ms, ~0.5 s per configuration, 60 s / 0.5 s ~ 120 -> capped at
-    DEFAULT_MAX_CONFIGS (64); with 75 s (``cumm tune`` with both top rungs): 30 s / 0.5 s ~ 61.
+    Timing one configuration costs about ``(WARMUP + MIN_REPS) * t + 0.05 s`` (spin, events, the check) plus
+    SETTLE_S (it runs alone first), with ``t = 2MNK / ASSUMED_TFLOPS``; the share of the budget after compiling
+    (40 %) pays for timing. For 8192^3 with the default 150 s: t ~ 37 ms, ~0.6 s per configuration, 60 s / 0.6 s
+    ~ 100 -> capped at DEFAULT_MAX_CONFIGS (64); with 75 s (``cumm tune`` with both top rungs): 30 s / 0.6 s ~ 50.
     Measured on the H200 (16 cores): 48 configurations of double_buffer at 4096^3 took 11 s in all
     (60 offline compiles, 48 device compiles, timing), warptile + double_buffer at 8192^3 30 s.
     """
     t = 2.0 * M * N * K / (ASSUMED_TFLOPS * 1e12) + 10e-6
-    per_config = (WARMUP + MIN_REPS) * t + 0.05
+    per_config = (WARMUP + MIN_REPS) * t + 0.05 + SETTLE_S
     return max(1, min(DEFAULT_MAX_CONFIGS, int((1 - COMPILE_SHARE) * budget_s / per_config)))
 
 

@@ -24,6 +24,10 @@ DEFAULT_REPEAT = 20
 BUDGET_S = 2.0  # timed runs per call site stop at about this, but never below MIN_RUNS
 MIN_RUNS = 3
 SPIN_MS = 2.0  # how long the spinning kernel holds the GPU while back_to_back_ms queues its launches
+# Before its samples, each call runs alone for this long (the bench's ``--settle``, and the tuner for every
+# configuration it times): a card at its power limit sets its clock by what it has just run, so a call timed
+# right after a cooler one (a slow rung, the host compiling) borrows clock.
+SETTLE_S = 0.1
 
 
 def gpu_unavailable() -> str | None:
@@ -144,6 +148,19 @@ def back_to_back_ms(launch: Callable[[int], object], reps: int, *, spin_ms: floa
         events[i + 1].record()
     events[-1].synchronize()
     return [cupy.cuda.get_elapsed_time(events[i], events[i + 1]) for i in range(reps)]
+
+
+def hold(launch: Callable[[int], object], seconds: float) -> None:
+    """Call ``launch(i)``, i = 0, 1, ..., back to back for about ``seconds`` (synchronized every few calls):
+    afterwards the card runs at the clock that the call itself sustains."""
+    import cupy
+
+    t_end, i = time.perf_counter() + seconds, 0
+    while time.perf_counter() < t_end:
+        for _ in range(4):
+            launch(i)
+            i += 1
+        cupy.cuda.Device().synchronize()
 
 
 def host_us(fn: Callable[[], object], calls: int, warmup: int) -> float:

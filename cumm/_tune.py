@@ -51,7 +51,7 @@ from ._space import (
     progress_bar,
 )
 from ._store import entry_key, make_entry, save_entries, user_table_path
-from ._timing import back_to_back_ms, gpu_unavailable, rotation_sets
+from ._timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
 
 DTYPES = ("float32", "float16", "bfloat16")
 TOP_RUNGS = ("warptile", "double_buffer", "tf32x3", "wgmma_tf32x3")  # each only where its min_cc allows
@@ -304,6 +304,10 @@ def tune(
                     )
                 else:
                     reps = int(min(MAX_REPS, max(MIN_REPS, math.ceil(SAMPLE_MS / max(warm, 1e-3)))))
+                    # Alone for SETTLE_S first, as in the bench: at the power limit (the H200's half-precision
+                    # products from 2048^3) a configuration timed right after the host compiled borrows clock, and
+                    # the race would go to what runs fastest cool, not to what sustains the most.
+                    hold(lambda i: launch(i % nsets), SETTLE_S)
                     times = back_to_back_ms(lambda i: launch(i % nsets), reps)
                     ms = statistics.median(times)
                     row.update(

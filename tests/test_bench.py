@@ -302,3 +302,27 @@ def test_progress_without_tqdm(monkeypatch):
     bar.update()
     bar.set_postfix_str("x")
     bar.close()
+
+
+def test_hold_runs_the_call_back_to_back_for_the_time_given(monkeypatch):
+    """The settle (bench and tuner): calls 0, 1, 2, ... in order, synchronized every few, for about the time given."""
+    import time
+
+    import cupy
+
+    from cumm import _timing
+
+    syncs = []
+
+    class FakeDevice:
+        def synchronize(self):
+            syncs.append(len(calls))
+
+    monkeypatch.setattr(cupy.cuda, "Device", FakeDevice)
+    calls: list[int] = []
+    t0 = time.perf_counter()
+    _timing.hold(calls.append, 0.05)
+    took = time.perf_counter() - t0
+    assert 0.05 <= took < 1.0
+    assert calls == list(range(len(calls))) and len(calls) >= 4
+    assert syncs and syncs[-1] == len(calls) and all(b - a == 4 for a, b in zip([0, *syncs[:-1]], syncs, strict=True))
