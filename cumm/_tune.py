@@ -5,11 +5,13 @@ offline, no GPU needed), then:
 
 5. **Device compile** the survivors (``device_kernel``, thread pool) and **time** each in rank order:
    CUDA events around every launch, queued behind a 2 ms spin kernel so that launch overhead is not
-   timed (``_timing.back_to_back_ms``); two warm-up launches, then the median of ``10..50`` launches
-   (about 100 ms of samples); operands are rotated over several input sets when they would fit in L2
-   (random normal data). A configuration whose warm-up is more than ``PRUNE_FACTOR`` times slower than
-   the best median is pruned after its warm-up. Before a configuration becomes the best it is checked
-   against a float64 reference (relative Frobenius error < ``TOLERANCE``).
+   timed (``_timing.back_to_back_ms``); two warm-up launches, ``SETTLE_S`` (0.1 s) of back-to-back
+   launches (``_timing.hold``: a card at its power limit then runs at the clock this configuration
+   sustains), then the median of ``10..50`` launches (about 100 ms of samples); operands are rotated over
+   several input sets when they would fit in L2 (random normal data). A configuration whose warm-up is
+   more than ``PRUNE_FACTOR`` times slower than the best median is pruned after its warm-up. Before a
+   configuration becomes the best it is checked against a float64 reference (relative Frobenius error <
+   ``TOLERANCE``).
 6. **Save** the winner in the user's tuned table (``_store``), which ``kernel="auto"`` reads.
 
 Time budget (``budget_s``, default ``DEFAULT_BUDGET_S`` = 150 s, env ``CUMM_TUNE_BUDGET_S``): offline

@@ -10,7 +10,7 @@
 // - Tile order: groups of GM tile rows are walked column by column, so the blocks running at once share A row
 //   panels and B column panels in L2 (fewer DRAM reads than row-major order over the whole grid).
 // - K order: a block's whole tiles walk K forwards and backwards in turn. The blocks run their j-th tiles
-//   together; at 4096^3 those 132 tiles read all of B (32 MB) and an eighth of A, too much to stay in the 50 MB
+//   together; at 4096^3 those 132 tiles read all of B (32 MB) and a quarter of A, too much to stay in the 50 MB
 //   L2 until the next round wants it again from slab 0. Started from the end instead, the next round first reads
 //   the slabs the last one read last, still in L2: DRAM reads 186 -> 127 MB at 4096^3 (cuBLAS: 149 MB).
 // - EPI = 1, TMA-store epilogue: the consumers write their tile to shared memory (swizzled, conflict-free) and
