@@ -21,7 +21,6 @@ import math
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ._timing import (  # noqa: F401 - re-exported: the benchmark's timing is _timing's
@@ -438,12 +437,6 @@ def _prepare(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape,
     return call, err
 
 
-def _sync() -> None:
-    import cupy
-
-    cupy.cuda.Device().synchronize()
-
-
 def _measure_shape(
     names: Sequence[str],
     sets: list[tuple],
@@ -463,11 +456,8 @@ def _measure_shape(
     live = [n for n in names if prepared[n][0] is not None]
     samples: dict[str, list[float]] = {n: [] for n in live}
     if warm_s > 0 and live:  # an idle card starts at lower clocks: load it before the first samples
-        warm, t_end = prepared[live[0]][0], time.perf_counter() + warm_s
-        while time.perf_counter() < t_end:
-            for _ in range(10):
-                warm(*sets[0])
-            _sync()
+        warm = prepared[live[0]][0]
+        hold(lambda _i: warm(*sets[0]), warm_s)
     per_round = dict(
         warmup=timing.get("warmup", DEFAULT_WARMUP),
         repeat=max(1, -(-timing.get("repeat", DEFAULT_REPEAT) // ROUNDS)),
