@@ -28,6 +28,7 @@ def main() -> None:
     p.add_argument("--shapes", default="127x131x137,4097x4095x33,2049x2050x33")  # the last: edge strips
     p.add_argument("--kernels", default=None, help="default: every rung of --dtype")
     p.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
+    p.add_argument("--beta", type=float, default=0.0, help="half rungs: C starts as random normals, times beta")
     a = p.parse_args()
     if a.dtype != "float32":
         return half(a)
@@ -74,10 +75,15 @@ def half(a) -> None:
                 extra = int(mode == "scalar")
                 A = rng.standard_normal((M, K + extra), dtype=cupy.float32).astype(dt)[:, extra:]
                 B = rng.standard_normal((K, N + extra), dtype=cupy.float32).astype(dt)[:, extra:]
-                C = cupy.full((M, N), cupy.nan, dtype=cupy.float32).astype(dt)
-                cumm.matmul(A, B, kernel=kernel, out=C)
                 f64 = cupy.float64
-                ref = A.astype(cupy.float32).astype(f64) @ B.astype(cupy.float32).astype(f64)
+                if a.beta:
+                    C = rng.standard_normal((M, N), dtype=cupy.float32).astype(dt)
+                    ref = a.beta * C.astype(cupy.float32).astype(f64)
+                else:
+                    C = cupy.full((M, N), cupy.nan, dtype=cupy.float32).astype(dt)
+                    ref = 0.0
+                cumm.matmul(A, B, kernel=kernel, out=C, beta=a.beta)
+                ref = ref + A.astype(cupy.float32).astype(f64) @ B.astype(cupy.float32).astype(f64)
                 err = float(cupy.linalg.norm(C.astype(cupy.float32).astype(f64) - ref) / cupy.linalg.norm(ref))
                 print(f"{kernel:24s} {a.dtype} {shape:16s} {mode:8s} err {err:.2e}")
                 worst = max(worst, err) if err == err else float("inf")

@@ -112,6 +112,46 @@ def test_float32_out_alpha_beta_and_unaligned_views(kernel, dt, rng):
     assert _err(out, ref) < 1e-5  # FP32 accumulation of exact products, written in FP32
 
 
+# wgmma_ws with beta != 0 and a half result: interior tiles read C through the TMA epilogue (chunk 0 loaded with
+# the mainloop, the rest through the staging buffer in turn), edge tiles through direct loads.
+BETA_CASES = [  # (M, N, K), overrides
+    ((1000, 1000, 100), None),  # interior and edge tiles
+    ((2048, 4096, 136), {"SK": 0}),  # 256 interior tiles on 132 blocks: blocks reuse the buffer and barrier
+    ((2112, 4000, 776), None),  # a stream-K tail: pieces that end their tile store it
+    ((1024, 2048, 64), {"BM": 256, "BN": 128, "STAGES": 3}),  # two chunks per warpgroup down the rows
+    ((127, 131, 137), None),  # edge tiles only
+]
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize(
+    "case",
+    BETA_CASES,
+    ids=lambda c: "x".join(map(str, c[0])) + ("-" + "-".join(f"{k}{v}" for k, v in c[1].items()) if c[1] else ""),
+)
+def test_beta_with_a_half_result(case, dt, rng):
+    import cupy
+
+    (M, N, K), config = case
+    a, b = _inputs(rng, M, N, K, dt)
+    c0 = rng.standard_normal((M, N), dtype="float32").astype(_dtype(dt))
+    ldc = N + 8  # a guard band past column N, which must stay as it is
+    big = cupy.full((M, ldc), 7.0, dtype=a.dtype)
+    out = big[:, :N]
+    out[...] = c0
+    prod = 0.5 * _ref(a, b)
+    for call in range(2):  # the second call reads the first's result as C
+        c_in = out.astype(cupy.float32).astype(cupy.float64)
+        cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=out, alpha=0.5, beta=-1.5)
+        ref = prod - 1.5 * c_in
+        rounded = _err(
+            ref.astype(cupy.float32).astype(a.dtype), ref
+        )  # the error of rounding the exact result to the half dtype
+        ours = _err(out, ref)
+        assert ours <= 1.5 * rounded + 1e-7, f"{dt} {case} call {call}: {ours:.3e} against rounding alone {rounded:.3e}"
+    assert bool((big[:, N:] == 7.0).all()), "columns past N were written"
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_nan_and_inf_propagate(kernel, rng):
     import cupy
