@@ -2,12 +2,14 @@
 
     compute-sanitizer --tool memcheck python3 bench/sanitize.py
     compute-sanitizer --tool racecheck python3 bench/sanitize.py --shapes 127x131x137
+    compute-sanitizer --tool racecheck python3 bench/sanitize.py --dtype bfloat16 --kernels wgmma_ws --beta 0.5
 
 CuPy's memory pool is switched off so each array is its own allocation and memcheck sees exact bounds.
 Both the 16-byte path (contiguous operands) and the scalar path (misaligned views) run, and split-K
 (split_k=3) for kernels that support it; for kernels with 16-byte loads also the repacked path (misaligned
 views copied into padded buffers, the output computed in a padded buffer and copied back into a view with an
-odd leading dimension), forced at these sizes.
+odd leading dimension), forced at these sizes. For the half rungs, --beta gives C random normal values to add
+(beta times them) instead of NaN.
 """
 
 from __future__ import annotations
