@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 from . import _store
 from ._ladder import REGISTRY
+from ._register import _BUILTIN
 from ._spec import cdiv
 from ._store import bucket
 
@@ -145,7 +146,10 @@ def select(
 
     ``split_k`` (the caller's, already checked) wins over the table and the heuristic; a tuned entry for a
     kernel without split-K is skipped when split_k > 1 is asked for, one for a kernel without batches when
-    batched. float16 and bfloat16: a tuned entry of that dtype, else ``top_for(dtype, cc)`` (no split, no batch).
+    batched. float16 and bfloat16: a tuned entry of that dtype, else ``top_for(dtype, cc)`` with the configuration
+    it runs when named (its own nearest tuned entry: H200, bf16 512 x 4096 x 4096 ran 0.66x cuBLAS on its defaults
+    when the nearest bucket's winner was a lower rung, 0.87x on the entry tuned at 128 x 4096 x 4096); no split,
+    no batch.
     """
     from ._render import supports_batch
 
@@ -162,8 +166,9 @@ def select(
         if hit is not None and (split_k is None or split_k == 1 or REGISTRY[hit[0]].split_k):
             return hit if split_k is None else (hit[0], hit[1], split_k)
     cc = device_key(device_id)[1]
-    if dtype != DTYPE:
-        return top_for(dtype, cc), config, split_k
+    if dtype != DTYPE:  # the top rung, as it runs when named: its own nearest tuned entry, else its small rule
+        best = top_for(dtype, cc)
+        return best, config if config is not None else named(best, M, N, K, device_id, dtype=dtype), split_k
     kernel = top(cc, batched, split=split_k is not None and split_k > 1)
     given = config is not None
     if not given:
@@ -194,8 +199,9 @@ def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1) -> Mappi
 
 def top_for(dtype: str, cc: int) -> str:
     """kernel="auto" for a half-precision dtype: the highest rung of the ladder that takes ``dtype`` and runs on
-    compute capability ``cc``."""
-    for name in reversed(list(REGISTRY)):
+    compute capability ``cc``. The ladder's rungs only (as they are registered now: a replaced rung counts as
+    its replacement): a kernel a user registers is run by name, never chosen by auto in their place."""
+    for name in reversed(list(_BUILTIN)):
         spec = REGISTRY[name]
         if spec.kind == "gemm" and dtype in spec.dtypes and spec.supports(cc):
             return name

@@ -294,7 +294,11 @@ class Call:
                 )
             gx, gy, gz = spec.grid(plan.cfg, M, N, K)
             if spec.persistent:  # one block per slot walks the tiles (of its product: grid z is the batch)
-                gx = min(gx, max(1, plan.slots(dev) // (1 if batch is None else batch[0])))
+                slots = max(1, plan.slots(dev) // (1 if batch is None else batch[0]))
+                # fewer tiles than slots: a stream-K kernel spreads their k-slabs over every slot when its
+                # workspace function gives it a workspace for that many blocks
+                wide = batch is None and spec.workspace is not None and gx < slots
+                gx = slots if wide and spec.workspace(plan.cfg, M, N, K, slots) else min(gx, slots)
             # a workspace pointer after the maps: a per-stream buffer, written at launch (null when not needed
             # or batched)
             ws = [np.zeros(1, dtype=np.uint64)] if spec.workspace is not None else []

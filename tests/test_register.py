@@ -168,6 +168,18 @@ def test_unregister(tmp_path):
     assert cumm.kernel_spec("smem") is original
 
 
+def test_a_registered_half_kernel_is_not_auto_s_choice():
+    """auto's rung for a half dtype is the ladder's highest that takes it, not the kernel registered last."""
+    import dataclasses
+
+    from cumm import _auto
+
+    before = {cc: _auto.top_for("bfloat16", cc) for cc in (80, 90)}
+    assert before == {80: "mma_swizzled_pipeline", 90: "wgmma_ws"}
+    cumm.register(dataclasses.replace(cumm.kernel_spec("mma"), name="my_mma"))
+    assert {cc: _auto.top_for("bfloat16", cc) for cc in (80, 90)} == before
+
+
 def _error(tmp_path, match, exc=ValueError, **over):
     path = copy_naive(tmp_path)
     with pytest.raises(exc, match=match):

@@ -52,9 +52,17 @@ def test_both_schedules_compile_without_spills():
 HALF = ("float16", "bfloat16")
 # (M, N, K) whose 128 x 256 tiles leave a partial last wave on 132 (H100/H200) or other SM counts: 2112 rows end in
 # a half tile (edge epilogue inside the stream-K part); 4000 columns end in a partial tile; K = 776 is 13 slabs
-# (the last partial); 2560 rows: 320 tiles, 2.42 waves; K = 64: one slab a tile, so no tile is shared.
-SHAPES = [(2112, 4096, 1000), (2112, 4000, 776), (1000, 1000, 2000), (2560, 4096, 64), (2560, 4096, 4096)]
-# (1000 x 1000: 32 tiles, fewer than the blocks: whole tiles only, the control)
+# (the last partial); 2560 rows: 320 tiles, 2.42 waves; K = 64: one slab a tile, so no tile is shared. Fewer
+# tiles than blocks (1000 x 1000: 32 tiles, 512 x 4096: 64): the grid takes every slot and each tile's slabs
+# are shared by several blocks (a range inside a tile: neither its start nor its end).
+SHAPES = [
+    (2112, 4096, 1000),
+    (2112, 4000, 776),
+    (1000, 1000, 2000),
+    (512, 4096, 1000),
+    (2560, 4096, 64),
+    (2560, 4096, 4096),
+]
 
 
 def _err(c, ref) -> float:

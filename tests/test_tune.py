@@ -453,6 +453,12 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     low = _store.make_entry(GPU, CC, "wgmma", "float16", (2048,) * 3, get_spec("wgmma").resolve(None, CC), 0.03, 600.0)
     _store.save_entries([low])
     assert _auto.select(2048, 2048, 2048, 0, dtype="float16")[0] == _auto.top_for("float16", CC)
+    # ... then the top rung runs as it does when named: with its own nearest entry (here the bf16 one at 4096^3)
+    low = _store.make_entry(GPU, CC, "wgmma", "bfloat16", (2048,) * 3, get_spec("wgmma").resolve(None, CC), 0.03, 600.0)
+    _store.save_entries([low])
+    assert _auto.named(top, 2048, 2048, 2048, 0, dtype="bfloat16") == cfg
+    assert _auto.select(2048, 2048, 2048, 0, dtype="bfloat16") == (top, cfg, None)
+    assert _auto.select(2048, 2048, 2048, 0, {"STAGES": 3}, dtype="bfloat16") == (top, {"STAGES": 3}, None)
 
 
 def test_standard_shapes():

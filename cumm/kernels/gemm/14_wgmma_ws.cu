@@ -38,7 +38,8 @@
 // Host: as 13 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
 // aligned A and B, lda, ldb % 8 == 0), and a third map for C (dims N x M, box 64 x 64, 128-byte swizzle, 16-bit;
 // used only with EPI = 1, VEC_C (C 16-byte aligned, ldc % 8 == 0) and 16-bit output, else any 64-byte-aligned
-// 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks; CL = 2: 2 min(tile pairs, resident clusters
+// 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks, all multiprocessors when stream-K takes fewer
+// tiles than that; CL = 2: 2 min(tile pairs, resident clusters
 // (cuOccupancyMaxActiveClusters)) blocks, cluster dims compiled in (__cluster_dims__). NUM_THREADS =
 // 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 32 (mbarriers), plus 16384 WGS
 // with EPI = 1.
