@@ -161,7 +161,8 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     t = sub.add_parser(
         "tune",
         help="search tile configurations for a kernel and shape",
-        description="Search tile configurations: either --kernel with --shape, or --standard for the standard set.",
+        description="Search tile configurations: --kernel with --shape; --shape alone races the top rungs of the dtype "
+        "(as --standard does, which tunes the standard set) and keeps the winner per shape.",
     )
     t.add_argument("--kernel", choices=gemm_kernels(), metavar="KERNEL", help=f"kernel to tune; one of {kernels}")
     t.add_argument(
@@ -317,8 +318,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
     if args.command == "check":
         return _run_check(args, argv, registered, prog)
     if args.command == "tune":
-        if not args.standard and (args.kernel is None or not args.shape):
-            args.subparser.error("give --kernel and --shape, or --standard")
+        if not args.standard and not args.shape:
+            args.subparser.error(
+                "give --shape (with --kernel, or without it to race the dtype's top rungs), or --standard"
+            )
         if args.budget is not None and not args.budget > 0:
             args.subparser.error(f"--budget must be a positive number of seconds, got {args.budget}")
         if args.out:

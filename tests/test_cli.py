@@ -218,6 +218,11 @@ def test_tune_a_half_dtype(fake_tune):
     assert fake_tune == [(None, [], True, None, "bfloat16"), ("wgmma_ws", [(512, 512, 512)], False, None, "float16")]
 
 
+def test_tune_shapes_without_a_kernel_race_the_top_rungs(fake_tune):
+    assert _cli.main(["tune", "--shape", "512x4096x4096", "--dtype", "bf16"]) == 0
+    assert fake_tune == [(None, [(512, 4096, 4096)], False, None, "bfloat16")]
+
+
 def test_tune_exit_code_passes_through(fake_tune, monkeypatch):
     monkeypatch.setattr(sys.modules["cumm._tune"], "tune_shapes", lambda **kw: 3)
     assert _cli.main(["tune", "--standard"]) == 3
