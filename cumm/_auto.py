@@ -4,9 +4,10 @@
 2. Otherwise the tuned tables (``cumm/tuned/*.json`` shipped with the package, then the user's
    ``tuned.json`` in the cache dir, which wins) are searched for this GPU (name and compute capability)
    and dtype; the entry whose shape bucket is nearest in log2 space (within ``_store.MAX_DISTANCE``) gives
-   the kernel and its configuration. See ``_store`` for the format and for how entries are made. A bucket
-   whose entries do not include ``top(cc)`` (tuned before that rung existed or changed) is not used: its
-   winner was never raced against the rung the heuristic runs.
+   the kernel and its configuration. See ``_store`` for the format and for how entries are made. A lower
+   rung's entry is used only if it won a race against ``top(cc)`` as that rung's template is now (the entry's
+   ``"raced"`` field, or the top rung's own entry in the same bucket); one tuned before the top rung existed
+   or changed is not: its winner never raced the rung the heuristic runs.
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
    64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
 
@@ -111,7 +112,7 @@ def _lookup(
         gpu, cc = device_key(device_id)
         entry = _store.lookup(gpu, cc, dtype, *b, kernel=kernel)
         best = top(cc) if dtype == DTYPE else top_for(dtype, cc)
-        if entry is not None and kernel is None and entry["kernel"] != best:
+        if entry is not None and kernel is None and entry["kernel"] != best and not _raced(entry, best):
             # A table without the top rung at this bucket predates it (tuned before the rung existed, or with
             # another template): its winner was never raced against the rung the heuristic would run.
             t = _store.lookup(gpu, cc, dtype, *b, kernel=best)
@@ -129,6 +130,15 @@ def _lookup(
     splits = entry.get("split_k", 1)  # optional; a malformed value or a kernel without split-K: 1
     ok = isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1 and REGISTRY[entry["kernel"]].split_k
     return entry["kernel"], dict(entry["config"]), splits if ok else 1
+
+
+def _raced(entry: Mapping, kernel: str) -> bool:
+    """Whether ``entry`` won a race against ``kernel`` as its template is now (the tuner's ``"raced"`` field:
+    rung -> template hash; the losers' entries are not kept)."""
+    from ._render import template_hash
+
+    raced = entry.get("raced")
+    return isinstance(raced, dict) and raced.get(kernel) == template_hash(REGISTRY[kernel])
 
 
 def select(

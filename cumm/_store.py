@@ -1,12 +1,13 @@
 """Tuned tables: where they live, how they are read, written and searched; and cumm's cache directory.
 
-``tuned.json`` in the user cache dir (``$CUMM_CACHE_DIR``, else ``$XDG_CACHE_HOME/cumm``, else
-``~/.cache/cumm``) and the tables shipped in ``cumm/tuned/*.json`` (user entries win). Entries are keyed
-by GPU name, compute capability, kernel, dtype and shape bucket (each of M, N, K rounded to the nearest
-power of two in log space); each stores the configuration, ms, TFLOP/s, the kernel's template hash at
-tuning time and the schema version. Entries whose template hash differs from the current template are
-ignored. Writes take an ``fcntl`` lock on ``<file>.lock`` and replace the file atomically; an unreadable
-file is warned about once and treated as empty.
+``tuned.json`` in the user cache dir (``$CUMM_CACHE_DIR``, else ``$XDG_CACHE_HOME/cumm``, else ``~/.cache/cumm``)
+and the tables shipped in ``cumm/tuned/*.json`` (user entries win). Entries are keyed by GPU name, compute
+capability, kernel, dtype and shape bucket (each of M, N, K rounded to the nearest power of two in log space); each
+stores the configuration, ms, TFLOP/s, the kernel's template hash at tuning time and the schema version; an entry
+the tuner saved from a race of rungs also has ``"raced"``, each raced rung's template hash (auto uses a lower
+rung's win only against the top rung as it is now). Entries whose template hash differs from the current template
+are ignored. Writes take an ``fcntl`` lock on ``<file>.lock`` and replace the file atomically; an unreadable file
+is warned about once and treated as empty.
 
 ``kernel="auto"`` (``_auto``) reads entries through :func:`lookup`; the tuner (``_tune``) writes them with
 :func:`save_entries`. This module sits below both.

@@ -450,6 +450,9 @@ def tune_shapes(
         if win is None:
             failed += 1
         else:
+            # the rungs this shape raced, with the templates they raced as: auto trusts a lower rung's win only
+            # against the top rung as it is now
+            win.entry["raced"] = {r.kernel: r.entry["template_hash"] for r in got}
             drop = [entry_key(r.entry) for r in got if r is not win]
             win.saved_to = str(save_entries([win.entry], drop_keys=drop))
             if out_path:

@@ -453,6 +453,16 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     low = _store.make_entry(GPU, CC, "wgmma", "float16", (2048,) * 3, get_spec("wgmma").resolve(None, CC), 0.03, 600.0)
     _store.save_entries([low])
     assert _auto.select(2048, 2048, 2048, 0, dtype="float16")[0] == _auto.top_for("float16", CC)
+    # ... unless it won a race against the top rung as the top rung's template is now (the tuner's "raced")
+    from cumm._render import template_hash
+
+    raced = {top: template_hash(get_spec(top)), "wgmma": template_hash(get_spec("wgmma"))}
+    _store.save_entries([dict(low, raced=raced)])
+    _auto.clear_cache()
+    assert _auto.select(2048, 2048, 2048, 0, dtype="float16")[:2] == ("wgmma", low["config"])
+    _store.save_entries([dict(low, raced={**raced, top: "0" * 16})])  # raced an older template of the top rung
+    _auto.clear_cache()
+    assert _auto.select(2048, 2048, 2048, 0, dtype="float16")[0] == top
     # ... then the top rung runs as it does when named: with its own nearest entry (here the bf16 one at 4096^3)
     low = _store.make_entry(GPU, CC, "wgmma", "bfloat16", (2048,) * 3, get_spec("wgmma").resolve(None, CC), 0.03, 600.0)
     _store.save_entries([low])
@@ -544,6 +554,8 @@ def test_cli_writes_both_tables(cache, tmp_path, monkeypatch, capsys):
     assert _tune.tune_shapes(None, [(256, 256, 256)], False, 2) == 0
     doc = json.loads(out.read_text())
     assert len(doc["entries"]) == 1  # the faster of the two top rungs only
+    (entry,) = doc["entries"].values()
+    assert set(entry["raced"]) == set(_tune.top_rungs()) and entry["kernel"] in entry["raced"]  # what it beat
     assert json.loads((cache / "tuned.json").read_text())["entries"] == doc["entries"]
     assert "256x256x256" in capsys.readouterr().out
 
