@@ -164,17 +164,20 @@ def _tf32_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map:
     return MapSpec(0, K, M, lda, 32, cfg["BM"], 3), MapSpec(1, N, K, ldb, 32, 32, 3)
 
 
+SK_FLAGS = 4096  # 14_wgmma_ws.cu's CUMM_SK_FLAGS: the flags at the workspace's start, one per block
+
+
 def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
-    """wgmma_ws's stream-K scratch (14_wgmma_ws.cu, `skw`): a BM x BN float32 partial and an int flag per block,
-    when SK > 0 and the last wave of `blocks` is at most 60 % full; 0 (a null pointer: whole tiles only)
-    otherwise. Measured on the H200 (bf16, 128 x 256 tiles, 132 blocks), stream-K against whole tiles: last wave
-    6 % full (2112 x 4096 x 4096) 1.19-1.37x, 42 % (2560 x 4096 x 4096) 1.09x, 52 % (8192^3) 1.01-1.02x, 88 %
-    (4096^3) 0.94-0.95x: a nearly full last wave idles less than the partial sums cost."""
+    """wgmma_ws's stream-K scratch (14_wgmma_ws.cu, `skw`): SK_FLAGS int flags, then a BM x BN float32 partial per
+    block, when SK > 0, the last wave of `blocks` is at most 60 % full and there are at most SK_FLAGS blocks; 0 (a
+    null pointer: whole tiles only) otherwise. Measured on the H200 (bf16, 128 x 256 tiles, 132 blocks), stream-K
+    against whole tiles: last wave 6 % full (2112 x 4096 x 4096) 1.19-1.37x, 42 % (2560 x 4096 x 4096) 1.09x, 52 %
+    (8192^3) 1.01-1.02x, 88 % (4096^3) 0.94-0.95x: a nearly full last wave idles less than the partial sums cost."""
     tiles = cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
     rem = tiles % blocks
-    if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * blocks:
+    if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * blocks or blocks > SK_FLAGS:
         return 0
-    return blocks * (cfg["BM"] * cfg["BN"] * 4 + 4)
+    return SK_FLAGS * 4 + blocks * cfg["BM"] * cfg["BN"] * 4
 
 
 def _warptile_block(c):

@@ -6,6 +6,7 @@ launches (the flags must be lowered again) and two streams at once, each against
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -27,11 +28,22 @@ def test_workspace_only_when_the_last_wave_is_partial():
     assert SPEC.workspace(cfg, 4224, 4096, 4096, 132) == 0  # 528 tiles: four whole waves, no workspace
     assert SPEC.workspace({**cfg, "SK": 0}, 4096, 4096, 4096, 132) == 0
     blocks = 132
-    want = blocks * (cfg["BM"] * cfg["BN"] * 4 + 4)  # a partial tile and a flag per block
+    want = 4096 * 4 + blocks * cfg["BM"] * cfg["BN"] * 4  # the flags at a fixed place, then a partial per block
     assert SPEC.workspace(cfg, 2112, 4096, 4096, blocks) == want  # 272 tiles: 2.06 waves
     assert SPEC.workspace(cfg, 8192, 8192, 8192, blocks) == want  # 2048 tiles: the last wave 0.52 full
     assert SPEC.workspace(cfg, 4096, 4096, 4096, blocks) == 0  # 512 tiles: 3.88 waves, the last 0.88 full
     assert SPEC.workspace(cfg, 100, 100, 100, 1) == 0  # one tile on one block
+    assert SPEC.workspace(cfg, 2112, 4096, 4096, 4097) == 0  # more blocks than the kernel has flags for
+
+
+def test_the_flags_sit_where_no_tile_shape_puts_partials():
+    """One buffer serves every configuration on a stream: the flags come first, at the same place for every tile
+    shape (they came after the partials, where another shape's partial sums read as raised flags)."""
+    src = (Path(cumm.__file__).parent / "kernels" / "gemm" / "14_wgmma_ws.cu").read_text()
+    assert "int* const flag = reinterpret_cast<int*>(skw);" in src and "#define CUMM_SK_FLAGS 4096" in src
+    for bm, bn in ((128, 128), (128, 256), (256, 128)):
+        cfg = {**SPEC.default_config(90), "BM": bm, "BN": bn}
+        assert SPEC.workspace(cfg, 2112, 4000, 4096, 132) == 4096 * 4 + 132 * bm * bn * 4
 
 
 def test_stream_k_needs_single_blocks_in_turn():
@@ -97,6 +109,22 @@ def test_stream_k_against_float64_and_whole_tiles(shape, dt, rng):
         assert float(cupy.abs(got - whole).max()) <= 1e-4 * float(cupy.abs(whole).max())
     half = cumm.matmul(a, b, kernel="wgmma_ws")  # a half result through the TMA-store epilogue
     assert half.dtype == a.dtype and _err(half.astype(cupy.float32), ref) < 5e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+def test_stream_k_after_another_tile_shape_on_the_same_stream(dt, rng):
+    """The workspace is shared by every configuration on a stream: each first launch after a change of tile shape
+    is right (it once read the other shape's partial sums as raised flags)."""
+    import cupy
+
+    cases = [((200, 3000, 3000), dict(BN=128)), ((2112, 4096, 1000), dict(BN=256)), ((129, 4096, 2000), dict(BN=128))]
+    for (M, N, K), over in cases * 2:
+        a, b = _inputs(rng, M, N, K, dt)
+        out = cupy.full((M, N), math.nan, dtype=cupy.float32)
+        cumm.matmul(a, b, kernel="wgmma_ws", config=dict(over, SK=4), out=out)
+        assert SPEC.workspace({**SPEC.default_config(90), **over}, M, N, K, 132) > 0  # stream-K on an H100/H200
+        assert _err(out, _ref(a, b)) < 1e-5, (M, N, K, over)
 
 
 @pytest.mark.gpu

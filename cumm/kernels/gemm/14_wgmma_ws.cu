@@ -44,9 +44,13 @@
 // 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 32 (mbarriers), plus 16384 WGS
 // with EPI = 1.
 // skw (last argument): with SK > 0 and a mostly empty last wave (the spec's workspace function decides), a
-// workspace of blocks x BM x BN floats and then blocks int flags, all zero at launch and left so; else null.
+// workspace of CUMM_SK_FLAGS int flags, zero at launch and left so, then blocks x BM x BN floats; else null. The
+// flags sit at a fixed place whatever the tile shape: one buffer serves every configuration on a stream, and a
+// flag placed after the partials (where they ended for 128 x 256 tiles) read another shape's partial sums as
+// raised flags: the first launch after a change of tile shape added partials not yet written.
 
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
+#define CUMM_SK_FLAGS 4096  // stream-K flags at the workspace's start (the host gives stream-K at most this many blocks)
 #define CUMM_NC (128 * WGS)  // consumer threads
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
@@ -230,12 +234,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
 
         if (SK && t >= dp) {  // a stream-K piece: partial sums go through the workspace
-            // skw: one BM x BN partial per block, each thread's accumulators as float4 columns (coalesced), then
-            // one flag per block
+            // skw: a flag per block, then one BM x BN partial per block, each thread's accumulators as float4
+            // columns (coalesced)
             const int ct = tid - 128;
-            int* const flag = reinterpret_cast<int*>(skw + (size_t)step * BM * BN);
+            int* const flag = reinterpret_cast<int*>(skw);
+            float* const part = skw + CUMM_SK_FLAGS;
             if (k1 < KT) {  // not the tile's last slab: hand the partial to the block that has it
-                float4* const w = reinterpret_cast<float4*>(skw + (size_t)first * BM * BN) + ct;
+                float4* const w = reinterpret_cast<float4*>(part + (size_t)first * BM * BN) + ct;
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -256,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     flag[p] = 0;  // read once per launch: ready for the next launch on this stream
                 }
                 asm volatile("bar.sync 3, %0;\n" ::"n"(CUMM_NC) : "memory");
-                const float4* const w = reinterpret_cast<const float4*>(skw + (size_t)p * BM * BN) + ct;
+                const float4* const w = reinterpret_cast<const float4*>(part + (size_t)p * BM * BN) + ct;
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
 #pragma unroll
