@@ -1,9 +1,11 @@
 """Scratch buffers that kernels take as an argument (``KernelSpec.workspace``): one per device and stream.
 
-Launches queued on one stream run one after another, so they may share a buffer; launches on two streams may
-run at once, so each stream has its own. A buffer is zeroed when made and the kernels that use it leave their
-flags as they found them (wgmma_ws's stream-K flags are lowered by the block that reads them), so it is never
-cleared again. A buffer that is outgrown is kept, not freed: a launch queued earlier may still be using it.
+Launches queued on one stream run one after another, so they may share a buffer; launches on two streams may run at
+once, so each stream has its own. A buffer is zeroed when made and the kernels that use it leave their flags as
+they found them (wgmma_ws's stream-K flags are lowered by the block that reads them), so it is never cleared again.
+Every configuration on a stream shares it, so flags must sit where no configuration puts data: at the buffer's
+start (wgmma_ws's did not, and a change of tile shape once read partial sums as raised flags). A buffer that is
+outgrown is kept, not freed: a launch queued earlier may still be using it.
 """
 
 from __future__ import annotations
