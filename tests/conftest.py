@@ -38,6 +38,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def sm90():
+    """Skip a GPU test of an sm_90a-only rung (wgmma, wgmma_ws, wgmma_tf32x3) on another compute capability."""
+    import cupy
+
+    cc = int(cupy.cuda.Device().compute_capability)
+    if cc != 90:
+        pytest.skip(f"the warpgroup (wgmma) rungs run on compute capability 9.0 (sm_90a) only; this GPU is {cc}")
+
+
+@pytest.fixture
 def rng():
     """Fresh random normal data for every test (never zeros); the seed is printed on failure."""
     import cupy

@@ -129,7 +129,7 @@ BETA_CASES = [  # (M, N, K), overrides
     BETA_CASES,
     ids=lambda c: "x".join(map(str, c[0])) + ("-" + "-".join(f"{k}{v}" for k, v in c[1].items()) if c[1] else ""),
 )
-def test_beta_with_a_half_result(case, dt, rng):
+def test_beta_with_a_half_result(case, dt, rng, sm90):
     import cupy
 
     (M, N, K), config = case

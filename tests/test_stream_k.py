@@ -91,6 +91,7 @@ def _ref(a, b):
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
 @pytest.mark.parametrize("dt", HALF)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_stream_k_against_float64_and_whole_tiles(shape, dt, rng):
@@ -112,6 +113,7 @@ def test_stream_k_against_float64_and_whole_tiles(shape, dt, rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
 @pytest.mark.parametrize("dt", HALF)
 def test_stream_k_after_another_tile_shape_on_the_same_stream(dt, rng):
     """The workspace is shared by every configuration on a stream: each first launch after a change of tile shape
@@ -128,6 +130,7 @@ def test_stream_k_after_another_tile_shape_on_the_same_stream(dt, rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
 def test_stream_k_with_beta_and_alpha(rng):
     import cupy
 
@@ -140,6 +143,7 @@ def test_stream_k_with_beta_and_alpha(rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
 def test_stream_k_on_two_streams_at_once(rng):
     """Each stream has its own workspace: products queued on two streams, interleaved, are all right."""
     import cupy

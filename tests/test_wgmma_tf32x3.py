@@ -36,11 +36,8 @@ FLOOR = 4e-7
 
 
 @pytest.fixture(autouse=True)
-def _hopper():
-    import cupy
-
-    if int(cupy.cuda.Device().compute_capability) != 90:
-        pytest.skip("wgmma_tf32x3 runs on compute capability 9.0 (sm_90a) only")
+def _hopper(sm90):
+    """Every test here runs wgmma_tf32x3: sm_90a only."""
 
 
 def _padded(rng, rows: int, cols: int):
