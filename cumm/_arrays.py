@@ -10,6 +10,9 @@ recognised by its type's module.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import cupy
 import numpy as np
 
@@ -72,6 +75,27 @@ def torch_stream(device_id: int) -> int:
         fast = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # (what torch's own C++ launches read)
         _raw_stream.append(fast or (lambda d: torch.cuda.current_stream(d).cuda_stream))
     return _raw_stream[0](device_id)
+
+
+class _StreamHandle:
+    """A raw stream handle offered through the CUDA stream protocol, which ``cupy.cuda.Stream.from_external`` takes
+    (CuPy 14 deprecates ``cupy.cuda.ExternalStream``, which took the handle itself)."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.ptr)  # (protocol version, handle)
+
+
+@contextlib.contextmanager
+def on_stream(ptr: int, device_id: int) -> Iterator[None]:
+    """cupy work inside runs on the foreign stream ``ptr`` (torch's) of device ``device_id``, that device current:
+    the stream object carries no device of its own, so the device is made current for it."""
+    with cupy.cuda.Device(device_id), cupy.cuda.Stream.from_external(_StreamHandle(ptr)):
+        yield
 
 
 def torch_empty(shape: tuple[int, ...], dtype, device_id: int):

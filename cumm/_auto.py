@@ -133,8 +133,8 @@ def _lookup(
 
 
 def _raced(entry: Mapping, kernel: str) -> bool:
-    """Whether ``entry`` won a race against ``kernel`` as its template is now (the tuner's ``"raced"`` field:
-    rung -> template hash; the losers' entries are not kept)."""
+    """Whether ``entry`` won a race against ``kernel`` as its template is now (the tuner's ``"raced"`` field, which
+    only the winner of a race carries: rung -> template hash)."""
     from ._render import template_hash
 
     raced = entry.get("raced")

@@ -162,7 +162,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         "tune",
         help="search tile configurations for a kernel and shape",
         description="Search tile configurations: --kernel with --shape; --shape alone races the top rungs of the dtype "
-        "(as --standard does, which tunes the standard set) and keeps the winner per shape.",
+        "(as --standard does, which tunes the standard set) and keeps each rung's best per shape, the winner marked.",
     )
     t.add_argument("--kernel", choices=gemm_kernels(), metavar="KERNEL", help=f"kernel to tune; one of {kernels}")
     t.add_argument(
@@ -192,7 +192,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     t.add_argument(
         "--out",
         metavar="PATH",
-        help="also merge the winners into this table, e.g. cumm/tuned/h200.json (also CUMM_TUNE_OUT)",
+        help="also merge the results into this table, e.g. cumm/tuned/h200.json (also CUMM_TUNE_OUT)",
     )
     t.add_argument(
         "--plan",

@@ -538,7 +538,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         )
 
     stream = _arrays.torch_stream(dev) if akind == "torch" else None
-    with cupy.cuda.ExternalStream(stream, dev) if stream is not None else contextlib.nullcontext():
+    with _arrays.on_stream(stream, dev) if stream is not None else contextlib.nullcontext():
         if M == 0 or N == 0 or 0 in batch:
             return result
         if K == 0:  # the empty sum: alpha * 0 + beta * out
@@ -825,6 +825,6 @@ def _run_decided(call: Call, a, b, out, alpha: float, beta: float, stream: int):
     va = va[None, :] if va.ndim == 1 else va  # numpy's rules for vectors, as in _checked
     vb = vb[:, None] if vb.ndim == 1 else vb
     vo = vo.reshape(call.M, call.N)
-    with cupy.cuda.ExternalStream(stream, call.dev) if call.kind == "torch" else contextlib.nullcontext():
+    with _arrays.on_stream(stream, call.dev) if call.kind == "torch" else contextlib.nullcontext():
         _run(call, va, vb, vo, alpha, beta)
     return out

@@ -4,8 +4,9 @@
 and the tables shipped in ``cumm/tuned/*.json`` (user entries win). Entries are keyed by GPU name, compute
 capability, kernel, dtype and shape bucket (each of M, N, K rounded to the nearest power of two in log space); each
 stores the configuration, ms, TFLOP/s, the kernel's template hash at tuning time and the schema version; an entry
-the tuner saved from a race of rungs also has ``"raced"``, each raced rung's template hash (auto uses a lower
-rung's win only against the top rung as it is now). Entries whose template hash differs from the current template
+the tuner saved as the winner of a race of rungs also has ``"raced"``, each raced rung's template hash (auto uses
+a lower rung's win only against the top rung as it is now); the losers' entries are saved too, without it: what
+each rung runs when named. Entries whose template hash differs from the current template
 are ignored. Writes take an ``fcntl`` lock on ``<file>.lock`` and replace the file atomically; an unreadable file
 is warned about once and treated as empty.
 

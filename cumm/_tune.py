@@ -18,7 +18,8 @@ Time budget (``budget_s``, default ``DEFAULT_BUDGET_S`` = 150 s, env ``CUMM_TUNE
 compiles not started by ``OFFLINE_SHARE`` (40 %) of it are cancelled, device compiles likewise at
 ``COMPILE_SHARE`` (60 %), and timing starts no configuration that would end later than ``RESERVE_S``
 before the budget; so one shape stays under 3 minutes on an H200 whatever the estimates say.
-:func:`tune_shapes` is ``python -m cumm tune``: several shapes, the top rungs raced, the winners saved.
+:func:`tune_shapes` is ``python -m cumm tune``: several shapes, the top rungs raced, each rung's best saved (the
+winner marked with what it raced).
 float16 and bfloat16 (``dtype=``, ``--dtype``): operands of that dtype, the half rungs raced (HALF_TOP_RUNGS),
 launched through matmul's one-launch call, checked against ``_bench.TOLERANCES``.
 """
@@ -52,7 +53,7 @@ from ._space import (
     config_key,
     progress_bar,
 )
-from ._store import entry_key, make_entry, save_entries, user_table_path
+from ._store import make_entry, save_entries, user_table_path
 from ._timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -397,10 +398,13 @@ def tune_shapes(
 ) -> int:
     """``cumm tune``: tune each shape (plus ``STANDARD_SHAPES`` with ``standard``) for ``dtype``, print, save.
 
-    ``kernel=None`` tunes the top rungs (``top_rungs(dtype=dtype)``) and keeps the faster per shape (the
-    other's entry for that bucket is dropped). The per-shape budget (``CUMM_TUNE_BUDGET_S``, default
-    150 s) is split between the kernels. Results go to the user's ``tuned.json`` and, when the
-    environment names one in ``CUMM_TUNE_OUT`` (e.g. ``cumm/tuned/h200.json``), to that file too.
+    ``kernel=None`` tunes the top rungs (``top_rungs(dtype=dtype)``) and saves every rung's best configuration
+    for the shape; the fastest also gets ``"raced"`` (each rung's template hash), which ``kernel="auto"`` needs to
+    trust a lower rung's win. The others' entries are what each rung runs when named: without them a named rung
+    borrowed its own entry from a farther shape (H200, bf16 4096^3: ``wgmma`` took BN = 128 from its win at
+    512 x 4096 x 4096 and ran 0.69x cuBLAS, 0.86-0.88x on its defaults). The per-shape budget
+    (``CUMM_TUNE_BUDGET_S``, default 150 s) is split between the kernels. Results go to the user's ``tuned.json``
+    and, when the environment names one in ``CUMM_TUNE_OUT`` (e.g. ``cumm/tuned/h200.json``), to that file too.
     Returns 0 when every shape got a result, 1 otherwise, 2 on bad arguments.
     """
     try:
@@ -451,12 +455,16 @@ def tune_shapes(
             failed += 1
         else:
             # the rungs this shape raced, with the templates they raced as: auto trusts a lower rung's win only
-            # against the top rung as it is now
+            # against the top rung as it is now. Only the winner carries it; every rung's best is kept (auto takes
+            # the bucket's fastest entry, a named rung its own).
             win.entry["raced"] = {r.kernel: r.entry["template_hash"] for r in got}
-            drop = [entry_key(r.entry) for r in got if r is not win]
-            win.saved_to = str(save_entries([win.entry], drop_keys=drop))
+            for r in got:
+                if r is not win:
+                    r.entry.pop("raced", None)
+            entries = [r.entry for r in got]
+            win.saved_to = str(save_entries(entries))
             if out_path:
-                save_entries([win.entry], out_path, drop_keys=drop)
+                save_entries(entries, out_path)
             print(f"  {win.summary()}", flush=True)
         results.append((shape, win, got))
     _print_table(results, kernels)

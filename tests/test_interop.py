@@ -69,8 +69,10 @@ def test_torch_half_tensors(kernel, dtype):
 
 
 @gpu
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # CuPy 14 deprecates cupy.cuda.ExternalStream
 def test_torch_views_out_and_streams():
-    """Transposed and sliced views, out= a torch tensor (returned), alpha/beta, a non-default torch stream."""
+    """Transposed and sliced views, out= a torch tensor (returned), alpha/beta, a non-default torch stream (the
+    copy of b is queued on it through cupy)."""
     torch = _torch()
     g = torch.Generator(device="cuda").manual_seed(11)
     big = torch.randn(300, 200, device="cuda", generator=g)

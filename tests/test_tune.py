@@ -553,11 +553,21 @@ def test_cli_writes_both_tables(cache, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CUMM_TUNE_OUT", str(out))
     assert _tune.tune_shapes(None, [(256, 256, 256)], False, 2) == 0
     doc = json.loads(out.read_text())
-    assert len(doc["entries"]) == 1  # the faster of the two top rungs only
-    (entry,) = doc["entries"].values()
-    assert set(entry["raced"]) == set(_tune.top_rungs()) and entry["kernel"] in entry["raced"]  # what it beat
+    entries = list(doc["entries"].values())
+    rungs = _tune.top_rungs()
+    assert sorted(e["kernel"] for e in entries) == sorted(rungs)  # each raced rung's best
+    win = max(entries, key=lambda e: e["tflops"])
+    assert set(win["raced"]) == set(rungs)  # what it beat; the others carry no "raced"
+    assert all("raced" not in e for e in entries if e is not win)
     assert json.loads((cache / "tuned.json").read_text())["entries"] == doc["entries"]
     assert "256x256x256" in capsys.readouterr().out
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    _auto.clear_cache()
+    assert _auto.select(256, 256, 256, dev)[:2] == (win["kernel"], win["config"])  # auto: the winner
+    for e in entries:  # a named rung: its own entry for this shape
+        assert _auto.named(e["kernel"], 256, 256, 256, dev) == e["config"]
 
 
 @pytest.mark.skipif(GPU_SKIP_REASON is None, reason="a GPU is present: this checks the messages without one")
