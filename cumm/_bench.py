@@ -10,6 +10,11 @@ What makes the numbers honest:
 * the cuBLAS baseline (``cupy.matmul``, true FP32) is measured in the same run, shape by shape, and the
   benchmark refuses to run where an environment variable would switch it to TF32.
 
+``beta`` != 0 times the in-place accumulate ``C = A @ B + beta * C`` (alpha 1) instead: cumm kernels through
+``cumm.matmul(..., out=C, beta=beta)``, the baseline through ``cupy.cublas.gemm`` (float32) or
+``torch.Tensor.addmm_`` (half dtypes) with the same beta, and verification starts C from random values instead
+of NaN (see :func:`verify`).
+
 GPU-free pieces (parsing, rows, tables, JSON, plots) take plain data so that they can be tested on a CPU.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import numbers
 import os
 import statistics
 import sys
@@ -47,6 +53,7 @@ TOLERANCE = 1e-4  # relative Frobenius error against float64; FP32 kernels land 
 L2_FALLBACK_BYTES = 60 * 2**20  # H200; used only if the device does not report its L2 size
 TF32_VARS = ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
 HOST_OVERHEAD_SHAPE = (64, 64, 64)
+F32_MAX = 3.4028234663852886e38  # float32's largest finite value: beta reaches kernels and cuBLAS as a float32
 
 
 class BenchError(RuntimeError):
@@ -90,6 +97,33 @@ def check_tf32(environ: Mapping[str, str] | None = None) -> None:
                 f"{var}={val!r} is set: cuBLAS would compute the float32 baseline in TF32 (10-bit mantissa), "
                 f"so the comparison would be unfair; unset {var} (or set it to 0) and run again"
             )
+
+
+def check_beta(beta: object) -> float:
+    """``beta`` as a float, or ValueError saying what is wrong: a finite real number that float32 can hold (the
+    kernels and cuBLAS take beta as a float32; a larger one would be inf there)."""
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
+        raise ValueError(f"beta must be a real number such as 0, 0.5 or 1, got {beta!r}")
+    b = float(beta)
+    if not math.isfinite(b) or abs(b) > F32_MAX:
+        raise ValueError(f"beta must be a finite number within float32's range (|beta| <= {F32_MAX:.3g}), got {b}")
+    return b
+
+
+def c0_scale(K: int, beta: float, dtype: str = "float32") -> float:
+    """The standard deviation of the random C0 that :func:`verify` starts C from when beta != 0: beta * C0 as
+    large as A @ B's elements (std sqrt(K) for normal inputs), so a call that ignores beta or C is off by about
+    the whole result, never by less than the dtype's tolerance; for float16 the deviation is capped at 2^12, so C0
+    stays far below float16's largest value (65504)."""
+    scale = math.sqrt(max(K, 1)) / abs(beta)
+    return min(scale, 2.0**12 if dtype == "float16" else 2.0**100)
+
+
+def product_label(beta: float) -> str:
+    """The product a run times, for titles: "C = A @ B", or e.g. "C = A @ B + 0.5 C", "C = A @ B - 1 C"."""
+    if beta == 0.0:
+        return "C = A @ B"
+    return f"C = A @ B {'-' if beta < 0 else '+'} {abs(beta):g} C"
 
 
 def tflops(M: int, N: int, K: int, ms: float) -> float:
@@ -195,10 +229,13 @@ def build_report(
     command: str | None = None,
     dtype: str = "float32",
     settle_s: float | None = None,
+    beta: float = 0.0,
 ) -> dict:
-    """The JSON document: device, cc, cupy, cuda, dtype, [settle_s], results, [host_overhead], command."""
+    """The JSON document: device, cc, cupy, cuda, dtype, beta, [settle_s], results, [host_overhead], command.
+    ``beta`` is always recorded (0.0: the plain product C = A @ B)."""
     doc = {k: device[k] for k in ("device", "cc", "cupy", "cuda")}
     doc["dtype"] = dtype
+    doc["beta"] = check_beta(beta)
     if settle_s is not None:
         doc["settle_s"] = settle_s
     doc["results"] = [dict(r) for r in results]
@@ -217,13 +254,26 @@ def write_json(path: str, doc: Mapping) -> None:
 def format_markdown(doc: Mapping) -> str:
     """A markdown report to commit next to the JSON."""
     dtype = doc.get("dtype", "float32")
-    baseline = (
-        "baseline cuBLAS via `cupy.matmul`, FP32 (no TF32)"
-        if dtype == "float32"
-        else f"baseline cuBLAS via `torch.matmul` on the same {dtype} arrays (FP32 accumulation)"
-    )
+    beta = doc.get("beta") or 0.0  # JSON written before beta was recorded: the plain product
+    if beta == 0.0:
+        baseline = (
+            "baseline cuBLAS via `cupy.matmul`, FP32 (no TF32)"
+            if dtype == "float32"
+            else f"baseline cuBLAS via `torch.matmul` on the same {dtype} arrays (FP32 accumulation)"
+        )
+    else:
+        baseline = (
+            f"the product timed is `C = A @ B + beta C` in place with beta = {beta:g} (C accumulating across "
+            "calls), baseline cuBLAS via "
+            + (
+                "`cupy.cublas.gemm` with the same beta, FP32 (no TF32)"
+                if dtype == "float32"
+                else f"`torch.Tensor.addmm_` with the same beta on the same {dtype} arrays (FP32 accumulation)"
+            )
+        )
+    title = f"# cumm {dtype} GEMM benchmark" + (f", {product_label(beta)}" if beta != 0.0 else "")
     out = [
-        f"# cumm {dtype} GEMM benchmark: {doc['device']}",
+        f"{title}: {doc['device']}",
         "",
         f"compute capability {doc['cc']}, CUDA runtime {doc['cuda']}, CuPy {doc['cupy']}; {baseline}. Median of "
         "CUDA-event timed runs in three interleaved rounds (the order rotating"
@@ -234,7 +284,7 @@ def format_markdown(doc: Mapping) -> str:
             else ")"
         )
         + ", warm-up excluded, operands rotated past the L2 cache, every result checked against float64 (of the "
-        "rounded inputs) before timing.",
+        + ("rounded inputs, C from random values) before timing." if beta != 0.0 else "rounded inputs) before timing."),
         "",
     ]
     if doc.get("command"):
@@ -257,9 +307,11 @@ def _x(shape: Shape) -> float:
     return M if M == N == K else (M * N * K) ** (1 / 3)  # non-square: the cube with the same work
 
 
-def baseline_label(dtype: str) -> str:
-    """The legend's name for the cuBLAS line: what the baseline is at ``dtype``."""
-    return "cuBLAS (FP32)" if dtype == "float32" else f"cuBLAS ({dtype}, torch.matmul)"
+def baseline_label(dtype: str, beta: float = 0.0) -> str:
+    """The legend's name for the cuBLAS line: what the baseline is at ``dtype`` (and ``beta``, when not 0)."""
+    if beta == 0.0:
+        return "cuBLAS (FP32)" if dtype == "float32" else f"cuBLAS ({dtype}, torch.matmul)"
+    return f"cuBLAS (FP32, beta {beta:g})" if dtype == "float32" else f"cuBLAS ({dtype}, addmm_, beta {beta:g})"
 
 
 def plot(results: Sequence[Mapping], path: str, *, title: str | None = None, baseline: str = "cuBLAS (FP32)") -> None:
@@ -352,8 +404,11 @@ def np_dtype(dtype: str):
     return np.dtype(dtype)
 
 
-def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: str = "float32") -> list[tuple]:
-    """Rotating (A, B, C) sets of ``dtype``; A and B random normal, C uninitialized (every call writes it)."""
+def input_sets(
+    rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: str = "float32", beta: float = 0.0
+) -> list[tuple]:
+    """Rotating (A, B, C) sets of ``dtype``; A and B random normal, C uninitialized (every call writes it) or, with
+    ``beta`` != 0, random normal too (every call reads it)."""
     import cupy
 
     item = 4 if dtype == "float32" else 2
@@ -368,7 +423,7 @@ def input_sets(rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: st
         (
             rng.standard_normal((M, K), dtype=f32).astype(dt),
             rng.standard_normal((K, N), dtype=f32).astype(dt),
-            cupy.empty((M, N), dtype=dt),
+            cupy.empty((M, N), dtype=dt) if beta == 0.0 else rng.standard_normal((M, N), dtype=f32).astype(dt),
         )
         for _ in range(n_sets)
     ]
@@ -382,53 +437,89 @@ def reference(a, b):
     return ref, float(cupy.linalg.norm(ref))
 
 
-def kernel_call(kernel: str, dtype: str = "float32") -> Callable:
+def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0) -> Callable:
     """``call(a, b, c)`` writing a @ b into c: cuBLAS (cupy.matmul for float32; torch.matmul, the cuBLAS
     fp16/bf16 products with FP32 accumulation that users call, on the same memory for half dtypes), or a cumm
-    kernel ("auto" too)."""
+    kernel ("auto" too). With ``beta`` != 0 the call computes c = a @ b + beta * c in place: cuBLAS through
+    ``cupy.cublas.gemm`` (float32; cupy.matmul has no beta) or ``torch.Tensor.addmm_`` (half dtypes), a cumm
+    kernel through ``cumm.matmul(..., beta=beta)``."""
     import cupy
 
     import cumm
 
+    beta = check_beta(beta)
     if kernel == CUBLAS and dtype == "float32":
-        return lambda a, b, c: cupy.matmul(a, b, out=c)
+        if beta == 0.0:
+            return lambda a, b, c: cupy.matmul(a, b, out=c)
+        from cupy import cublas  # needs the cuBLAS library: imported only here
+
+        return lambda a, b, c: cublas.gemm("N", "N", a, b, out=c, alpha=1.0, beta=beta)
     if kernel == CUBLAS:
         try:
             import torch
         except ImportError:
-            raise BenchError(f"the {dtype} cuBLAS baseline is torch.matmul: install torch") from None
+            what = "torch.matmul" if beta == 0.0 else "torch.Tensor.addmm_"
+            raise BenchError(f"the {dtype} cuBLAS baseline is {what}: install torch") from None
         views: dict = {}
 
-        def call(a, b, c):
+        def views_of(a, b, c) -> tuple:
             key = (a.data.ptr, b.data.ptr, c.data.ptr)
             t = views.get(key)
             if t is None:
                 t = views[key] = (torch.from_dlpack(a), torch.from_dlpack(b), torch.from_dlpack(c))
-            torch.matmul(t[0], t[1], out=t[2])
+            return t
+
+        if beta == 0.0:
+
+            def call(a, b, c):
+                t = views_of(a, b, c)
+                torch.matmul(t[0], t[1], out=t[2])
+
+        else:
+
+            def call(a, b, c):
+                t = views_of(a, b, c)
+                t[2].addmm_(t[0], t[1], beta=beta)  # cuBLAS's gemm with beta, on C's memory
 
         return call
-    return lambda a, b, c: cumm.matmul(a, b, kernel=kernel, out=c)
+    if beta == 0.0:
+        return lambda a, b, c: cumm.matmul(a, b, kernel=kernel, out=c)
+    return lambda a, b, c: cumm.matmul(a, b, kernel=kernel, out=c, beta=beta)
 
 
-def verify(call: Callable, abc: tuple, ref, ref_norm: float) -> float:
-    """||C - ref|| / ||ref|| with C first filled with NaN (elements a kernel never writes stay NaN)."""
+def verify(call: Callable, abc: tuple, ref, ref_norm: float, *, beta: float = 0.0, rng=None) -> float:
+    """||C - ref|| / ||ref|| with C first filled with NaN (elements a kernel never writes stay NaN).
+
+    With ``beta`` != 0 (``call`` computing C = A @ B + beta * C) NaN would poison every element, so C starts from
+    fresh random normals C0 of C's dtype instead (standard deviation :func:`c0_scale`: beta * C0 about as large
+    as A @ B, so ignoring beta or C costs about the whole result), and the reference is ``ref + beta * C0`` in
+    float64 (C0 as rounded to the dtype); ``ref_norm`` is then not used. ``rng``: a cupy Generator (default: a
+    fresh one)."""
     import cupy
 
     a, b, c = abc
-    c.fill(math.nan)
+    if beta == 0.0:
+        c.fill(math.nan)
+        call(a, b, c)
+        return float(cupy.linalg.norm(c.astype(cupy.float32).astype(cupy.float64) - ref)) / ref_norm
+    rng = cupy.random.default_rng() if rng is None else rng
+    scale = c0_scale(a.shape[-1], beta, c.dtype.name)
+    c[...] = (rng.standard_normal(c.shape, dtype=cupy.float32) * cupy.float32(scale)).astype(c.dtype)
+    want = ref + beta * c.astype(cupy.float32).astype(cupy.float64)  # C0 as rounded, before the call overwrites it
     call(a, b, c)
-    return float(cupy.linalg.norm(c.astype(cupy.float32).astype(cupy.float64) - ref)) / ref_norm
+    got = c.astype(cupy.float32).astype(cupy.float64)
+    return float(cupy.linalg.norm(got - want)) / float(cupy.linalg.norm(want))
 
 
 ROUNDS = 3  # each (kernel, shape) is timed in this many rounds, interleaved with the others of its shape
 
 
-def _prepare(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str):
+def _prepare(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str, beta: float = 0.0):
     """(call, relative error) once verified, or (None, the FAIL row): a wrong kernel is never timed."""
-    call = kernel_call(kernel, dtype)
+    call = kernel_call(kernel, dtype, beta)
     tol = TOLERANCES[dtype]
     try:
-        err = verify(call, sets[0], ref, ref_norm)  # also compiles: keeps compile time out of the warm-up
+        err = verify(call, sets[0], ref, ref_norm, beta=beta)  # also compiles: keeps compile time out of the warm-up
     except Exception as e:  # a configuration the device rejects, a compile error: report it, keep going
         first = str(e).splitlines()[0] if str(e) else ""
         return None, make_row(kernel, shape, ms=None, rel_err=None, error=f"{type(e).__name__}: {first}", tolerance=tol)
@@ -446,13 +537,14 @@ def _measure_shape(
     timing: Mapping,
     dtype: str,
     warm_s: float = 0.0,
+    beta: float = 0.0,
 ) -> list[Row]:
     """Rows for ``names`` (cuBLAS first) on one shape. The verified calls are timed in ROUNDS interleaved rounds,
     the order rotating every round and reversed every other round (so neither a call's place nor the call before
     it is always the same), each call loaded alone for SETTLE_S before its samples; each row takes the median
     of all its samples: the card's clocks drift under seconds of sustained load and follow the power of what ran
     just before."""
-    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype) for n in names}
+    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype, beta) for n in names}
     live = [n for n in names if prepared[n][0] is not None]
     samples: dict[str, list[float]] = {n: [] for n in live}
     if warm_s > 0 and live:  # an idle card starts at lower clocks: load it before the first samples
@@ -487,7 +579,7 @@ def _measure_shape(
         if n != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
             from ._matmul import decision
 
-            row["ran"] = decision(*sets[0], kernel=n)
+            row["ran"] = decision(*sets[0], kernel=n, beta=beta)
         rows.append(row)
     return rows
 
@@ -523,12 +615,20 @@ def run(
     progress: bool | None = None,
     dtype: str = "float32",
     settle_s: float = SETTLE_S,
+    beta: float = 0.0,
 ) -> list[Row]:
     """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
     (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first. ``settle_s``: how long each
-    call runs alone before its samples in a round (0: not at all)."""
+    call runs alone before its samples in a round (0: not at all).
+
+    ``beta`` != 0: every call computes C = A @ B + beta * C in place (alpha 1), cuBLAS through
+    ``cupy.cublas.gemm`` (float32) or ``torch.Tensor.addmm_`` (half dtypes) with the same beta. C then
+    accumulates across the timed calls (C_n = A @ B + beta * C_(n-1)); a kernel's work depends only on whether
+    beta is 0, not on its value, so the times hold for any nonzero beta. With |beta| >= 1 the values grow and
+    float16 may reach inf while timed, which costs the same work. TFLOP/s count 2 M N K as for beta = 0."""
     if not (isinstance(settle_s, (int, float)) and 0 <= settle_s <= 60):
         raise ValueError(f"settle_s must be a number of seconds from 0 to 60, got {settle_s!r}")
+    beta = check_beta(beta)  # before the GPU is touched: a bad value fails at once, anywhere
     import cupy
 
     import cumm
@@ -554,11 +654,11 @@ def run(
     results: list[Row] = []
     try:
         for shape in shapes:
-            sets = input_sets(rng, *shape, dtype=dtype)
+            sets = input_sets(rng, *shape, dtype=dtype, beta=beta)
             ref, ref_norm = reference(*sets[0][:2])
             bar.set_postfix_str(f"{shape_str(shape)}")
             first = not results
-            rows = _measure_shape([CUBLAS, *kernels], sets, ref, ref_norm, shape, timing, dtype, 0.5 * first)
+            rows = _measure_shape([CUBLAS, *kernels], sets, ref, ref_norm, shape, timing, dtype, 0.5 * first, beta=beta)
             base = rows[0]
             if base["status"] != "ok":
                 raise BenchError(
@@ -628,6 +728,7 @@ def bench(
     repeat: int = DEFAULT_REPEAT,
     progress: bool | None = None,
     settle_s: float = SETTLE_S,
+    beta: float = 0.0,
 ) -> list[Row]:
     """Time ``kernels`` (names: rungs, registered kernels, "auto"; default all GEMM kernels) beside cuBLAS, as
     ``python -m cumm bench`` does: each result checked against float64 first (a wrong one is a FAIL row with no
@@ -637,7 +738,13 @@ def bench(
     kernel and shape (cuBLAS first for each shape): kernel, M, N, K, ms, tflops, cublas_tflops, ratio, rel_err,
     runs, status ("ok" or "FAIL"), error, ran. ``plot``: also draw TFLOP/s against size into this file
     (needs matplotlib). ``settle_s``: seconds each call runs alone before its samples in a round.
+
+    ``beta``: 0 (default) times C = A @ B; any other finite value times the in-place accumulate
+    C = A @ B + beta * C, cuBLAS with the same beta beside (``cupy.cublas.gemm`` for float32,
+    ``torch.Tensor.addmm_`` for float16 and bfloat16). C accumulates across the timed calls; the work does not
+    depend on beta's value (see :func:`run`). ValueError for a beta that is not finite, before any GPU work.
     """
+    beta = check_beta(beta)
     if isinstance(kernels, str):
         kernels = [k.strip() for k in kernels.split(",") if k.strip()]
     todo: list[Shape] = [] if sizes is None else square(sizes)
@@ -649,8 +756,14 @@ def bench(
     if plot:
         require_matplotlib()  # before the GPU time is spent
     rows = run(
-        kernels, list(dict.fromkeys(todo)) or None, repeat=repeat, progress=progress, dtype=dtype, settle_s=settle_s
+        kernels,
+        list(dict.fromkeys(todo)) or None,
+        repeat=repeat,
+        progress=progress,
+        dtype=dtype,
+        settle_s=settle_s,
+        beta=beta,
     )
     if plot:
-        _draw(rows, plot, baseline=baseline_label(dtype))
+        _draw(rows, plot, baseline=baseline_label(dtype, beta))
     return rows

@@ -81,6 +81,17 @@ def _seconds(text: str) -> float:
     return v
 
 
+def _beta(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a finite number such as 0.5 or 1, got {text!r}") from None
+    try:
+        return _bench.check_beta(v)  # one rule for the CLI and cumm.bench
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{e} (from {text!r})") from None
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
@@ -101,8 +112,8 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         help="time kernels against cuBLAS at the same dtype and print a table",
         description="Time kernels against cuBLAS at the same dtype (cupy.matmul in FP32; torch.matmul for float16 "
         "and bfloat16): CUDA events, median of runs after warm-up, each call settled alone first, "
-        "operands rotated past the L2 cache, each result checked against float64 first (wrong -> FAIL). "
-        "Prints the table to stdout; exits 1 if a kernel FAILs.",
+        "operands rotated past the L2 cache, each result checked against float64 first (wrong -> FAIL); "
+        "--beta times the in-place C = A @ B + beta C. Prints the table to stdout; exits 1 if a kernel FAILs.",
     )
     b.add_argument(
         "--kernels",
@@ -151,6 +162,15 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         metavar="DTYPE",
         help="fp32 (default; cuBLAS via cupy.matmul in FP32), fp16 or bf16 (the rungs for that dtype; "
         "cuBLAS via torch.matmul at the same dtype, FP32 accumulation)",
+    )
+    b.add_argument(
+        "--beta",
+        type=_beta,
+        default=0.0,
+        metavar="BETA",
+        help="time C = A @ B + BETA * C in place instead of C = A @ B (default 0): cumm.matmul(..., beta=BETA), "
+        "cuBLAS via cupy.cublas.gemm (fp32) or torch.Tensor.addmm_ (fp16, bf16) with the same beta; C "
+        "accumulates across the timed calls (the work does not depend on the value)",
     )
     b.add_argument(
         "--overhead",
@@ -375,7 +395,12 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
         shapes = _bench.square(_bench.DEFAULT_SIZES)
     try:
         results = _bench.run(
-            args.kernels, list(dict.fromkeys(shapes)), repeat=args.repeat, dtype=args.dtype, settle_s=args.settle
+            args.kernels,
+            list(dict.fromkeys(shapes)),
+            repeat=args.repeat,
+            dtype=args.dtype,
+            settle_s=args.settle,
+            beta=args.beta,
         )
         overhead = _bench.host_overhead() if args.overhead else None
         doc = _bench.build_report(
@@ -385,6 +410,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
             command=command,
             dtype=args.dtype,
             settle_s=args.settle,
+            beta=args.beta,
         )
     except _bench.BenchError as e:
         return fail(str(e))
@@ -402,8 +428,10 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
         _bench.plot(
             results,
             args.plot,
-            title=f"cumm vs cuBLAS ({args.dtype}), {doc['device']}",
-            baseline=_bench.baseline_label(args.dtype),
+            title=f"cumm vs cuBLAS ({args.dtype}"
+            + (f", {_bench.product_label(args.beta)}" if args.beta else "")
+            + f"), {doc['device']}",
+            baseline=_bench.baseline_label(args.dtype, args.beta),
         )
     failed = sum(r["status"] != "ok" for r in results)
     if failed:

@@ -466,10 +466,10 @@ def _launch_cupy(call: Call, pa: int, pb: int, out, alpha: float, beta: float):
     return out
 
 
-def decision(a, b, out, *, kernel: str = "auto") -> str:
-    """What a call ``matmul(a, b, kernel=kernel, out=out)`` made earlier runs: "<kernel> <non-default
+def decision(a, b, out, *, kernel: str = "auto", beta: float = 0.0) -> str:
+    """What a call ``matmul(a, b, kernel=kernel, out=out, beta=beta)`` made earlier runs: "<kernel> <non-default
     parameters>" and the split count when it splits, e.g. "tf32x3 BM=64 BN=64 split_k=4"; "" if not known."""
-    key = _key(a, b, out, kernel, None, None, 0.0)
+    key = _key(a, b, out, kernel, None, None, float(beta))
     call = _calls.get(key) if key is not None else None
     if call is None:
         return ""

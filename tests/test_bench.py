@@ -1,4 +1,5 @@
-"""The benchmark's GPU-free parts, fed with fake results: parsing, rows, tables, JSON, TF32 refusal, plot."""
+"""The benchmark's GPU-free parts, fed with fake results: parsing, rows, tables, JSON, TF32 refusal, plot, beta;
+and, at the end, a few small GPU tests (``gpu`` marker) of the beta != 0 benchmark."""
 
 from __future__ import annotations
 
@@ -326,3 +327,182 @@ def test_hold_runs_the_call_back_to_back_for_the_time_given(monkeypatch):
     assert 0.05 <= took < 1.0
     assert calls == list(range(len(calls))) and len(calls) >= 4
     assert syncs and syncs[-1] == len(calls) and all(b - a == 4 for a, b in zip([0, *syncs[:-1]], syncs, strict=True))
+
+
+# --- beta != 0: C = A @ B + beta C (no GPU) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, want", [(0, 0.0), (0.5, 0.5), (-1, -1.0), (2.5e38, 2.5e38)])
+def test_check_beta_accepts_finite_numbers(value, want):
+    got = _bench.check_beta(value)
+    assert got == want and type(got) is float
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (math.nan, "finite"),
+        (math.inf, "finite"),
+        (-math.inf, "finite"),
+        (1e39, "float32's range"),
+        ("0.5", "real number"),
+        (True, "real number"),
+        (None, "real number"),
+    ],
+)
+def test_check_beta_rejects(bad, words):
+    with pytest.raises(ValueError, match=words) as e:
+        _bench.check_beta(bad)
+    assert str(e.value).startswith("beta must be")
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan, "1"])
+def test_run_and_bench_refuse_a_bad_beta_before_touching_the_gpu(monkeypatch, bad):
+    import cumm
+
+    monkeypatch.setattr(_bench, "gpu_unavailable", lambda: pytest.fail("GPU touched before beta was checked"))
+    with pytest.raises(ValueError, match="beta must be"):
+        _bench.run(["naive"], [(8, 8, 8)], beta=bad)
+    with pytest.raises(ValueError, match="beta must be"):
+        cumm.bench(kernels=["naive"], sizes=[8], beta=bad)
+
+
+def test_c0_scale_makes_beta_c0_as_large_as_the_product():
+    assert 0.5 * _bench.c0_scale(4096, 0.5) == pytest.approx(64.0)  # A @ B's elements: std sqrt(K)
+    assert -2.0 * _bench.c0_scale(33, -2.0, "bfloat16") == pytest.approx(-math.sqrt(33))
+    assert _bench.c0_scale(4096, 1e-6, "float16") == 2.0**12  # float16 holds C0 (its largest value is 65504)
+    assert _bench.c0_scale(4096, 1e-6, "bfloat16") == pytest.approx(64e6)
+
+
+@pytest.mark.parametrize("dtype", list(_bench.TOLERANCES))
+@pytest.mark.parametrize("K", [33, 8192])
+@pytest.mark.parametrize("beta", [1e-3, 0.5, 1.0, -3.0])
+def test_a_call_ignoring_beta_is_off_by_more_than_the_tolerance(dtype, K, beta):
+    """verify's arithmetic on the host: with C0 from c0_scale, a result of A @ B alone (beta ignored) is off by
+    about 1/sqrt(2) of the reference A @ B + beta C0 at any K and beta; a C0 of unit deviation would let it
+    pass at deep K (about 1/90 at K = 8192 with beta = 1, under bfloat16's 1.5e-2)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((16, K)), rng.standard_normal((K, 16))
+    ab = a @ b
+    c0 = rng.standard_normal((16, 16)) * _bench.c0_scale(K, beta, dtype)
+    want = ab + beta * c0
+    assert np.linalg.norm(ab - want) / np.linalg.norm(want) > 10 * _bench.TOLERANCES[dtype]
+
+
+def test_report_records_beta():
+    doc = _bench.build_report(fake_results(), device=DEVICE, command="cumm bench")
+    assert doc["beta"] == 0.0  # always recorded; 0: the plain product
+    md = _bench.format_markdown(doc)
+    assert "`cupy.matmul`" in md and "beta" not in md and "addmm_" not in md
+    doc = _bench.build_report(fake_results(), device=DEVICE, command="cumm bench --beta 0.5", beta=0.5)
+    assert doc["beta"] == 0.5
+    md = _bench.format_markdown(doc)
+    title, _, sentence = md.splitlines()[:3]
+    assert title == "# cumm float32 GEMM benchmark, C = A @ B + 0.5 C: NVIDIA H200"
+    assert "the product timed is `C = A @ B + beta C` in place with beta = 0.5" in sentence
+    assert "`cupy.cublas.gemm` with the same beta, FP32 (no TF32)" in sentence and "`cupy.matmul`" not in sentence
+    assert "Command: `cumm bench --beta 0.5`" in md
+
+
+def test_half_report_with_beta_names_addmm():
+    doc = _bench.build_report(fake_results(), device=DEVICE, dtype="bfloat16", beta=-1, command="cumm bench")
+    assert doc["beta"] == -1.0 and type(doc["beta"]) is float
+    md = _bench.format_markdown(doc)
+    assert md.startswith("# cumm bfloat16 GEMM benchmark, C = A @ B - 1 C: NVIDIA H200\n")
+    assert "beta = -1 " in md and "`torch.Tensor.addmm_` with the same beta on the same bfloat16 arrays" in md
+    assert "torch.matmul" not in md
+
+
+def test_report_of_older_json_without_beta_is_the_plain_product():
+    doc = _bench.build_report(fake_results(), device=DEVICE, command="cumm bench")
+    del doc["beta"]
+    assert _bench.format_markdown(doc) == _bench.format_markdown({**doc, "beta": 0.0})
+
+
+def test_report_refuses_a_bad_beta():
+    with pytest.raises(ValueError, match="finite"):
+        _bench.build_report(fake_results(), device=DEVICE, beta=math.nan)
+
+
+def test_json_keeps_beta(tmp_path):
+    path = tmp_path / "r.json"
+    _bench.write_json(str(path), _bench.build_report(fake_results(), device=DEVICE, beta=0.5))
+    assert json.loads(path.read_text())["beta"] == 0.5
+
+
+def test_product_label():
+    assert _bench.product_label(0.0) == "C = A @ B"
+    assert _bench.product_label(0.5) == "C = A @ B + 0.5 C"
+    assert _bench.product_label(-2.0) == "C = A @ B - 2 C"
+
+
+def test_baseline_label_with_beta():
+    assert _bench.baseline_label("float32", 0.0) == "cuBLAS (FP32)"
+    assert _bench.baseline_label("float32", 1.0) == "cuBLAS (FP32, beta 1)"
+    assert _bench.baseline_label("float16", 0.5) == "cuBLAS (float16, addmm_, beta 0.5)"
+
+
+# --- beta != 0 on a GPU: small shapes, few runs --------------------------------------------------------
+
+QUICK = dict(repeat=3, settle_s=0.0, progress=False)
+
+
+@pytest.mark.gpu
+def test_bench_with_beta_float32():
+    import cumm
+
+    rows = cumm.bench(kernels=["double_buffer"], shapes=[(129, 70, 33)], beta=0.5, **QUICK)
+    assert [r["kernel"] for r in rows] == ["cublas", "double_buffer"]
+    assert all(r["status"] == "ok" and r["tflops"] > 0 for r in rows), rows
+    assert rows[1]["ran"].startswith("double_buffer")
+
+
+@pytest.mark.gpu
+def test_bench_with_beta_bfloat16(sm90):
+    pytest.importorskip("torch")  # the half baseline is torch.Tensor.addmm_
+    import cumm
+
+    shapes = [(129, 70, 33), (256, 256, 128)]  # unaligned rows (wgmma_ws hands them to its fallback), aligned
+    rows = cumm.bench(kernels=["wgmma_ws"], shapes=shapes, dtype="bfloat16", beta=0.5, **QUICK)
+    assert [(r["kernel"], r["M"]) for r in rows] == [(k, s[0]) for s in shapes for k in ("cublas", "wgmma_ws")]
+    assert all(r["status"] == "ok" and r["tflops"] > 0 for r in rows), rows
+    assert rows[3]["ran"].startswith("wgmma_ws")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_verify_fails_a_call_that_ignores_beta(dtype):
+    """At deep K (where a C0 of unit size would hide it under bfloat16's tolerance) a call writing A @ B only
+    fails; the call with beta passes; with beta = 0 the NaN fill still catches a call that writes nothing."""
+    import cupy
+
+    import cumm
+
+    rng = cupy.random.default_rng()
+    sets = _bench.input_sets(rng, 128, 128, 8192, n_sets=1, dtype=dtype, beta=1.0)
+    ref, ref_norm = _bench.reference(*sets[0][:2])
+    tol = _bench.TOLERANCES[dtype]
+    right = _bench.kernel_call("auto", dtype, beta=1.0)
+    assert _bench.verify(right, sets[0], ref, ref_norm, beta=1.0) < tol
+    ignores_beta = _bench.kernel_call("auto", dtype)  # C = A @ B
+    assert _bench.verify(ignores_beta, sets[0], ref, ref_norm, beta=1.0) > 10 * tol
+    reads_c = _bench.verify(lambda a, b, c: cumm.matmul(a, b, out=c, beta=1.0), sets[0], ref, ref_norm)
+    assert not reads_c < tol  # beta = 0's check: a call that reads C reads NaN
+    assert not _bench.verify(lambda a, b, c: None, sets[0], ref, ref_norm) < tol  # nothing written: NaN
+
+
+@pytest.mark.gpu
+def test_bench_fails_a_kernel_that_ignores_beta(monkeypatch):
+    import cumm
+
+    real = _bench.kernel_call
+
+    def ignoring_beta(kernel, dtype="float32", beta=0.0):
+        return real(kernel, dtype, beta) if kernel == _bench.CUBLAS else real(kernel, dtype)
+
+    monkeypatch.setattr(_bench, "kernel_call", ignoring_beta)
+    rows = cumm.bench(kernels=["double_buffer"], shapes=[(129, 70, 33)], beta=0.5, **QUICK)
+    assert rows[0]["status"] == "ok"
+    assert rows[1]["status"] == "FAIL" and rows[1]["ms"] is None and "relative error" in rows[1]["error"]

@@ -117,8 +117,8 @@ def fake_gpu(monkeypatch):
         monkeypatch.delenv(v, raising=False)
     calls = {}
 
-    def run(kernels, shapes, *, repeat, dtype="float32", settle_s=_bench.SETTLE_S):
-        calls.update(kernels=kernels, shapes=shapes, repeat=repeat, dtype=dtype, settle_s=settle_s)
+    def run(kernels, shapes, *, repeat, dtype="float32", settle_s=_bench.SETTLE_S, beta=0.0):
+        calls.update(kernels=kernels, shapes=shapes, repeat=repeat, dtype=dtype, settle_s=settle_s, beta=beta)
         return [r for r in fake_results() if r["status"] == "ok"]
 
     monkeypatch.setattr(_bench, "gpu_unavailable", lambda: None)
@@ -161,6 +161,7 @@ def test_bench_wiring(fake_gpu, capsys, tmp_path):
         "repeat": 30,
         "dtype": "float32",
         "settle_s": 0.5,
+        "beta": 0.0,
     }
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("kernel") and "warptile" in out and "host overhead" in out
@@ -175,6 +176,68 @@ def test_bench_default_sizes(fake_gpu):
     assert fake_gpu["kernels"] is None  # all of the ladder
     assert fake_gpu["shapes"] == [(s, s, s) for s in (1024, 2048, 4096)]
     assert fake_gpu["settle_s"] == _bench.SETTLE_S
+    assert fake_gpu["beta"] == 0.0 and type(fake_gpu["beta"]) is float
+
+
+def test_bench_beta_wiring(fake_gpu, tmp_path):
+    """--beta reaches run() and the report; the command line in the JSON and the markdown regenerates the table."""
+    js, md = tmp_path / "r.json", tmp_path / "r.md"
+    args = ["bench", "--dtype", "bf16", "--beta", "0.5", "--kernels", "wgmma_ws,auto", "--sizes", "2048"]
+    assert _cli.main([*args, "--json", str(js), "--markdown", str(md)]) == 0
+    assert fake_gpu["beta"] == 0.5 and fake_gpu["dtype"] == "bfloat16"
+    doc = json.loads(js.read_text())
+    assert doc["beta"] == 0.5
+    assert doc["command"] == f"cumm {' '.join(args)} --json {js} --markdown {md}"
+    text = md.read_text()
+    assert f"Command: `{doc['command']}`" in text
+    assert "`C = A @ B + beta C` in place with beta = 0.5" in text
+    assert "`torch.Tensor.addmm_` with the same beta" in text
+
+
+def test_bench_beta_plot_names_the_product(fake_gpu, monkeypatch, tmp_path):
+    drawn = {}
+    monkeypatch.setattr(_bench, "require_matplotlib", lambda: None)
+    monkeypatch.setattr(_bench, "plot", lambda results, path, **kw: drawn.update(kw))
+    assert _cli.main(["bench", "--beta", "-1", "--plot", str(tmp_path / "p.png")]) == 0
+    assert drawn == {
+        "title": "cumm vs cuBLAS (float32, C = A @ B - 1 C), NVIDIA H200",
+        "baseline": "cuBLAS (FP32, beta -1)",
+    }
+
+
+@pytest.mark.parametrize("value, want", [("1", 1.0), ("-0.5", -0.5), ("2e-3", 0.002), ("0", 0.0)])
+def test_bench_beta_values(fake_gpu, value, want):
+    assert _cli.main(["bench", f"--beta={value}"]) == 0
+    assert fake_gpu["beta"] == want
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("nan", ["finite", "got nan", "'nan'"]),
+        ("inf", ["finite", "got inf"]),
+        ("-inf", ["finite", "got -inf"]),
+        ("1e39", ["float32's range"]),
+        ("abc", ["expected a finite number such as 0.5 or 1", "'abc'"]),
+        ("", ["expected a finite number"]),
+    ],
+)
+def test_bench_rejects_a_bad_beta(capsys, monkeypatch, value, words):
+    monkeypatch.setattr(_bench, "run", lambda *a, **k: pytest.fail("ran with a bad --beta"))
+    with pytest.raises(SystemExit) as e:
+        _cli.main(["bench", f"--beta={value}"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: argument --beta:" in err
+    for w in words:
+        assert w in err
+
+
+def test_bench_help_names_beta(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["bench", "--help"])
+    out = capsys.readouterr().out
+    assert "--beta BETA" in out and "addmm_" in out and "cupy.cublas.gemm" in out
 
 
 def test_bench_exit_1_when_a_kernel_fails(fake_gpu, monkeypatch, capsys):
