@@ -448,6 +448,12 @@ for _spec in [
         summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
         " tile order, TMA-store epilogue",
         defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, SK=4, NUM_THREADS=384),
+        # one consumer warpgroup, for products with few tiles (the tuner times these first; H200 winners: 64 x 64
+        # at bf16 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at 512 x 4096 x 4096 and 8192 x 256 x 8192)
+        configs={
+            "one_warpgroup_64x64": dict(BM=64, BN=64, STAGES=8, WGS=1, GM=4, EPI=0, SK=0, NUM_THREADS=256),
+            "one_warpgroup_128x128": dict(BM=128, BN=128, STAGES=4, WGS=1, GM=4, EPI=1, SK=0, NUM_THREADS=256),
+        },
         block=lambda c: (c["NUM_THREADS"], 1, 1),
         grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
         workspace=_stream_k_workspace,
@@ -466,6 +472,16 @@ for _spec in [
             ),
             C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
             C("SK == 0 or (CL == 1 and PP == 0)", "stream-K (SK > 0) needs CL = 1 and PP = 0"),
+            C(
+                "BM * BN <= 128 * 128 * WGS",
+                "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill under its 232 "
+                "registers: BM * BN <= 16384 WGS",
+            ),
+            C(
+                "SK == 0 or WGS == 2",
+                "one consumer warpgroup (WGS = 1) runs whole tiles: with stream-K (SK > 0) its producer spills under "
+                "its 40 registers",
+            ),
             C("EPI == 0 or BN % 128 == 0", "EPI = 1 stores 128-column halves: BN % 128 == 0"),
             C(
                 "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
@@ -473,16 +489,18 @@ for _spec in [
             ),
         ],
         space=dict(
-            BM=(128, 256),
-            BN=(128, 256),
-            STAGES=(3, 4, 5),
-            WGS=(2,),
+            # WGS = 1 (one consumer warpgroup, 64-row tiles): twice the tiles for products with few of them (H200,
+            # bf16, graph-timed: 256 x 8192 x 8192 60.6 against 68.4 us, 128 x 4096 x 4096 15.2 against 16.4)
+            BM=(64, 128, 256),
+            BN=(64, 128, 256),
+            STAGES=(3, 4, 5, 6, 8),
+            WGS=(1, 2),
             GM=(4, 8, 16),
             CL=(1,),
             EPI=(0, 1),
             PP=(0,),
             SK=(0, 4),
-            NUM_THREADS=(384,),
+            NUM_THREADS=(256, 384),
         ),
     ),
     # FP32 accuracy on Hopper's warpgroup tensor cores: tf32x3's split with wgmma_ws's machinery.

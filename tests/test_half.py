@@ -95,6 +95,37 @@ def test_half_against_float64_and_cublas(kernel, shape, dt, rng):
     assert fresh.dtype == a.dtype and _err(fresh, ref) <= 1.5 * theirs + 1e-7
 
 
+# wgmma_ws with one consumer warpgroup (64-row tiles, whole tiles: for products with few tiles), with direct and
+# TMA-store epilogues
+ONE_WG = [
+    dict(WGS=1, NUM_THREADS=256, BM=64, BN=64, EPI=0, STAGES=8, SK=0),
+    dict(WGS=1, NUM_THREADS=256, BM=64, BN=128, EPI=1, STAGES=6, SK=0),
+    dict(WGS=1, NUM_THREADS=256, BM=64, BN=256, EPI=1, STAGES=4, SK=0),
+]
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("config", ONE_WG, ids=lambda c: f"BN{c['BN']}_EPI{c['EPI']}")
+@pytest.mark.parametrize("shape", [*SHAPES, (128, 4096, 4096), (2112, 4000, 776)], ids=lambda s: "x".join(map(str, s)))
+def test_one_consumer_warpgroup(shape, config, dt, rng, sm90):
+    import cupy
+
+    M, N, K = shape
+    a, b = _inputs(rng, M, N, K, dt)
+    ref = _ref(a, b)
+    theirs = _err(_cublas(a, b), ref)
+    for _ in range(2):
+        out = cupy.full((M, N), math.nan, dtype=a.dtype)
+        cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=out)
+        assert _err(out, ref) <= 1.5 * theirs + 1e-7, (
+            f"{config} {dt} {shape}: {_err(out, ref):.3e} against {theirs:.3e}"
+        )
+    wide = cupy.full((M, N), math.nan, dtype=cupy.float32)  # the FP32 accumulator itself, alpha and beta
+    wide[...] = 1.0
+    cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=wide, alpha=2.0, beta=-1.0)
+    assert _err(wide + 1.0, 2.0 * ref) < 1e-5
+
+
 @pytest.mark.parametrize("dt", HALF)
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_float32_out_alpha_beta_and_unaligned_views(kernel, dt, rng):

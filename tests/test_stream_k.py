@@ -57,6 +57,11 @@ def test_both_schedules_compile_without_spills():
     for sk in (0, 4):
         k = cumm.compile("wgmma_ws", dict(SK=sk), arch="sm_90a")
         assert k.spill_bytes == 0, k
+    for bn, epi in ((64, 0), (128, 1), (256, 1)):  # one consumer warpgroup, 64-row tiles, whole tiles
+        k = cumm.compile("wgmma_ws", dict(SK=0, WGS=1, NUM_THREADS=256, BM=64, BN=bn, EPI=epi), arch="sm_90a")
+        assert k.spill_bytes == 0, k
+    with pytest.raises(cumm.ConfigError, match=r"one consumer warpgroup \(WGS = 1\) runs whole tiles"):
+        cumm.compile("wgmma_ws", dict(SK=4, WGS=1, NUM_THREADS=256, BM=64), arch="sm_90a")
 
 
 # --- on the GPU ---

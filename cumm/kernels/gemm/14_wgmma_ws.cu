@@ -33,6 +33,9 @@
 //   its own A and half of the B boxes, multicast into both blocks' shared memory: 2/3 of the L2 -> SM traffic
 //   of CL = 1 for 128 x 256 tiles. A stage is refilled only when both blocks' consumers have released it (they
 //   arrive on both blocks' empty barriers). So far it has measured no faster than CL = 1.
+// - WGS = 1: one consumer warpgroup and 64-row tiles (256 threads), twice the tiles of 128-row ones for products
+//   with few tiles (bf16 256 x 8192 x 8192: 128 whole tiles of 64 x 256 instead of 64 of 128 x 256 shared out by
+//   stream-K, 60.6 against 68.4 us). Whole tiles only (SK = 0): with stream-K the producer spills under 40 registers.
 // - PP = 1 (experimental): ping-pong; each consumer warpgroup owns whole tiles and the two take turns on the
 //   mainloop, so one's epilogue overlaps the other's wgmma.
 // Host: as 13 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
