@@ -28,6 +28,18 @@ def kind(x) -> str:
     return OTHER
 
 
+def _device_of(x) -> int:
+    """The device holding GPU array ``x`` (one with ``__cuda_array_interface__``): a torch tensor's own, else the
+    device of its data pointer (the current device for an empty array)."""
+    if kind(x) == TORCH:
+        return x.get_device()
+    ptr = x.__cuda_array_interface__["data"][0]
+    if not ptr:
+        return cupy.cuda.runtime.getDevice()
+    dev = cupy.cuda.runtime.pointerGetAttributes(ptr).device
+    return dev if dev >= 0 else cupy.cuda.runtime.getDevice()  # (host or managed memory: no device of its own)
+
+
 def describe(x) -> str:
     t = type(x)
     return f"{t.__module__}.{t.__name__}"
@@ -43,7 +55,10 @@ def as_cupy(x, name: str) -> cupy.ndarray:
         raise TypeError(f"{name} must be a GPU array, got a torch tensor on the {x.device}: pass {name}.cuda()")
     if hasattr(x, "__cuda_array_interface__"):
         try:
-            view = cupy.asarray(x)  # zero-copy through the interface
+            # The interface names no device, and cupy files the memory under the current one: view it under the
+            # array's own device (a torch tensor on cuda:1 with device 0 current was taken for device 0's).
+            with cupy.cuda.Device(_device_of(x)):
+                view = cupy.asarray(x)  # zero-copy through the interface
         except Exception as e:
             raise TypeError(f"{name} ({describe(x)}) could not be viewed as a GPU array: {e}") from None
         if view.dtype.kind == "V" and kind(x) == TORCH and str(x.dtype) == "torch.bfloat16":

@@ -105,3 +105,29 @@ def test_one_thread_per_gpu():
     with ThreadPoolExecutor(2) as ex:
         done = list(ex.map(work, (0, 1)))
     assert done == [3 * (len(CASES) + 1)] * 2
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # CuPy 14 deprecates cupy.cuda.ExternalStream
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_torch_tensors_on_device_1_while_device_0_is_current(dtype):
+    """torch tensors on cuda:1 with device 0 current: the kernels and cumm's cupy copies (a transposed operand is
+    copied, a strided one too) run on device 1 on torch's current stream there; the result is there and right."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (optional)")
+    import cupy
+
+    tdt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda:1").manual_seed(3)
+    a = torch.randn(300, 200, device="cuda:1", generator=g)[5:261, 3:195].to(tdt)  # 256 x 192, copied row-major
+    b = torch.randn(160, 192, device="cuda:1", generator=g).to(tdt).t()  # 192 x 160, not row-major: copied
+    ref = a.double() @ b.double()
+    side = torch.cuda.Stream(device="cuda:1")
+    with torch.cuda.stream(side), cupy.cuda.Device(0):  # (torch's stream context makes cuda:1 current)
+        got = cumm.matmul(a, b)
+        out = torch.full((256, 160), math.nan, device="cuda:1", dtype=torch.float32)
+        again = cumm.matmul(a, b, out=out, alpha=2.0)
+        assert cupy.cuda.Device().id == 0  # the caller's current device is left as it was
+    side.synchronize()
+    assert got.device == a.device and again is out
+    tol = 1e-5 if dtype == "float32" else 1e-2
+    assert float((got.double() - ref).norm() / ref.norm()) < tol
+    assert float((out.double() - 2 * ref).norm() / (2 * ref).norm()) < 1e-5  # a float32 out: the accumulator
