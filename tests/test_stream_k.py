@@ -136,6 +136,22 @@ def test_stream_k_after_another_tile_shape_on_the_same_stream(dt, rng):
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("sm90")
+@pytest.mark.parametrize("sk", [1, 2])
+@pytest.mark.parametrize("shape", [(1000, 1000, 2000), (1024, 1024, 8192), (2112, 4000, 776)], ids=str)
+def test_fewer_pieces_a_tile(shape, sk, rng):
+    """SK = 1 or 2: each tile of the stream-K part shared by fewer blocks (some blocks idle when tiles are few)."""
+    import cupy
+
+    M, N, K = shape
+    a, b = _inputs(rng, M, N, K, "bfloat16")
+    for _ in range(2):
+        out = cupy.full((M, N), math.nan, dtype=cupy.float32)
+        cumm.matmul(a, b, kernel="wgmma_ws", config=dict(BN=128, SK=sk), out=out)
+        assert _err(out, _ref(a, b)) < 1e-5, (shape, sk)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
 def test_stream_k_with_beta_and_alpha(rng):
     import cupy
 
