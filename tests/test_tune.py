@@ -471,6 +471,38 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     assert _auto.select(2048, 2048, 2048, 0, {"STAGES": 3}, dtype="bfloat16") == (top, {"STAGES": 3}, None)
 
 
+@pytest.mark.parametrize("winner", ["wgmma_ws", "wgmma"])
+def test_a_race_saves_every_rung_s_best_and_marks_the_winner(winner, cache, fake_device, monkeypatch, capsys):
+    """tune_shapes without a GPU (tune faked): each raced rung's best is saved, only the winner carries "raced";
+    auto runs the winner (a lower rung too: it raced the top rung as it is now), a named rung its own entry."""
+    rungs = ["mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
+    speeds = {"mma_swizzled_pipeline": 300.0, "wgmma": 600.0, "wgmma_ws": 650.0}
+    speeds[winner] = 700.0
+    cfgs = {k: get_spec(k).resolve(None, CC) for k in rungs}
+    cfgs["wgmma"] = get_spec("wgmma").resolve(dict(BM=256, BN=128), CC)
+
+    def fake_tune(kernel, M, N, K, dtype="float32", **_):
+        ms = 2 * M * N * K / (speeds[kernel] * 1e9)
+        e = _store.make_entry(GPU, CC, kernel, dtype, (M, N, K), cfgs[kernel], ms, speeds[kernel])
+        return _tune.TuneResult(
+            kernel, (M, N, K), dtype, GPU, CC, dict(cfgs[kernel]), ms, speeds[kernel], 1e-3, [], {}, entry=e
+        )
+
+    monkeypatch.setattr(_tune, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr(_tune, "top_rungs", lambda cc=None, dtype="float32": rungs)
+    monkeypatch.setattr(_tune, "tune", fake_tune)
+    assert _tune.tune_shapes(None, [(4096, 4096, 4096)], False, None, dtype="bfloat16") == 0
+    entries = list(json.loads((cache / "tuned.json").read_text())["entries"].values())
+    assert sorted(e["kernel"] for e in entries) == sorted(rungs)
+    (win,) = [e for e in entries if "raced" in e]
+    assert win["kernel"] == winner and set(win["raced"]) == set(rungs)
+    assert _auto.select(4096, 4096, 4096, 0, dtype="bfloat16")[:2] == (winner, cfgs[winner])
+    for k in rungs:
+        assert _auto.named(k, 4096, 4096, 4096, 0, dtype="bfloat16") == cfgs[k]
+        assert _auto.named(k, 4000, 4000, 4000, 0, dtype="bfloat16") == cfgs[k]  # the same bucket
+    assert f"4096x4096x4096  {winner}" in capsys.readouterr().out
+
+
 def test_standard_shapes():
     assert len(set(_tune.STANDARD_SHAPES)) == len(_tune.STANDARD_SHAPES) >= 8
     for s in [(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (512,) * 3, (8192, 8192, 256)]:
