@@ -23,12 +23,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import numbers
 import os
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from ._operands import real_scalar
 from ._timing import (  # noqa: F401 - re-exported: the benchmark's timing is _timing's
     BUDGET_S,
     DEFAULT_REPEAT,
@@ -53,7 +53,6 @@ TOLERANCE = 1e-4  # relative Frobenius error against float64; FP32 kernels land 
 L2_FALLBACK_BYTES = 60 * 2**20  # H200; used only if the device does not report its L2 size
 TF32_VARS = ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
 HOST_OVERHEAD_SHAPE = (64, 64, 64)
-F32_MAX = 3.4028234663852886e38  # float32's largest finite value: beta reaches kernels and cuBLAS as a float32
 
 
 class BenchError(RuntimeError):
@@ -100,14 +99,12 @@ def check_tf32(environ: Mapping[str, str] | None = None) -> None:
 
 
 def check_beta(beta: object) -> float:
-    """``beta`` as a float, or ValueError saying what is wrong: a finite real number that float32 can hold (the
-    kernels and cuBLAS take beta as a float32; a larger one would be inf there)."""
-    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
-        raise ValueError(f"beta must be a real number such as 0, 0.5 or 1, got {beta!r}")
-    b = float(beta)
-    if not math.isfinite(b) or abs(b) > F32_MAX:
-        raise ValueError(f"beta must be a finite number within float32's range (|beta| <= {F32_MAX:.3g}), got {b}")
-    return b
+    """``beta`` as a float, or ValueError saying what is wrong: matmul's rule for alpha and beta (a finite real
+    number that float32 can hold), every failure a ValueError (a bad option value)."""
+    try:
+        return real_scalar(beta, "beta")
+    except TypeError as e:
+        raise ValueError(str(e)) from None
 
 
 def c0_scale(K: int, beta: float, dtype: str = "float32") -> float:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import threading
 from collections.abc import Mapping
 
@@ -25,7 +24,18 @@ from cupy_backends.cuda.api import driver as _driver
 from . import _arrays, _auto, _edges, _repack, _scratch, _splitk, _tmaps
 from ._compile import device_kernel
 from ._ladder import REGISTRY, get_spec
-from ._operands import F32, INT32_MAX, aligned, check_operand, check_out, compute_capability, row_major, span
+from ._operands import (
+    F32,
+    F32_MAX,
+    INT32_MAX,
+    aligned,
+    check_operand,
+    check_out,
+    compute_capability,
+    real_scalar,
+    row_major,
+    span,
+)
 from ._render import dtype_flag, supports_batch
 
 
@@ -123,15 +133,6 @@ def gemm_kernels_list() -> list[str]:
 def _dims_ok(M: int, N: int, K: int) -> None:
     if max(M, N, K) > INT32_MAX:
         raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
-
-
-def _scalar(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number (a Python or numpy float or int), got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v}")
-    return v
 
 
 def _config_key(config) -> tuple | None:
@@ -379,7 +380,16 @@ def matmul(
     the heuristic's choice for kernel="auto". Kernels run on the stream of the inputs' library: torch's current
     stream for torch tensors, CuPy's current stream otherwise.
     """
-    if type(a) is _ND and type(b) is _ND and type(alpha) is float and type(beta) is float:
+    # (the cached paths take alpha and beta as they are: floats that float32 holds; NaN, inf or larger go to the
+    # checks, which name them)
+    if (
+        type(a) is _ND
+        and type(b) is _ND
+        and type(alpha) is float
+        and type(beta) is float
+        and -F32_MAX <= alpha <= F32_MAX
+        and -F32_MAX <= beta <= F32_MAX
+    ):
         da, db = a.data, b.data
         pa, pb = da.ptr, db.ptr
         if out is None:
@@ -433,7 +443,12 @@ def matmul(
         return out
     key = _key(a, b, out, kernel, config, split_k, beta)
     call = _calls.get(key) if key is not None else None
-    if call is None or type(alpha) is not float or type(beta) is not float:
+    if (
+        call is None
+        or type(alpha) is not float
+        or type(beta) is not float
+        or not (-F32_MAX <= alpha <= F32_MAX and -F32_MAX <= beta <= F32_MAX)
+    ):
         return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
     # torch tensors
     pa, pb = a.data_ptr(), b.data_ptr()
@@ -497,7 +512,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a str (a rung's name or 'auto'), got {kernel!r}")
     _config_key(config)
-    alpha, beta = _scalar(alpha, "alpha"), _scalar(beta, "beta")
+    alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
     user_out = out
     a_in, b_in = a, b
     a, b = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b")

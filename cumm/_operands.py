@@ -5,6 +5,9 @@ Each check raises with a message naming the argument, what is wrong and what wou
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import cupy
 import numpy as np
 
@@ -13,6 +16,23 @@ import numpy as np
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
 INT32_MAX = 2**31 - 1
 F32 = np.dtype(np.float32)
+F32_MAX = float(np.finfo(np.float32).max)  # alpha and beta reach the kernels as float32 scalars
+
+
+def real_scalar(value, name: str) -> float:
+    """``value`` (alpha, beta) as a float: TypeError unless a real number, ValueError unless finite and within
+    float32's range (a larger one would reach the kernels as inf)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number (a Python or numpy float or int), got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if abs(v) > F32_MAX:
+        raise ValueError(
+            f"{name} must be within float32's range (|{name}| <= {F32_MAX:.4g}; the kernels take a float32), got {v}"
+        )
+    return v
+
 
 _cc: dict[int, int] = {}
 

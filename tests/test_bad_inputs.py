@@ -166,3 +166,24 @@ def test_bad_input(call, exc, pattern):
 
 def test_the_table_is_long_enough():
     assert len(CPU_CASES) + len(GPU_CASES) >= 25
+
+
+@gpu
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 1e39])
+@pytest.mark.parametrize("which", ["alpha", "beta"])
+def test_a_cached_call_still_checks_alpha_and_beta(which, value):
+    """The cached path takes alpha and beta as they are: a value it cannot pass on (not finite, or beyond float32,
+    which the kernels would see as inf) goes to the checks after a call of the same shape was cached."""
+    a, b = _g((8, 8)), _g((8, 8))
+    out = _g((8, 8))
+    cumm.matmul(a, b, out=out, alpha=1.0, beta=0.5)  # cached
+    with pytest.raises(ValueError, match=rf"{which} must be (finite|within float32's range)"):
+        cumm.matmul(a, b, out=out, **{"alpha": 1.0, "beta": 0.5, which: value})
+    try:
+        import torch
+    except ImportError:
+        return
+    ta, tb, to = (torch.from_dlpack(x) for x in (a, b, out))
+    cumm.matmul(ta, tb, out=to, alpha=1.0, beta=0.5)
+    with pytest.raises(ValueError, match=rf"{which} must be (finite|within float32's range)"):
+        cumm.matmul(ta, tb, out=to, **{"alpha": 1.0, "beta": 0.5, which: value})
