@@ -458,9 +458,6 @@ def tune_shapes(
             # against the top rung as it is now. Only the winner carries it; every rung's best is kept (auto takes
             # the bucket's fastest entry, a named rung its own).
             win.entry["raced"] = {r.kernel: r.entry["template_hash"] for r in got}
-            for r in got:
-                if r is not win:
-                    r.entry.pop("raced", None)
             entries = [r.entry for r in got]
             win.saved_to = str(save_entries(entries))
             if out_path:
