@@ -17,7 +17,7 @@ Steps 1-4 of :func:`cumm.tune` (no GPU needed; :func:`candidates`):
 
 3. **Rank** by a cheap score (padding waste, load balance of the grid over the SMs, resident warps,
    FMAs per shared-memory load in registers, global intensity of the block tile), then order for
-   diversity: the default configuration (and ``_auto.SMALL_TILES`` where it applies) first, then a
+   diversity: the default configuration and the spec's named configurations (its small tiles among them) first, then a
    round-robin over tile shapes (grids), best tile shape first, each tile shape's configurations best
    first. The order is deterministic.
 4. **Offline compile** (``compile_offline`` for ``sm_<cc>``, thread pool: NVRTC releases the GIL) in that
@@ -135,11 +135,8 @@ def _seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
     small tiles among them). In a large space the budget may end before the ranking reaches them (H200, bf16
     512 x 4096 x 4096: wgmma_ws's one-warpgroup 128 x 128 tiles won at 543 TFLOP/s in one tuning run and were not
     reached in the next, whose best was 461)."""
-    seeds = [spec.default_config(cc)]
-    small = _auto.SMALL_TILES.get(spec.name)
-    if small is not None:
-        seeds.append({**spec.default_config(cc), **small})
-    seeds += [{**spec.default_config(cc), **over} for name, over in spec.configs.items() if name != "small"]
+    base = spec.default_config(cc)
+    seeds = [base, *({**base, **over} for over in spec.configs.values())]
     return [s for s in seeds if not spec.violations(s)]
 
 
