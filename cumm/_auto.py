@@ -210,10 +210,11 @@ def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1) -> Mappi
 def top_for(dtype: str, cc: int) -> str:
     """kernel="auto" for a half-precision dtype: the highest rung of the ladder that takes ``dtype`` and runs on
     compute capability ``cc``. The ladder's rungs only (as they are registered now: a replaced rung counts as
-    its replacement): a kernel a user registers is run by name, never chosen by auto in their place."""
+    its replacement), not a branch beside it (``KernelSpec.branch``): a kernel a user registers is run by name,
+    never chosen by auto in their place."""
     for name in reversed(list(_BUILTIN)):
         spec = REGISTRY[name]
-        if spec.kind == "gemm" and dtype in spec.dtypes and spec.supports(cc):
+        if spec.kind == "gemm" and not spec.branch and dtype in spec.dtypes and spec.supports(cc):
             return name
     raise TypeError(f"no rung multiplies {dtype} arrays on compute capability {cc // 10}.{cc % 10}")
 

@@ -142,6 +142,19 @@ _WGMMA_CONSTRAINTS = [
 ]
 
 
+# The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
+# consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
+_WS_CONSTRAINTS = [
+    C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
+    C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+    C(
+        "BM * BN <= 128 * 128 * WGS",
+        "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill under its 232 "
+        "registers: BM * BN <= 16384 WGS",
+    ),
+]
+
+
 def _half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool):
     """The tensor maps of the TMA rungs (13_wgmma.cu, 14_wgmma_ws.cu): A (dims K x M, boxes 64 x BM), B (N x K,
     64 x 64), 16-bit elements moved as bits, 128-byte swizzle; and for wgmma_ws C (N x M, 64 x 64) when its TMA
@@ -154,6 +167,20 @@ def _half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map:
     if "EPI" not in cfg:
         return a, b
     return a, b, (MapSpec(2, N, M, ldc, 64, 64, 3, 2, 1) if c_map and cfg["EPI"] else None)
+
+
+def _hopper_half(**fields):
+    """The fields every TMA + wgmma half rung shares (13_wgmma.cu and up): the headers, the dtypes, sm_90a only,
+    mma_swizzled_pipeline for operands the copy engine cannot read (unaligned, ld % 8 != 0), the maps."""
+    return dict(
+        headers=("include/tc16.cuh", "include/sm90.cuh"),
+        dtypes=HALF,
+        min_cc=90,
+        arch_specific=True,  # wgmma (and setmaxnreg, clusters): sm_90a only
+        fallback="mma_swizzled_pipeline",
+        tensor_maps=_half_maps,
+        **fields,
+    )
 
 
 def _tf32_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool):
@@ -413,12 +440,7 @@ for _spec in [
     KernelSpec(
         name="wgmma",
         template="gemm/13_wgmma.cu",
-        headers=("include/tc16.cuh", "include/sm90.cuh"),
-        dtypes=HALF,
-        min_cc=90,
-        arch_specific=True,  # wgmma: sm_90a only
-        fallback="mma_swizzled_pipeline",  # operands the copy engine cannot read (unaligned, ld % 8 != 0)
-        tensor_maps=_half_maps,
+        **_hopper_half(),
         summary="Hopper: TMA into 128-byte-swizzled shared memory, mbarrier stages, wgmma m64nNk16 by WGS warpgroups",
         defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, NUM_THREADS=256),
         block=lambda c: (c["NUM_THREADS"], 1, 1),
@@ -438,13 +460,8 @@ for _spec in [
     KernelSpec(
         name="wgmma_ws",
         template="gemm/14_wgmma_ws.cu",
-        headers=("include/tc16.cuh", "include/sm90.cuh"),
-        dtypes=HALF,
-        min_cc=90,
-        arch_specific=True,
+        **_hopper_half(),
         persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
-        fallback="mma_swizzled_pipeline",
-        tensor_maps=_half_maps,
         summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
         " tile order, TMA-store epilogue",
         defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, SK=4, NUM_THREADS=384),
@@ -463,8 +480,7 @@ for _spec in [
         constraints=[
             *_WGMMA_CONSTRAINTS,
             *positive("GM"),
-            C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
-            C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+            *_WS_CONSTRAINTS,
             C("CL == 1", "CL = 2 (B multicast over a cluster of two) measured no faster and is not offered"),
             C(
                 "PP == 0",
@@ -472,11 +488,6 @@ for _spec in [
             ),
             C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
             C("SK == 0 or (CL == 1 and PP == 0)", "stream-K (SK > 0) needs CL = 1 and PP = 0"),
-            C(
-                "BM * BN <= 128 * 128 * WGS",
-                "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill under its 232 "
-                "registers: BM * BN <= 16384 WGS",
-            ),
             C(
                 "SK == 0 or WGS == 2",
                 "one consumer warpgroup (WGS = 1) runs whole tiles: with stream-K (SK > 0) its producer spills under "
@@ -534,6 +545,47 @@ for _spec in [
             ),
         ],
         space=dict(BM=(128,), BN=(64, 128), STAGES=(3, 4, 5, 6, 8), SB=(2, 3), GM=(4, 8, 16), NUM_THREADS=(384,)),
+    ),
+    # Beside the half ladder, for products with few tiles and a deep K: wgmma_ws's producer and consumers with
+    # each tile's K split over a cluster, the partial sums added in distributed shared memory.
+    KernelSpec(
+        name="wgmma_cluster_split_k",
+        template="gemm/16_wgmma_cluster_split_k.cu",
+        **_hopper_half(),
+        branch=True,  # auto runs it where the tuned table says it won (few tiles, deep K), never as the top rung
+        summary="wgmma_ws's warp specialization with each tile's K split over a cluster of KS blocks, the partial"
+        " sums added in distributed shared memory (for few tiles and a deep K)",
+        # Clusters of two: on the H200 66 clusters of two blocks of ~200 KB fit at once, but only 30 of four (ncu's
+        # Max Active Clusters), so 32 tiles of 128 x 256 with KS = 4 ran in two waves (1024 x 1024 x 8192: 54.5
+        # against 33.1 us for 64 tiles of 128 x 128 with KS = 2, graph-timed). The tuner times these first.
+        defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, KS=2, NUM_THREADS=384),
+        configs={"one_warpgroup": dict(BM=64, BN=128, STAGES=8, WGS=1, NUM_THREADS=256)},
+        block=lambda c: (c["NUM_THREADS"], 1, 1),
+        grid=lambda c, M, N, K: (c["KS"] * cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
+        smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"],
+        constraints=[
+            *_WGMMA_CONSTRAINTS,
+            *positive("GM"),
+            *_WS_CONSTRAINTS,
+            C("KS in (2, 4, 8)", "KS blocks of a cluster share a tile's K: 2, 4 or 8 (8 is the portable cluster size)"),
+            C(
+                "BM * BN * 4 <= STAGES * (BM + BN) * 128",
+                "the stage ring takes the tile's FP32 partial sums: BM * BN * 4 <= STAGES * (BM + BN) * 128 bytes",
+            ),
+            C(
+                "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES <= 232448",
+                "the stages fit in 227 KB of shared memory per block",
+            ),
+        ],
+        space=dict(
+            BM=(64, 128),
+            BN=(64, 128, 256),
+            STAGES=(3, 4, 5, 6, 8),
+            WGS=(1, 2),
+            GM=(4, 8),
+            KS=(2, 4, 8),
+            NUM_THREADS=(256, 384),
+        ),
     ),
     # Chain kernel (cumm.multi_dot): E = A @ B @ C for A m x k, B k x p, C p x n. Its grid, block and
     # smem callables take (cfg, M, N, K) = (cfg, m, n, p): E is M x N and K = p is the inner dimension

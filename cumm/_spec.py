@@ -112,6 +112,9 @@ class KernelSpec:
     source: str | None = field(default=None, repr=False)
     # Element types of A and B the template handles (C = A @ B in the same type).
     dtypes: tuple[str, ...] = ("float32",)
+    # A rung beside the ladder, for some shapes only (e.g. few tiles and a deep K): kernel="auto" runs it where a
+    # tuned entry says it was fastest, never as its dtype's top rung.
+    branch: bool = False
 
     def __post_init__(self) -> None:
         if self.source is not None and not isinstance(self.source, str):
@@ -149,7 +152,7 @@ class KernelSpec:
         )
 
     def __repr__(self) -> str:
-        flags = [f for f in ("split_k", "stage_out", "arch_specific", "persistent") if getattr(self, f)]
+        flags = [f for f in ("split_k", "stage_out", "arch_specific", "persistent", "branch") if getattr(self, f)]
         if self.vector_loads:
             flags.append(f"vector_loads={self.vector_loads!r}")
         if self.min_cc:

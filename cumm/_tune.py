@@ -42,6 +42,7 @@ from ._render import dtype_flag
 from ._space import (
     COMPILE_SHARE,
     DEFAULT_BUDGET_S,
+    H200,
     MAX_REPS,
     MIN_REPS,
     OFFLINE_SHARE,
@@ -58,7 +59,8 @@ from ._timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_
 
 DTYPES = ("float32", "float16", "bfloat16")
 TOP_RUNGS = ("warptile", "double_buffer", "tf32x3", "wgmma_tf32x3")  # each only where its min_cc allows
-HALF_TOP_RUNGS = ("mma_swizzled_pipeline", "wgmma", "wgmma_ws")  # raced for float16 and bfloat16
+# raced for float16 and bfloat16; a branch rung (KernelSpec.branch) only where it applies (raced_at)
+HALF_TOP_RUNGS = ("mma_swizzled_pipeline", "wgmma", "wgmma_ws", "wgmma_cluster_split_k")
 TOLERANCE = 1e-5  # float32; a half result is checked against _bench.TOLERANCES (its rounding to 11 or 8 bits)
 RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, saving)
 PRUNE_FACTOR = 1.5
@@ -88,6 +90,25 @@ def top_rungs(cc: int | None = None, dtype: str = "float32") -> list[str]:
         cc = int(cupy.cuda.Device().compute_capability)
     rungs = TOP_RUNGS if dtype == "float32" else HALF_TOP_RUNGS
     return [k for k in rungs if REGISTRY[k].min_cc <= cc and dtype in REGISTRY[k].dtypes]
+
+
+def _multiprocessors() -> int:
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
+def raced_at(kernels: Sequence[str], shape: Sequence[int], sms: int) -> list[str]:
+    """The rungs of ``kernels`` raced at ``shape`` on a GPU of ``sms`` multiprocessors: a branch rung (for products
+    with few tiles) only where the ladder's last rung's default tiles are fewer than the multiprocessors; elsewhere
+    it would take a share of the budget it cannot win."""
+    M, N, _ = shape
+    main = [k for k in kernels if not REGISTRY[k].branch]
+    if not main:
+        return list(kernels)
+    d = REGISTRY[main[-1]].defaults
+    few = "BM" in d and "BN" in d and -(-M // d["BM"]) * -(-N // d["BN"]) < sms
+    return [k for k in kernels if few or not REGISTRY[k].branch]
 
 
 @dataclass
@@ -429,13 +450,15 @@ def tune_shapes(
         return 1
     kernels = [kernel] if kernel else top_rungs(dtype=dtype)  # after the argument checks: this one needs the GPU
     out_path = os.environ.get("CUMM_TUNE_OUT") or None
-    per_kernel = _budget(None) / len(kernels)
     results: list[tuple[tuple[int, int, int], TuneResult | None, list[TuneResult]]] = []
     failed = 0
     t_all = time.perf_counter()
+    sms = _multiprocessors() if any(REGISTRY[k].branch for k in kernels) else 0
     for shape in todo:
         got: list[TuneResult] = []
-        for k in kernels:
+        raced = [kernel] if kernel else raced_at(kernels, shape, sms)
+        per_kernel = _budget(None) / len(raced)
+        for k in raced:
             try:
                 got.append(
                     tune(
@@ -511,7 +534,8 @@ def print_plan(
     kernels = [kernel] if kernel else top_rungs(90, dtype)
     flags = (1, 1, 1) if dtype == "float32" else (1, 1, 1, 0, dtype_flag(dtype, dtype))
     for shape in todo:
-        for k in kernels:
+        raced = [kernel] if kernel else raced_at(kernels, shape, H200.sms)
+        for k in raced:
             t = time.perf_counter()
             c = candidates(
                 k,
@@ -520,7 +544,7 @@ def print_plan(
                 max_configs=max_configs,
                 compile=compile,
                 progress=sys.stderr.isatty(),
-                budget_s=_budget(None) / len(kernels),
+                budget_s=_budget(None) / len(raced),
             )
             cs = sum(r.get("compile_s") or 0 for r in c.rows)
             print(

@@ -64,9 +64,11 @@ def test_registry_is_in_ladder_order_and_public():
         "tf32x3",
     ]
     half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
-    assert gemm == fp32 + half + ["wgmma_tf32x3"]  # the FP32-accurate rung on Hopper builds on the wgmma rungs
+    # the FP32-accurate rung on Hopper and the half branch for few tiles build on the wgmma rungs
+    assert gemm == fp32 + half + ["wgmma_tf32x3", "wgmma_cluster_split_k"]
     assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3"]
-    assert cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half
+    assert cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half + ["wgmma_cluster_split_k"]
+    assert [n for n, s in REGISTRY.items() if s.branch] == ["wgmma_cluster_split_k"]
     with pytest.raises(ValueError, match=r"dtype must be one of float32, float16, bfloat16, got 'int8'"):
         cumm.kernels(dtype="int8")
     assert sorted(n for kind in {s.kind for s in SPECS} for n in cumm.kernels(kind)) == sorted(REGISTRY)
@@ -96,7 +98,8 @@ def test_launch_geometry_of_defaults(spec):
     assert 1 <= spec.threads(cfg) <= 1024
     grid = spec.grid(cfg, 4096, 4096, 4096)
     assert len(grid) == 3 and all(x >= 1 for x in grid)
-    assert spec.grid(cfg, 1, 1, 1) == (cfg.get("CL", 1), 1, 1)  # one tile: one block, or one cluster of CL
+    # one tile: one block, or one cluster (CL blocks sharing operands, or KS blocks sharing the tile's K)
+    assert spec.grid(cfg, 1, 1, 1) == (cfg.get("CL", cfg.get("KS", 1)), 1, 1)
     assert spec.smem(cfg) >= 0
 
 

@@ -434,8 +434,22 @@ def test_cli_argument_errors(capsys):
 def test_top_rungs_per_dtype():
     assert _tune.top_rungs(90) == ["warptile", "double_buffer", "tf32x3", "wgmma_tf32x3"]
     assert _tune.top_rungs(80) == ["warptile", "double_buffer", "tf32x3"]
-    assert _tune.top_rungs(90, "bfloat16") == ["mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
+    half = ["mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
+    assert _tune.top_rungs(90, "bfloat16") == [*half, "wgmma_cluster_split_k"]
     assert _tune.top_rungs(80, "float16") == ["mma_swizzled_pipeline"]
+
+
+def test_a_branch_rung_races_only_where_tiles_are_few():
+    """wgmma_cluster_split_k (a branch for few tiles) races where wgmma_ws's default 128 x 256 tiles are fewer
+    than the multiprocessors; elsewhere the ladder's rungs share the budget."""
+    rungs = _tune.top_rungs(90, "bfloat16")
+    half = rungs[:-1]
+    assert _tune.raced_at(rungs, (4096, 4096, 4096), 132) == half  # 512 tiles
+    assert _tune.raced_at(rungs, (2048, 2304, 2048), 132) == half  # 144 tiles
+    for shape in [(1024, 1024, 8192), (2048, 2048, 2048), (128, 4096, 4096), (8192, 256, 8192)]:
+        assert _tune.raced_at(rungs, shape, 132) == rungs, shape
+    assert _tune.raced_at(rungs, (2048, 2048, 2048), 100) == half  # 128 tiles on 100 multiprocessors
+    assert _tune.raced_at(["wgmma_cluster_split_k"], (4096, 4096, 4096), 132) == ["wgmma_cluster_split_k"]
 
 
 def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):

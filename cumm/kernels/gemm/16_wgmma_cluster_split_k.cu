@@ -1,0 +1,151 @@
+// wgmma_cluster_split_k: 14_wgmma_ws's producer and consumers for products with few tiles and a deep K (sm_90a).
+// What changes, and why it is faster there:
+// - A tile's K is split over a cluster of KS blocks: block r of the cluster multiplies slabs [KT r / KS,
+//   KT (r + 1) / KS) of its tile. 1024 x 1024 x 8192 has 32 tiles of 128 x 256 for 132 multiprocessors; with
+//   KS = 4 it runs 128 blocks of 32 slabs each instead of 32 blocks of 128 slabs (or 14's stream-K).
+// - The partial sums meet in distributed shared memory (the cluster's blocks can read and write each other's):
+//   each block owns BN / KS of the tile's columns; every block writes its accumulators for block q's columns
+//   into block q's stage ring (free once every block's wgmma are done: a cluster barrier), and after a second
+//   cluster barrier each block adds the KS partials of its columns and stores them. All KS blocks add at once,
+//   and nothing leaves the chip. 14's stream-K sends its partials through global memory instead: the blocks
+//   whose piece does not end a tile write them, and the one that ends it reads them one after the other (a
+//   quarter to a third of these shapes' time on the H200).
+// - The sum's order is fixed (rank 0 + rank 1 + ...), so results are the same bits from run to run.
+// - No persistence and no tile scheduler: one tile (one K range) a block; clusters are scheduled by the
+//   hardware, KS blocks at once in one GPC.
+// Host: as 13 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
+// aligned A and B, lda, ldb % 8 == 0). Grid: KS ceil(M / BM) ceil(N / BN) blocks in x, clusters of KS compiled
+// in (__cluster_dims__). NUM_THREADS = 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16
+// STAGES, of which the ring must hold the BM x BN FP32 partials (BM BN 4 <= STAGES (BM + BN) 128).
+
+#define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
+#define CUMM_NC (128 * WGS)  // consumer threads
+
+// Store v at shared address `cta_addr` (of this block) in the shared memory of block `rank` of the cluster.
+__device__ __forceinline__ void cumm_dsmem_store4(unsigned cta_addr, unsigned rank, float4 v) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "st.shared::cluster.v4.f32 [ra], {%2, %3, %4, %5};\n}\n"
+                 ::"r"(cta_addr), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS, 1, 1)
+    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
+    constexpr int MT = BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
+    constexpr int E = BN / 2 / KS;  // accumulators of a thread's m64 row block in one rank's columns
+    static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
+    static_assert(KS >= 2 && E % 4 == 0, "each rank's columns are whole float4s of every thread's accumulators");
+    static_assert(BM * BN * 4 <= STAGES * SB, "the stage ring holds the tile's partial sums");
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
+    unsigned char* const sm = smem_raw + (base - raw);
+    unsigned long long* const full = reinterpret_cast<unsigned long long*>(sm + STAGES * SB);
+    unsigned long long* const empty = full + STAGES;
+
+    const int tid = threadIdx.x;
+    const unsigned rank = cumm_cluster_ctarank();
+    const int2 tc = cumm_tile_coord(blockIdx.x / KS, (M + BM - 1) / BM, (N + BN - 1) / BN, GM);
+    const int bm0 = tc.x * BM, bn0 = tc.y * BN;
+    const int KT = (K + 63) / 64, k0 = KT * rank / KS, k1 = KT * (rank + 1) / KS;  // may be empty when KT < KS
+
+    if (tid == 0) {
+        cumm_prefetch_tmap(&tmA);
+        cumm_prefetch_tmap(&tmB);
+        for (int s = 0; s < STAGES; ++s) {
+            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<4 * WGS>(&empty[s]);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (tid < 128) {  // producer warpgroup: one thread issues the copies
+        cumm_setmaxnreg_dec<40>();
+        if (tid == 0)
+            for (int kt = k0; kt < k1; ++kt) {
+                const int i = kt - k0, s = i % STAGES;
+                cumm_mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);  // first round: passes at once
+                unsigned char* const st = sm + s * SB;
+                cumm_mbar_expect(&full[s], SB);
+                cumm_tma_load(st, &tmA, kt * 64, bm0, &full[s]);
+#pragma unroll
+                for (int j = 0; j < BN / 64; ++j)
+                    cumm_tma_load(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s]);
+            }
+        __syncwarp();
+        // the cluster barriers count every thread of the cluster: the producers pass both with the consumers
+        cumm_cluster_sync();
+        cumm_cluster_sync();
+        return;
+    }
+
+    cumm_setmaxnreg_inc<232>();
+    const int ct = tid - 128, wg = ct / 128, warp = ct % 128 / 32, lane = tid % 32;
+    const int g = lane / 4, t4 = lane % 4;
+    float d[MT][BN / 2];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+    for (int kt = k0; kt < k1; ++kt) {
+        const int i = kt - k0, s = i % STAGES;
+        cumm_mbar_wait(&full[s], (i / STAGES) & 1);
+        const unsigned a0 = base + s * SB + wg * MT * 64 * 128, b0 = base + s * SB + BM * 128;
+        cumm_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+            for (int m = 0; m < MT; ++m)
+                cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
+        cumm_wgmma_commit();
+        cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
+        if (i > 0 && lane == 0) cumm_mbar_arrive(&empty[(i - 1) % STAGES]);
+    }
+    cumm_wgmma_wait<0>();
+#pragma unroll
+    for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
+
+    // Partials: slot r of block q's ring holds rank r's sums of q's columns, float4 f of thread ct at
+    // (f * CUMM_NC + ct) (consecutive threads, consecutive 16 bytes: no bank conflicts).
+    cumm_cluster_sync();  // every block's wgmma are done with its ring
+#pragma unroll
+    for (int q = 0; q < KS; ++q)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int f = 0; f < E / 4; ++f) {
+                const float* const v = &d[m][q * E + 4 * f];
+                cumm_dsmem_store4(base + (rank * (MT * E / 4) + m * E / 4 + f) * CUMM_NC * 16 + ct * 16, q,
+                                  make_float4(v[0], v[1], v[2], v[3]));
+            }
+    cumm_cluster_sync();  // every partial has landed
+    float s[MT][E];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int f = 0; f < E / 4; ++f) {
+            const float4* const p = reinterpret_cast<const float4*>(sm) + (m * E / 4 + f) * CUMM_NC + ct;
+            float4 a = p[0];
+#pragma unroll
+            for (int r = 1; r < KS; ++r) {  // rank order, whoever owns the columns: the same bits every run
+                const float4 b = p[r * MT * E / 4 * CUMM_NC];
+                a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+            }
+            s[m][4 * f] = a.x, s[m][4 * f + 1] = a.y, s[m][4 * f + 2] = a.z, s[m][4 * f + 3] = a.w;
+        }
+
+    // this rank's BN / KS columns: accumulator pair (4 j + 2 h, + 1) of a thread is row warp * 16 + g + 8 h,
+    // columns 8 j + 2 t4, + 1 of its m64 block
+    const int c0 = bn0 + rank * (BN / KS);
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = bm0 + (wg * MT + m) * 64 + warp * 16 + g + 8 * h;
+            if (row >= M) continue;
+            cumm_out_t* crow = C + (i64)row * ldc;
+#pragma unroll
+            for (int j = 0; j < E / 4; ++j)
+                cumm_store_pair<VEC_C>(crow, c0 + 8 * j + 2 * t4, N, s[m][4 * j + 2 * h], s[m][4 * j + 2 * h + 1], alpha,
+                                       beta);
+        }
+}

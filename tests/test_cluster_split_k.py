@@ -1,0 +1,106 @@
+"""wgmma_cluster_split_k (16_wgmma_cluster_split_k.cu): each tile's K split over a cluster of KS blocks, the
+partial sums added in distributed shared memory. On the GPU: every cluster size and tile shape against float64
+and cuBLAS's own error on odd shapes (K ranges left empty when K has fewer slabs than KS), alpha and beta into
+half and float32 results, the same bits from run to run; offline: the compiles and the spec's refusals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import cumm
+
+from .test_half import HALF, SHAPES, _cublas, _dtype, _err, _inputs, _ref
+
+NAME = "wgmma_cluster_split_k"
+CONFIGS = [
+    dict(KS=2),  # the defaults: 128 x 128 tiles, two consumer warpgroups
+    dict(KS=4, BN=256, STAGES=4),
+    dict(KS=8, BM=64, BN=256, WGS=1, NUM_THREADS=256, STAGES=4),
+    dict(KS=8, BM=64, BN=64, WGS=1, NUM_THREADS=256, STAGES=8),
+    # the H200 tuned table's winners: 4096 x 128 x 4096 and 1024 x 1024 x 8192
+    dict(KS=2, BM=64, BN=128, WGS=1, NUM_THREADS=256, STAGES=8),
+    dict(KS=2, BM=128, BN=128, WGS=1, NUM_THREADS=256, STAGES=4, GM=4),
+]
+
+
+def _id(c) -> str:
+    return "_".join(f"{k}{v}" for k, v in c.items() if k != "NUM_THREADS")
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_compiles_without_spills(config):
+    k = cumm.compile(NAME, config, arch="sm_90a")
+    assert k.spill_stores == 0 and k.spill_loads == 0, k
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        (dict(KS=3), r"KS blocks of a cluster share a tile's K: 2, 4 or 8"),
+        (dict(KS=1), r"KS blocks of a cluster share a tile's K"),
+        (dict(WGS=1), r"NUM_THREADS is a producer and WGS consumer warpgroups"),
+        (dict(BN=256, STAGES=2), r"the stage ring takes the tile's FP32 partial sums"),
+        (dict(BM=256, BN=256), r"more than 128 spill"),
+    ],
+)
+def test_refused_configurations(config, match):
+    with pytest.raises(ValueError, match=match):
+        cumm.compile(NAME, config, arch="sm_90a")
+
+
+def test_a_branch_not_the_top_rung():
+    """auto runs it only where a tuned entry says it won: the half ladder's top stays wgmma_ws."""
+    from cumm._auto import top_for
+
+    spec = cumm.kernel_spec(NAME)
+    assert spec.branch and NAME in cumm.kernels(dtype="bfloat16")
+    assert top_for("bfloat16", 90) == top_for("float16", 90) == "wgmma_ws"
+
+
+GPU_SHAPES = [*SHAPES, (1024, 1024, 8192), (128, 4096, 4096), (200, 3000, 3000), (130, 520, 4104)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
+    import cupy
+
+    M, N, K = shape
+    a, b = _inputs(rng, M, N, K, dt)
+    ref = _ref(a, b)
+    theirs = _err(_cublas(a, b), ref)
+    first = None
+    for _ in range(2):
+        out = cupy.full((M, N), math.nan, dtype=a.dtype)
+        cumm.matmul(a, b, kernel=NAME, config=config, out=out)
+        ours = _err(out, ref)
+        assert ours <= 1.5 * theirs + 1e-7, f"{config} {dt} {shape}: {ours:.3e} against cuBLAS {theirs:.3e}"
+        if first is None:
+            first = out
+        else:  # the partials are added in rank order: the same bits every run
+            assert bool((first.view(cupy.uint16) == out.view(cupy.uint16)).all()), "results differ between runs"
+    wide = cupy.full((M, N), 1.0, dtype=cupy.float32)  # the FP32 sums themselves, alpha and beta
+    cumm.matmul(a, b, kernel=NAME, config=config, out=wide, alpha=2.0, beta=-1.0)
+    assert _err(wide + 1.0, 2.0 * ref) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
+    import cupy
+
+    M, N, K = 300, 1000, 2000
+    a, b = _inputs(rng, M, N, K, dt)
+    c0 = rng.standard_normal((M, N), dtype="float32").astype(_dtype(dt))
+    big = cupy.full((M, N + 8), 7.0, dtype=a.dtype)
+    out = big[:, :N]
+    out[...] = c0
+    ref = 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float32).astype(cupy.float64)
+    cumm.matmul(a, b, kernel=NAME, out=out, alpha=0.5, beta=-1.5)
+    rounded = _err(ref.astype(cupy.float32).astype(a.dtype), ref)
+    assert _err(out, ref) <= 1.5 * rounded + 1e-7
+    assert bool((big[:, N:] == 7.0).all()), "columns past N were written"
