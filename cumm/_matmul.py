@@ -696,10 +696,16 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
     if not supports_batch(spec):
+        able = [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes]
         raise ValueError(
             f"kernel {kernel!r} does not run batched products (its template does not start with "
-            f"CUMM_BATCH() or CUMM_SPLIT_K); the rungs that do: "
-            f"{[n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes]}"
+            f"CUMM_BATCH() or CUMM_SPLIT_K); "
+            + (
+                f"the rungs that do: {able}"
+                if able
+                else f"no rung runs batched {dt} products yet: multiply them one at a time (a loop over the "
+                f"batch), or in float32"
+            )
         )
 
     def ok(x3, ld, bs):  # every matrix of the batch starts 16-byte aligned, and so does each of its rows

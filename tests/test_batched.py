@@ -75,6 +75,9 @@ def test_a_rung_without_batches_says_so(rng):
     a = rng.standard_normal((2, 8, 8), dtype=cupy.float32).astype(cupy.float16)
     with pytest.raises(ValueError, match=r"kernel 'mma' does not run batched products"):
         cumm.matmul(a, a, kernel="mma")
+    # no half rung runs batches: the message says what to do instead of listing none
+    with pytest.raises(ValueError, match=r"no rung runs batched float16 products yet: multiply them one at a time"):
+        cumm.matmul(a, a)
 
 
 def test_batch_shapes_that_do_not_broadcast(rng):
