@@ -1,8 +1,10 @@
 // wgmma_cluster_split_k: 14_wgmma_ws's producer and consumers for products with few tiles and a deep K (sm_90a).
 // What changes, and why it is faster there:
 // - A tile's K is split over a cluster of KS blocks: block r of the cluster multiplies slabs [KT r / KS,
-//   KT (r + 1) / KS) of its tile. 1024 x 1024 x 8192 has 32 tiles of 128 x 256 for 132 multiprocessors; with
-//   KS = 4 it runs 128 blocks of 32 slabs each instead of 32 blocks of 128 slabs (or 14's stream-K).
+//   KT (r + 1) / KS) of its tile. 1024 x 1024 x 8192 has 64 tiles of 128 x 128 for 132 multiprocessors; with
+//   KS = 2 it runs 128 blocks of 64 slabs each instead of 64 blocks of 128 slabs (or 14's stream-K). Clusters of
+//   two: on the H200 only 30 clusters of four such blocks fit at once (66 of two), so KS = 4 over 32 tiles of
+//   128 x 256 ran in two waves.
 // - The partial sums meet in distributed shared memory (the cluster's blocks can read and write each other's):
 //   each block owns BN / KS of the tile's columns; every block writes its accumulators for block q's columns
 //   into block q's stage ring (free once every block's wgmma are done: a cluster barrier), and after a second
