@@ -562,6 +562,10 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
             else:
                 out *= np.float32(beta)
             return result
+        if batch and kernel == "auto" and not _batch_rungs(a.dtype.name):
+            # no rung runs batched products of this dtype (the half rungs): auto runs them one at a time
+            _each(a2, b2, o2, batch, config, alpha, beta)
+            return result
         if batch:
             call, ops = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
         else:
@@ -588,6 +592,21 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         else:
             _run(call, a2, b2, o2, alpha, beta)
     return result
+
+
+def _batch_rungs(dtype: str) -> list[str]:
+    """The rungs that run batched products of ``dtype`` in one launch (their templates start with CUMM_BATCH()
+    or CUMM_SPLIT_K)."""
+    return [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dtype in REGISTRY[n].dtypes]
+
+
+def _each(a, b, out, batch, config, alpha, beta) -> None:
+    """A batched product as one matmul (and launch) per product of the batch, its operands broadcast."""
+    na, nb = a.ndim - 2, b.ndim - 2
+    for idx in np.ndindex(*batch):
+        ia = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - na :], a.shape[:na], strict=True))
+        ib = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - nb :], b.shape[:nb], strict=True))
+        matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta)
 
 
 def _shares(view, x) -> bool:
@@ -696,15 +715,14 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
     if not supports_batch(spec):
-        able = [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes]
+        able = _batch_rungs(dt)
         raise ValueError(
             f"kernel {kernel!r} does not run batched products (its template does not start with "
             f"CUMM_BATCH() or CUMM_SPLIT_K); "
             + (
                 f"the rungs that do: {able}"
                 if able
-                else f"no rung runs batched {dt} products yet: multiply them one at a time (a loop over the "
-                f"batch), or in float32"
+                else f"no rung runs batched {dt} products in one launch: kernel='auto' runs them one at a time"
             )
         )
 

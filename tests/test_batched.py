@@ -75,9 +75,36 @@ def test_a_rung_without_batches_says_so(rng):
     a = rng.standard_normal((2, 8, 8), dtype=cupy.float32).astype(cupy.float16)
     with pytest.raises(ValueError, match=r"kernel 'mma' does not run batched products"):
         cumm.matmul(a, a, kernel="mma")
-    # no half rung runs batches: the message says what to do instead of listing none
-    with pytest.raises(ValueError, match=r"no rung runs batched float16 products yet: multiply them one at a time"):
-        cumm.matmul(a, a)
+    # no half rung runs batches in one launch: the message says what does instead of listing none
+    with pytest.raises(ValueError, match=r"no rung runs batched float16 products in one launch: kernel='auto' runs"):
+        cumm.matmul(a, a, kernel="mma")
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_batches_run_one_product_at_a_time(dt, rng):
+    """kernel="auto" on batched half products: one launch a product, operands broadcast, out= and beta, torch."""
+    import cupy
+
+    from .test_half import _cublas, _dtype, _err
+
+    a = rng.standard_normal((2, 3, 129, 70), dtype=cupy.float32).astype(_dtype(dt))
+    b = rng.standard_normal((3, 70, 200), dtype=cupy.float32).astype(_dtype(dt))  # broadcast over the first axis
+    got = cumm.matmul(a, b)
+    assert got.shape == (2, 3, 129, 200) and got.dtype == a.dtype
+    for i in range(2):
+        for j in range(3):
+            ref = a[i, j].astype(cupy.float64) @ b[j].astype(cupy.float64)
+            assert _err(got[i, j], ref) <= 1.5 * _err(_cublas(a[i, j], b[j]), ref) + 1e-7, (i, j)
+    c0 = rng.standard_normal((2, 3, 129, 200), dtype=cupy.float32)
+    out = c0.copy()
+    cumm.matmul(a, b[0], out=out, alpha=0.5, beta=-1.0)  # a 2-D b broadcast to every product; FP32 result
+    ref = 0.5 * (a.astype(cupy.float64) @ b[0].astype(cupy.float64)) - c0.astype(cupy.float64)
+    assert _err(out, ref) < 1e-5
+    torch = pytest.importorskip("torch")
+    ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+    tc = cumm.matmul(ta, tb)
+    assert isinstance(tc, torch.Tensor) and tc.shape == (2, 3, 129, 200)
+    assert bool((cupy.from_dlpack(tc) == got).all())  # the same kernels on the same data
 
 
 def test_batch_shapes_that_do_not_broadcast(rng):
