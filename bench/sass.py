@@ -2,8 +2,9 @@
 
     PYTHONPATH=. python3 bench/sass.py double_buffer --arch sm_90 --config BK=8 [--dump]
 
-Needs cuobjdump on PATH or CUOBJDUMP set (on the H200 machine it is in the CUDA toolkit; here
-`pip install nvidia-cuda-cuobjdump` provides one). No GPU needed.
+Needs cuobjdump on PATH or CUOBJDUMP set (on the H200 machine it is in the CUDA toolkit; elsewhere
+`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm` provides both, with nvdisasm's folder on PATH). No GPU
+needed.
 """
 
 from __future__ import annotations
