@@ -530,6 +530,14 @@ def test_plan_command_runs_without_a_gpu(capsys):
     assert "warptile 1024x1024x1024: 3 candidates" in out
 
 
+def test_plan_races_the_branch_only_where_tiles_are_few(capsys):
+    argv = ["tune", "--plan", "--no-compile", "--dtype", "bf16", "--max-configs", "1"]
+    assert _cli.main([*argv, "--shape", "1024x1024x8192", "--shape", "4096x4096x4096"]) == 0
+    out = capsys.readouterr().out
+    assert "wgmma_cluster_split_k 1024x1024x8192: 1 candidates" in out
+    assert "wgmma_ws 4096x4096x4096: 1 candidates" in out and "wgmma_cluster_split_k 4096x4096x4096" not in out
+
+
 # ----------------------------------------------------------------------------------------------------------
 # GPU
 # ----------------------------------------------------------------------------------------------------------
