@@ -112,6 +112,10 @@ def _lookup(
         gpu, cc = device_key(device_id)
         entry = _store.lookup(gpu, cc, dtype, *b, kernel=kernel)
         best = top(cc) if dtype == DTYPE else top_for(dtype, cc)
+        if entry is not None and kernel is None and not one_wave(entry, b, device_id):
+            # a branch rung's win (few tiles) serves nearby shapes only while its grid still fits in one wave
+            # (bf16 2048 x 2048 x 8192 would have taken 1024 x 1024 x 8192's entry: 512 blocks of clusters)
+            entry = _store.lookup(gpu, cc, dtype, *b, kernel=best)
         if entry is not None and kernel is None and entry["kernel"] != best and not _raced(entry, best):
             # A table without the top rung at this bucket predates it (tuned before the rung existed, or with
             # another template): its winner was never raced against the rung the heuristic would run.
@@ -130,6 +134,23 @@ def _lookup(
     splits = entry.get("split_k", 1)  # optional; a malformed value or a kernel without split-K: 1
     ok = isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1 and REGISTRY[entry["kernel"]].split_k
     return entry["kernel"], dict(entry["config"]), splits if ok else 1
+
+
+def few_tiles(top_rung: str, M: int, N: int, sms: int) -> bool:
+    """Whether an M x N product has fewer tiles of ``top_rung``'s default configuration than ``sms``
+    multiprocessors: where a branch rung (``KernelSpec.branch``, for few tiles) is raced by the tuner."""
+    d = REGISTRY[top_rung].defaults
+    return "BM" in d and "BN" in d and cdiv(M, d["BM"]) * cdiv(N, d["BN"]) < sms
+
+
+def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
+    """True unless ``entry`` is a branch rung's whose grid over the shape ``b`` has more blocks than the device
+    has multiprocessors."""
+    spec = REGISTRY.get(entry["kernel"])
+    if spec is None or not spec.branch:
+        return True
+    gx, gy, gz = spec.grid(entry["config"], *b)
+    return gx * gy * gz <= _sms(device_id)
 
 
 def _raced(entry: Mapping, kernel: str) -> bool:

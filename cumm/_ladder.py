@@ -145,6 +145,11 @@ _WGMMA_CONSTRAINTS = [
 # The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
 # consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
 _WS_CONSTRAINTS = [
+    C(
+        "WGS in (1, 2)",
+        "one or two consumer warpgroups: with more, their 232 registers a thread (setmaxnreg) and the producer's 40 "
+        "exceed the 65536 registers of a multiprocessor",
+    ),
     C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
     C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
     C(

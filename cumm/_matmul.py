@@ -481,10 +481,11 @@ def _launch_cupy(call: Call, pa: int, pb: int, out, alpha: float, beta: float):
     return out
 
 
-def decision(a, b, out, *, kernel: str = "auto", beta: float = 0.0) -> str:
-    """What a call ``matmul(a, b, kernel=kernel, out=out, beta=beta)`` made earlier runs: "<kernel> <non-default
-    parameters>" and the split count when it splits, e.g. "tf32x3 BM=64 BN=64 split_k=4"; "" if not known."""
-    key = _key(a, b, out, kernel, None, None, float(beta))
+def decision(a, b, out, *, kernel: str = "auto", config: Mapping[str, int] | None = None, beta: float = 0.0) -> str:
+    """What a call ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta)`` made earlier runs: "<kernel>
+    <non-default parameters>" and the split count when it splits, e.g. "tf32x3 BM=64 BN=64 split_k=4"; "" if not
+    known."""
+    key = _key(a, b, out, kernel, config, None, float(beta))
     call = _calls.get(key) if key is not None else None
     if call is None:
         return ""
@@ -562,12 +563,12 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
             else:
                 out *= np.float32(beta)
             return result
-        if batch and kernel == "auto" and not _batch_rungs(a.dtype.name):
-            # no rung runs batched products of this dtype (the half rungs): auto runs them one at a time
-            _each(a2, b2, o2, batch, config, alpha, beta)
-            return result
         if batch:
-            call, ops = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
+            got = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
+            if got is None:  # auto chose a rung without batches (the half rungs): one product at a time
+                _each(a2, b2, o2, batch, config, alpha, beta)
+                return result
+            call, ops = got
         else:
             call, ops = _decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind)
         call.out_shape = shape
@@ -690,9 +691,10 @@ def _readable(kernel, spec, config, flags, dims, dev: int, dtype: str, count: in
     return spec.fallback, get_spec(spec.fallback), _auto.named(spec.fallback, *dims, dev, count, dtype)
 
 
-def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple]:
+def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple] | None:
     """A batched product: one launch of a batched variant, grid z over the batch; no split-K, repacking, staging
-    or edge strips (each product is one tile grid)."""
+    or edge strips (each product is one tile grid). None when kernel="auto" chose a rung without batched
+    variants (no half rung has one): the caller runs the products one at a time."""
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
@@ -710,11 +712,14 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         )
     ldc, bsc = max(s1 // oi, N, 1), s0 // oi
     dt = a.dtype.name
+    kernel_arg = kernel
     kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
     spec = get_spec(kernel)
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
     if not supports_batch(spec):
+        if kernel_arg == "auto":
+            return None
         able = _batch_rungs(dt)
         raise ValueError(
             f"kernel {kernel!r} does not run batched products (its template does not start with "

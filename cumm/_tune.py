@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from ._auto import few_tiles
 from ._bench import TOLERANCES, np_dtype
 from ._ladder import REGISTRY, get_spec
 from ._render import dtype_flag
@@ -102,12 +103,10 @@ def raced_at(kernels: Sequence[str], shape: Sequence[int], sms: int) -> list[str
     """The rungs of ``kernels`` raced at ``shape`` on a GPU of ``sms`` multiprocessors: a branch rung (for products
     with few tiles) only where the ladder's last rung's default tiles are fewer than the multiprocessors; elsewhere
     it would take a share of the budget it cannot win."""
-    M, N, _ = shape
     main = [k for k in kernels if not REGISTRY[k].branch]
     if not main:
         return list(kernels)
-    d = REGISTRY[main[-1]].defaults
-    few = "BM" in d and "BN" in d and -(-M // d["BM"]) * -(-N // d["BN"]) < sms
+    few = few_tiles(main[-1], shape[0], shape[1], sms)
     return [k for k in kernels if few or not REGISTRY[k].branch]
 
 

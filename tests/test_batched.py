@@ -73,10 +73,12 @@ def test_a_rung_without_batches_says_so(rng):
     import cupy
 
     a = rng.standard_normal((2, 8, 8), dtype=cupy.float32).astype(cupy.float16)
-    with pytest.raises(ValueError, match=r"kernel 'mma' does not run batched products"):
-        cumm.matmul(a, a, kernel="mma")
     # no half rung runs batches in one launch: the message says what does instead of listing none
-    with pytest.raises(ValueError, match=r"no rung runs batched float16 products in one launch: kernel='auto' runs"):
+    with pytest.raises(
+        ValueError,
+        match=r"kernel 'mma' does not run batched products .*; no rung runs batched float16 products in one "
+        r"launch: kernel='auto' runs them one at a time",
+    ):
         cumm.matmul(a, a, kernel="mma")
 
 
@@ -100,6 +102,22 @@ def test_half_batches_run_one_product_at_a_time(dt, rng):
     cumm.matmul(a, b[0], out=out, alpha=0.5, beta=-1.0)  # a 2-D b broadcast to every product; FP32 result
     ref = 0.5 * (a.astype(cupy.float64) @ b[0].astype(cupy.float64)) - c0.astype(cupy.float64)
     assert _err(out, ref) < 1e-5
+    # both operands broadcast, (2, 1) @ (1, 3); a 1-D b (a column); a half out with beta
+    a21, b13 = a[:, :1], b[None]
+    both = cumm.matmul(a21, b13)
+    assert both.shape == (2, 3, 129, 200)
+    ref = a21.astype(cupy.float64) @ b13.astype(cupy.float64)
+    assert _err(both, ref) <= 1.5 * _err(_cublas(a21, b13), ref) + 1e-7  # cuBLAS broadcasts the same way
+    v = b[0, :, 5]  # 70
+    col = cumm.matmul(a, v)
+    assert col.shape == (2, 3, 129)
+    refv = a.astype(cupy.float64) @ v.astype(cupy.float64)
+    assert _err(col, refv) <= 1.5 * _err(_cublas(a, v), refv) + 1e-7
+    c0h = rng.standard_normal((2, 3, 129, 200), dtype=cupy.float32).astype(a.dtype)
+    outh = c0h.copy()
+    cumm.matmul(a, b, out=outh, alpha=2.0, beta=0.5)
+    refh = 2.0 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) + 0.5 * c0h.astype(cupy.float64)
+    assert _err(outh, refh) <= 1.5 * _err(refh.astype(cupy.float32).astype(a.dtype), refh) + 1e-7
     torch = pytest.importorskip("torch")
     ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
     tc = cumm.matmul(ta, tb)

@@ -10,6 +10,7 @@ import math
 import pytest
 
 import cumm
+from cumm._matmul import decision
 
 from .test_half import HALF, SHAPES, _cublas, _dtype, _err, _inputs, _ref
 
@@ -59,7 +60,34 @@ def test_a_branch_not_the_top_rung():
     assert top_for("bfloat16", 90) == top_for("float16", 90) == "wgmma_ws"
 
 
-GPU_SHAPES = [*SHAPES, (1024, 1024, 8192), (128, 4096, 4096), (200, 3000, 3000), (130, 520, 4104)]
+# Operands the copy engine reads (lda, ldb % 8 == 0): these run this kernel (of SHAPES, those with K % 8 != 0 run
+# its fallback, mma_swizzled_pipeline). K = 8 and 64 (one slab) with KS = 8 leave seven of the eight K ranges empty,
+# 448 (seven slabs) one; N = 129 and 1001 are odd (B read through a view with an aligned row pitch).
+OWN_SHAPES = [
+    (1, 8, 8),
+    (4097, 72, 64),
+    (64, 64, 64),
+    (130, 136, 192),
+    (257, 264, 448),
+    (100, 129, 1000),
+    (300, 1001, 4104),
+    (1024, 1024, 8192),
+    (128, 4096, 4096),
+    (200, 3000, 3000),
+]
+GPU_SHAPES = [*OWN_SHAPES, *[s for s in SHAPES if s not in OWN_SHAPES]]
+
+
+def _operands(rng, M, N, K, dt):
+    """a and b as _inputs makes them, with b a view of rows padded to a multiple of 8 elements when N is not."""
+    a, b = _inputs(rng, M, N, K, dt)
+    if N % 8:
+        import cupy
+
+        wide = cupy.full((K, -(-N // 8) * 8), math.nan, dtype=b.dtype)
+        wide[:, :N] = b
+        b = wide[:, :N]
+    return a, b
 
 
 @pytest.mark.gpu
@@ -70,13 +98,16 @@ def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
     import cupy
 
     M, N, K = shape
-    a, b = _inputs(rng, M, N, K, dt)
+    a, b = _operands(rng, M, N, K, dt)
     ref = _ref(a, b)
     theirs = _err(_cublas(a, b), ref)
     first = None
     for _ in range(2):
         out = cupy.full((M, N), math.nan, dtype=a.dtype)
         cumm.matmul(a, b, kernel=NAME, config=config, out=out)
+        ran = decision(a, b, out, kernel=NAME, config=config)
+        # a's rows are 16-byte aligned when K % 8 == 0 (b's always are: _operands pads them)
+        assert ran.startswith(NAME if K % 8 == 0 else "mma_swizzled_pipeline"), ran
         ours = _err(out, ref)
         assert ours <= 1.5 * theirs + 1e-7, f"{config} {dt} {shape}: {ours:.3e} against cuBLAS {theirs:.3e}"
         if first is None:

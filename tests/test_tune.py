@@ -485,6 +485,26 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     assert _auto.select(2048, 2048, 2048, 0, {"STAGES": 3}, dtype="bfloat16") == (top, {"STAGES": 3}, None)
 
 
+def test_a_branch_win_serves_nearby_shapes_while_its_grid_fits_one_wave(cache, fake_device):
+    """The cluster split-K branch's entry at 1024 x 1024 x 8192 (128 x 128 tiles, KS = 2: 128 blocks) serves
+    1000 x 1000 x 8000; at 2048 x 2048 x 8192, the nearest bucket too, it would launch 512 blocks: the top rung's
+    own entry runs there."""
+    from cumm._render import template_hash
+
+    br, top = "wgmma_cluster_split_k", _auto.top_for("bfloat16", CC)
+    bcfg = get_spec(br).resolve(dict(WGS=1, NUM_THREADS=256, STAGES=4), CC)
+    tcfg = get_spec(top).resolve(None, CC)
+    shape = (1024, 1024, 8192)
+    raced = {br: template_hash(get_spec(br)), top: template_hash(get_spec(top))}
+    win = _store.make_entry(GPU, CC, br, "bfloat16", shape, bcfg, 0.034, 507.0)
+    lose = _store.make_entry(GPU, CC, top, "bfloat16", shape, tcfg, 0.037, 467.0)
+    _store.save_entries([dict(win, raced=raced), lose])
+    assert _auto.select(1024, 1024, 8192, 0, dtype="bfloat16")[:2] == (br, bcfg)
+    assert _auto.select(1000, 1000, 8000, 0, dtype="bfloat16")[:2] == (br, bcfg)
+    assert _auto.select(2048, 2048, 8192, 0, dtype="bfloat16")[:2] == (top, tcfg)
+    assert _auto.select(2048, 1024, 8192, 0, dtype="bfloat16")[:2] == (top, tcfg)  # 256 blocks of the branch
+
+
 @pytest.mark.parametrize("winner", ["wgmma_ws", "wgmma"])
 def test_a_race_saves_every_rung_s_best_and_marks_the_winner(winner, cache, fake_device, monkeypatch, capsys):
     """tune_shapes without a GPU (tune faked): each raced rung's best is saved, only the winner carries "raced";
