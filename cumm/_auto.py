@@ -136,13 +136,6 @@ def _lookup(
     return entry["kernel"], dict(entry["config"]), splits if ok else 1
 
 
-def few_tiles(top_rung: str, M: int, N: int, sms: int) -> bool:
-    """Whether an M x N product has fewer tiles of ``top_rung``'s default configuration than ``sms``
-    multiprocessors: where a branch rung (``KernelSpec.branch``, for few tiles) is raced by the tuner."""
-    d = REGISTRY[top_rung].defaults
-    return "BM" in d and "BN" in d and cdiv(M, d["BM"]) * cdiv(N, d["BN"]) < sms
-
-
 def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
     """True unless ``entry`` is a branch rung's whose grid over the shape ``b`` has more blocks than the device
     has multiprocessors."""

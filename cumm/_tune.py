@@ -36,7 +36,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from ._auto import few_tiles
 from ._bench import TOLERANCES, np_dtype
 from ._ladder import REGISTRY, get_spec
 from ._render import dtype_flag
@@ -55,6 +54,7 @@ from ._space import (
     config_key,
     progress_bar,
 )
+from ._spec import cdiv
 from ._store import make_entry, save_entries, user_table_path
 from ._timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
 
@@ -106,7 +106,8 @@ def raced_at(kernels: Sequence[str], shape: Sequence[int], sms: int) -> list[str
     main = [k for k in kernels if not REGISTRY[k].branch]
     if not main:
         return list(kernels)
-    few = few_tiles(main[-1], shape[0], shape[1], sms)
+    d = REGISTRY[main[-1]].defaults
+    few = "BM" in d and "BN" in d and cdiv(shape[0], d["BM"]) * cdiv(shape[1], d["BN"]) < sms
     return [k for k in kernels if few or not REGISTRY[k].branch]
 
 

@@ -42,6 +42,7 @@ def test_compiles_without_spills(config):
         (dict(KS=3), r"KS blocks of a cluster share a tile's K: 2, 4 or 8"),
         (dict(KS=1), r"KS blocks of a cluster share a tile's K"),
         (dict(WGS=1), r"NUM_THREADS is a producer and WGS consumer warpgroups"),
+        (dict(WGS=3, NUM_THREADS=512, BM=192, BN=64), r"one or two consumer warpgroups"),
         (dict(BN=256, STAGES=2), r"the stage ring takes the tile's FP32 partial sums"),
         (dict(BM=256, BN=256), r"more than 128 spill"),
     ],
