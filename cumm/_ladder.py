@@ -197,6 +197,7 @@ def _tf32_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map:
 
 
 SK_FLAGS = 4096  # 14_wgmma_ws.cu's CUMM_SK_FLAGS: the flags at the workspace's start, one per block
+SK_MIN_SLABS = 32  # a stream-K tail behind whole waves needs tiles this many 64-deep k-slabs deep (_stream_k_workspace)
 
 
 def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
@@ -204,10 +205,16 @@ def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     block, when SK > 0, the last wave of `blocks` is at most 60 % full and there are at most SK_FLAGS blocks; 0 (a
     null pointer: whole tiles only) otherwise. Measured on the H200 (bf16, 128 x 256 tiles, 132 blocks), stream-K
     against whole tiles: last wave 6 % full (2112 x 4096 x 4096) 1.19-1.37x, 42 % (2560 x 4096 x 4096) 1.09x, 52 %
-    (8192^3) 1.01-1.02x, 88 % (4096^3) 0.94-0.95x: a nearly full last wave idles less than the partial sums cost."""
+    (8192^3) 1.01-1.02x, 88 % (4096^3) 0.94-0.95x: a nearly full last wave idles less than the partial sums cost.
+    A tail behind whole waves is split only when a tile has at least SK_MIN_SLABS k-slabs of 64: each piece's partial
+    (128 KB out and back for 128 x 256 tiles) costs a few slabs' loads, too much beside short tiles (bf16, 8192 x 8192
+    x K, graph-timed, x cuBLAS, stream-K against whole tiles: K = 512 0.921 / 0.985, 768 0.943 / 0.986, 1024 0.991 /
+    1.027, 2048 1.037 / 1.026, 4096 1.037 / 1.021). Fewer tiles than blocks always share their slabs out."""
     tiles = cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
     rem = tiles % blocks
     if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * blocks or blocks > SK_FLAGS:
+        return 0
+    if tiles > blocks and cdiv(K, 64) < SK_MIN_SLABS:
         return 0
     return SK_FLAGS * 4 + blocks * cfg["BM"] * cfg["BN"] * 4
 

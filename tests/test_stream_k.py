@@ -36,6 +36,21 @@ def test_workspace_only_when_the_last_wave_is_partial():
     assert SPEC.workspace(cfg, 2112, 4096, 4096, 4097) == 0  # more blocks than the kernel has flags for
 
 
+def test_a_tail_of_short_tiles_is_not_split():
+    """A tail behind whole waves is split only when its tiles have SK_MIN_SLABS k-slabs: the partial sums cost
+    a few slabs' loads (H200, bf16 8192 x 8192 x 512: 0.92x cuBLAS split, 0.99x whole). Fewer tiles than blocks
+    still share their slabs out, however short."""
+    from cumm._ladder import SK_MIN_SLABS
+
+    cfg = SPEC.default_config(90)
+    assert SK_MIN_SLABS == 32
+    assert SPEC.workspace(cfg, 8192, 8192, 512, 132) == 0  # 2048 tiles of 8 slabs, the last wave 0.52 full
+    assert SPEC.workspace(cfg, 8192, 8192, 1984, 132) == 0  # 31 slabs
+    assert SPEC.workspace(cfg, 8192, 8192, 1985, 132) > 0  # 32 slabs, the last partial
+    assert SPEC.workspace(cfg, 8192, 8192, 2048, 132) > 0
+    assert SPEC.workspace(cfg, 1000, 1000, 64, 132) > 0  # 32 tiles on 132 blocks, one slab each
+
+
 def test_the_flags_sit_where_no_tile_shape_puts_partials():
     """One buffer serves every configuration on a stream: the flags come first, at the same place for every tile
     shape (they came after the partials, where another shape's partial sums read as raised flags)."""
@@ -68,18 +83,27 @@ def test_both_schedules_compile_without_spills():
 
 HALF = ("float16", "bfloat16")
 # (M, N, K) whose 128 x 256 tiles leave a partial last wave on 132 (H100/H200) or other SM counts: 2112 rows end in
-# a half tile (edge epilogue inside the stream-K part); 4000 columns end in a partial tile; K = 776 is 13 slabs
-# (the last partial); 2560 rows: 320 tiles, 2.42 waves; K = 64: one slab a tile, so no tile is shared. Fewer
-# tiles than blocks (1000 x 1000: 32 tiles, 512 x 4096: 64): the grid takes every slot and each tile's slabs
-# are shared by several blocks (a range inside a tile: neither its start nor its end).
+# a half tile (edge epilogue inside the stream-K part); 4000 columns end in a partial tile; K = 2056 is 33 slabs
+# (the last partial); 2560 rows: 320 tiles, 2.42 waves. A tail is split only when its tiles are at least
+# SK_MIN_SLABS slabs deep: 2112 x 4096 x 1000 (16 slabs) runs the stream-K binary with whole tiles. Fewer tiles
+# than blocks (1000 x 1000: 32 tiles, 512 x 4096: 64): the grid takes every slot and each tile's slabs are shared
+# by several blocks (a range inside a tile: neither its start nor its end); K = 64: one slab a tile, none shared.
 SHAPES = [
+    (2112, 4096, 2048),
+    (2112, 4000, 2056),
     (2112, 4096, 1000),
-    (2112, 4000, 776),
     (1000, 1000, 2000),
     (512, 4096, 1000),
-    (2560, 4096, 64),
+    (1000, 1000, 64),
     (2560, 4096, 4096),
 ]
+
+
+def test_the_gpu_shapes_split_as_their_comment_says():
+    cfg = SPEC.default_config(90)
+    for M, N, K in SHAPES:
+        split = SPEC.workspace(cfg, M, N, K, 132) > 0
+        assert split == ((M, N, K) != (2112, 4096, 1000)), (M, N, K)
 
 
 def _err(c, ref) -> float:
@@ -125,7 +149,7 @@ def test_stream_k_after_another_tile_shape_on_the_same_stream(dt, rng):
     is right (it once read the other shape's partial sums as raised flags)."""
     import cupy
 
-    cases = [((200, 3000, 3000), dict(BN=128)), ((2112, 4096, 1000), dict(BN=256)), ((129, 4096, 2000), dict(BN=128))]
+    cases = [((200, 3000, 3000), dict(BN=128)), ((2112, 4096, 2048), dict(BN=256)), ((129, 4096, 2000), dict(BN=128))]
     for (M, N, K), over in cases * 2:
         a, b = _inputs(rng, M, N, K, dt)
         out = cupy.full((M, N), math.nan, dtype=cupy.float32)
@@ -137,7 +161,7 @@ def test_stream_k_after_another_tile_shape_on_the_same_stream(dt, rng):
 @pytest.mark.gpu
 @pytest.mark.usefixtures("sm90")
 @pytest.mark.parametrize("sk", [1, 2])
-@pytest.mark.parametrize("shape", [(1000, 1000, 2000), (1024, 1024, 8192), (2112, 4000, 776)], ids=str)
+@pytest.mark.parametrize("shape", [(1000, 1000, 2000), (1024, 1024, 8192), (2112, 4000, 2056)], ids=str)
 def test_fewer_pieces_a_tile(shape, sk, rng):
     """SK = 1 or 2: each tile of the stream-K part shared by fewer blocks (some blocks idle when tiles are few)."""
     import cupy
@@ -155,8 +179,9 @@ def test_fewer_pieces_a_tile(shape, sk, rng):
 def test_stream_k_with_beta_and_alpha(rng):
     import cupy
 
-    M, N, K = 2112, 4000, 776
+    M, N, K = 2112, 4000, 2056
     a, b = _inputs(rng, M, N, K, "bfloat16")
+    assert SPEC.workspace(SPEC.default_config(90), M, N, K, 132) > 0  # stream-K on an H100/H200
     c0 = rng.standard_normal((M, N), dtype=cupy.float32)
     out = c0.copy()
     cumm.matmul(a, b, kernel="wgmma_ws", out=out, alpha=0.5, beta=-1.5)
@@ -169,7 +194,7 @@ def test_stream_k_on_two_streams_at_once(rng):
     """Each stream has its own workspace: products queued on two streams, interleaved, are all right."""
     import cupy
 
-    M, N, K = 2112, 4096, 1000
+    M, N, K = 2112, 4096, 2048
     pairs = [_inputs(rng, M, N, K, "float16") for _ in range(4)]
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
     outs = []

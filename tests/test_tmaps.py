@@ -12,3 +12,17 @@ def test_a_map_over_a_batch_and_a_broadcast_operand():
     assert (b.batch, b.batch_stride) == (6, 5208) and b._replace(batch=0, batch_stride=0) == m
     one = m.batched(6, 0)  # the same matrix for every product: a batch of one, read as matrix 0
     assert (one.batch, one.batch_stride) == (1, 50 * 104)
+
+
+def test_l2_promotion_only_for_rows_on_128_byte_boundaries():
+    """256-byte L2 promotion where every row starts on a 128-byte boundary; none where the pitch would start box
+    rows inside lines (the reads then fetched about twice the sectors: see l2_promotion)."""
+    from cumm._tmaps import l2_promotion
+
+    half = dict(swizzle=3, elem=2, dtype=1)
+    assert l2_promotion(MapSpec(1, 5120, 2048, 5120, 64, 64, **half)) == 3  # 10240-byte rows
+    assert l2_promotion(MapSpec(1, 5000, 2048, 5000, 64, 64, **half)) == 0  # 10000 = 78 * 128 + 16
+    assert l2_promotion(MapSpec(1, 5000, 2048, 5056, 64, 64, **half)) == 3  # padded to a 128-byte pitch
+    assert l2_promotion(MapSpec(0, 2000, 3000, 2000, 64, 128, **half)) == 0  # 4000-byte rows
+    assert l2_promotion(MapSpec(0, 4096, 64, 4100, 32, 128, 3)) == 0  # float32, 16400-byte rows
+    assert l2_promotion(MapSpec(0, 4096, 64, 4096, 32, 128, 3)) == 3
