@@ -563,6 +563,13 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
             else:
                 out *= np.float32(beta)
             return result
+        if batch and b2.ndim == 2:
+            # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
+            # rows, which every rung runs (the half rungs too) with the tiles tuned for its size
+            af, of = _stacked(a2, K), _stacked(o2, N)
+            if af is not None and of is not None:
+                matmul(af, b2, kernel=kernel, config=config, out=of, alpha=alpha, beta=beta, split_k=split_k)
+                return result
         if batch:
             got = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
             if got is None:  # auto chose a rung without batches (the half rungs): one product at a time
@@ -608,6 +615,13 @@ def _each(a, b, out, batch, config, alpha, beta) -> None:
         ia = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - na :], a.shape[:na], strict=True))
         ib = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - nb :], b.shape[:nb], strict=True))
         matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta)
+
+
+def _stacked(x, cols: int):
+    """``x`` (..., rows, cols) as one (batch * rows) x cols matrix when that is a view of it (its matrices follow
+    one another row after row), else None."""
+    v = x.reshape(-1, cols)
+    return v if _shares(v, x) else None
 
 
 def _shares(view, x) -> bool:

@@ -19,7 +19,8 @@ CASES = [
     ((2, 3, 17, 1), (2, 3, 1, 5)),  # K = 1
     ((4, 1, 33, 65), (1, 5, 65, 7)),  # both broadcast: materialized
     ((1, 31, 13), (6, 13, 19)),  # a broadcast over the batch (stride 0)
-    ((5, 7, 9), (9, 11)),  # b one matrix for every product
+    ((5, 7, 9), (9, 11)),  # b one matrix for every product: one product of 35 rows
+    ((5, 7, 9), (1, 9, 11)),  # the same as a batch, b read in place for every product
     ((2, 1, 3), (2, 3, 1)),
     ((97,), (4, 97, 3)),  # a vector times a batch of matrices
     ((6, 5, 8), (8,)),  # a batch of matrices times a vector
@@ -123,6 +124,50 @@ def test_half_batches_run_one_product_at_a_time(dt, rng):
     tc = cumm.matmul(ta, tb)
     assert isinstance(tc, torch.Tensor) and tc.shape == (2, 3, 129, 200)
     assert bool((cupy.from_dlpack(tc) == got).all())  # the same kernels on the same data
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32"])
+def test_a_batch_times_one_matrix_runs_as_one_product(dt, rng):
+    """(..., M, K) @ (K, N) with a's matrices stacked: one product of batch * M rows, through any rung that runs
+    2-D products (a named half rung too, which has no batched variant); a's matrices not stacked (every other
+    one): the batched path."""
+    import cupy
+
+    from cumm._matmul import decision
+
+    from .test_half import _cublas, _dtype, _err
+
+    half = dt != "float32"
+    kernel = "wgmma_ws" if half else "warptile"
+    if half and int(cupy.cuda.Device().compute_capability) < 90:
+        pytest.skip("wgmma_ws needs sm_90")
+    big = rng.standard_normal((6, 3, 129, 72), dtype=cupy.float32).astype(_dtype(dt))
+    a = big[::2]  # 3 x 3 x 129 x 72: not stacked
+    s = big[:3]  # stacked
+    b = rng.standard_normal((72, 200), dtype=cupy.float32).astype(_dtype(dt))
+    out = cupy.full((3, 3, 129, 200), math.nan, dtype=a.dtype)
+    got = cumm.matmul(s, b, kernel=kernel, out=out)
+    assert got is out
+    assert decision(s.reshape(-1, 72), b, out.reshape(-1, 200), kernel=kernel).startswith(kernel)
+    ref = s.astype(cupy.float64) @ b.astype(cupy.float64)
+    bound = 1.5 * _err(_cublas(s, b), ref) + 1e-7 if half else TOL
+    assert _err(got, ref) <= bound
+    c0 = rng.standard_normal((3, 3, 129, 200), dtype=cupy.float32)
+    o32 = c0.copy()
+    cumm.matmul(s, b, kernel=kernel, out=o32, alpha=0.5, beta=-1.0)
+    assert _err(o32, 0.5 * ref - c0.astype(cupy.float64)) < TOL  # FP32 accumulation, written in FP32
+    ref_a = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    if half:  # not stacked: the half rungs have no batched variant; auto runs one product at a time
+        with pytest.raises(ValueError, match="does not run batched products"):
+            cumm.matmul(a, b, kernel=kernel)
+        assert _err(cumm.matmul(a, b), ref_a) <= 1.5 * _err(_cublas(a, b), ref_a) + 1e-7
+    else:
+        assert _err(cumm.matmul(a, b, kernel=kernel), ref_a) < TOL
+    torch = pytest.importorskip("torch")
+    ts, tb = torch.from_dlpack(s), torch.from_dlpack(b)
+    tc = cumm.matmul(ts, tb, kernel=kernel)
+    assert isinstance(tc, torch.Tensor) and tc.shape == (3, 3, 129, 200)
+    assert bool((cupy.from_dlpack(tc) == got).all())
 
 
 def test_batch_shapes_that_do_not_broadcast(rng):
