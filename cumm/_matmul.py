@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import cupy
 import numpy as np
@@ -617,9 +617,24 @@ def _each(a, b, out, batch, config, alpha, beta) -> None:
         matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta)
 
 
+def stacks(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether an array of ``shape`` and ``strides`` (..., rows, cols) is its matrices one after another, row after
+    row: its leading dimensions and rows collapse into one (dimensions of size 1 take any stride)."""
+    step = None
+    for n, s in zip(reversed(shape[:-1]), reversed(strides[:-1]), strict=True):
+        if n == 1:
+            continue
+        if step is not None and s != step:
+            return False
+        step = s * n
+    return True
+
+
 def _stacked(x, cols: int):
-    """``x`` (..., rows, cols) as one (batch * rows) x cols matrix when that is a view of it (its matrices follow
-    one another row after row), else None."""
+    """``x`` (..., rows, cols) as one (batch * rows) x cols matrix when that is a view of it, else None. Decided from
+    the strides first: a reshape that cannot be a view copies the whole array."""
+    if not stacks(x.shape, x.strides):
+        return None
     v = x.reshape(-1, cols)
     return v if _shares(v, x) else None
 
