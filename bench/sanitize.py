@@ -3,13 +3,15 @@
     compute-sanitizer --tool memcheck python3 bench/sanitize.py
     compute-sanitizer --tool racecheck python3 bench/sanitize.py --shapes 127x131x137
     compute-sanitizer --tool racecheck python3 bench/sanitize.py --dtype bfloat16 --kernels wgmma_ws --beta 0.5
+    compute-sanitizer --tool memcheck python3 bench/sanitize.py --dtype bfloat16 --kernels wgmma_ws --batch 3
 
 CuPy's memory pool is switched off so each array is its own allocation and memcheck sees exact bounds.
 Both the 16-byte path (contiguous operands) and the scalar path (misaligned views) run, and split-K
 (split_k=3) for kernels that support it; for kernels with 16-byte loads also the repacked path (misaligned
 views copied into padded buffers, the output computed in a padded buffer and copied back into a view with an
 odd leading dimension), forced at these sizes. For the half rungs, --beta gives C random normal values to add
-(beta times them) instead of NaN.
+(beta times them) instead of NaN, and --batch B runs batches of B products (and, as a third mode, a batch
+whose a is one matrix for every product: read in place with batch stride 0).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def main() -> None:
     p.add_argument("--kernels", default=None, help="default: every rung of --dtype")
     p.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     p.add_argument("--beta", type=float, default=0.0, help="half rungs: C starts as random normals, times beta")
+    p.add_argument("--batch", type=int, default=0, help="half rungs: batches of this many products (0: 2-D)")
     a = p.parse_args()
     if a.dtype != "float32":
         return half(a)
@@ -73,16 +76,18 @@ def half(a) -> None:
     for shape in a.shapes.split(","):
         M, N, K = map(int, shape.split("x"))
         for kernel in (a.kernels or ",".join(cumm.kernels(dtype=a.dtype))).split(","):
-            for mode in ("aligned", "scalar"):
+            nb = (a.batch,) if a.batch else ()
+            for mode in ("aligned", "scalar") + (("broadcast",) if a.batch else ()):
                 extra = int(mode == "scalar")
-                A = rng.standard_normal((M, K + extra), dtype=cupy.float32).astype(dt)[:, extra:]
-                B = rng.standard_normal((K, N + extra), dtype=cupy.float32).astype(dt)[:, extra:]
+                na = (1,) if mode == "broadcast" else nb
+                A = rng.standard_normal((*na, M, K + extra), dtype=cupy.float32).astype(dt)[..., extra:]
+                B = rng.standard_normal((*nb, K, N + extra), dtype=cupy.float32).astype(dt)[..., extra:]
                 f64 = cupy.float64
                 if a.beta:
-                    C = rng.standard_normal((M, N), dtype=cupy.float32).astype(dt)
+                    C = rng.standard_normal((*nb, M, N), dtype=cupy.float32).astype(dt)
                     ref = a.beta * C.astype(cupy.float32).astype(f64)
                 else:
-                    C = cupy.full((M, N), cupy.nan, dtype=cupy.float32).astype(dt)
+                    C = cupy.full((*nb, M, N), cupy.nan, dtype=cupy.float32).astype(dt)
                     ref = 0.0
                 cumm.matmul(A, B, kernel=kernel, out=C, beta=a.beta)
                 ref = ref + A.astype(cupy.float32).astype(f64) @ B.astype(cupy.float32).astype(f64)

@@ -177,6 +177,8 @@ def select(
     """
     from ._render import supports_batch
 
+    if dtype != DTYPE and batched:
+        return _half_batch(M, N, K, device_id, config, batched, dtype)
     if config is None:
         b = bucket(M, N, K)
         key = (device_id, dtype, *b)
@@ -209,6 +211,25 @@ def select(
     return kernel, config, splits
 
 
+def _half_batch(
+    M: int, N: int, K: int, device_id: int, config: Mapping[str, int] | None, count: int, dtype: str
+) -> tuple[str, Mapping[str, int] | None, int]:
+    """select() for a batch of ``count`` half-precision products: a rung that runs batches, with the tiles tuned for
+    one product ``count`` times as tall (wgmma_ws walks the batch's tiles as one run: the same tiles and work)."""
+    from ._render import supports_batch
+
+    if config is None:
+        b = bucket(M * count, N, K)
+        key = (device_id, dtype, *b)
+        hit = _tuned.get(key, _MISS)
+        if hit is _MISS:
+            hit = _tuned[key] = _lookup(device_id, b, dtype=dtype)
+        if hit is not None and supports_batch(REGISTRY[hit[0]]):
+            return hit[0], hit[1], 1
+    best = top_for(dtype, device_key(device_id)[1])
+    return best, config if config is not None else named(best, M, N, K, device_id, count, dtype), 1
+
+
 def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1) -> Mapping[str, int] | None:
     """The kernel's "small" tiles when 128 x 128 tiles would give fewer than two blocks per multiprocessor; for a
     persistent kernel (one block per multiprocessor walks the tiles), when its default tiles are fewer than the
@@ -238,7 +259,10 @@ def named(
 ) -> dict[str, int] | None:
     """The configuration a named kernel runs without a ``config``: its tuned entry for this GPU, ``dtype`` and a
     nearby shape, else its "small" configuration when its default tiles (over the ``count`` products of a batch)
-    would leave more than half the multiprocessors without a block, else None (the defaults)."""
+    would leave more than half the multiprocessors without a block, else None (the defaults). A kernel that walks
+    a batch's tiles as one run (``schedules_batch``) takes the tiles of one product ``count`` times as tall."""
+    if count > 1 and REGISTRY[kernel].schedules_batch:
+        M, count = M * count, 1
     key = (kernel, device_id, dtype, *bucket(M, N, K))
     hit = _named.get(key, _MISS)
     if hit is _MISS:

@@ -474,6 +474,7 @@ for _spec in [
         template="gemm/14_wgmma_ws.cu",
         **_hopper_half(),
         persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
+        schedules_batch=True,  # and a batch's tiles as one run
         summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
         " tile order, TMA-store epilogue",
         defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, SK=4, NUM_THREADS=384),

@@ -87,8 +87,8 @@ class Plan:
         batched variant: grid z is the batch."""
         grid = self.spec.grid(self.cfg, M, N, K)
         out, ldo = c, ldc
-        if batch is not None:
-            grid = (grid[0], grid[1], batch[0])
+        if batch is not None:  # grid z over the batch, or the kernel walks the batch's tiles itself
+            grid = (grid[0] * batch[0], grid[1], 1) if self.spec.schedules_batch else (grid[0], grid[1], batch[0])
         if splits > 1:  # grid z = slices of K; each writes raw partials (alpha 1, beta 0) into a workspace
             grid = (grid[0], grid[1], splits)
             c, ldc = cupy.empty((splits, M, N), dtype=F32), N
@@ -102,6 +102,8 @@ class Plan:
         args = (i32(M), i32(N), i32(K), np.float32(alpha), a, i32(lda), b, i32(ldb), np.float32(beta), c, i32(ldc))
         if batch is not None:
             args += tuple(np.int64(s) for s in batch[1:])
+            if self.spec.schedules_batch:
+                args += (i32(batch[0]),)
         self.kern(grid, self.block, args, shared_mem=self.smem)
         if splits > 1:
             _splitk.reduce(c, splits, M, N, alpha, beta, out, ldo)
@@ -275,15 +277,18 @@ class Call:
             M, N, K = dims
             # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
             # low half, little-endian)
-            # (batched: then bsa bsb bsc as int64)
-            n = 11 if batch is None else 14
+            # (batched: then bsa bsb bsc as int64, and the batch count for a kernel that walks the batch's tiles)
+            spec = plan.spec
+            walk = batch is not None and spec.schedules_batch
+            n = 11 if batch is None else 15 if walk else 14
             self.slots = np.zeros(n, dtype=np.uint64)
             self.f32 = self.slots.view(np.float32)
             for slot, v in ((0, M), (1, N), (2, K), (5, self.lda), (7, self.ldb), (10, self.ldc)):
                 self.slots[slot] = v
             if batch is not None:
-                self.slots[11:] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
-            spec = plan.spec
+                self.slots[11:14] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
+            if walk:
+                self.slots[14] = batch[0]
             if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
                 c_map = bool(plan.flags[2]) and dtype != F32
                 specs = spec.tensor_maps(plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map)
@@ -294,8 +299,10 @@ class Call:
                     for i, m in enumerate(specs)
                 )
             gx, gy, gz = spec.grid(plan.cfg, M, N, K)
-            if spec.persistent:  # one block per slot walks the tiles (of its product: grid z is the batch)
-                slots = max(1, plan.slots(dev) // (1 if batch is None else batch[0]))
+            if walk:  # the batch's tiles are one run
+                gx *= batch[0]
+            if spec.persistent:  # one block per slot walks the tiles (of its product when grid z is the batch)
+                slots = max(1, plan.slots(dev) // (1 if batch is None or walk else batch[0]))
                 # fewer tiles than slots: a stream-K kernel spreads their k-slabs over every slot when its
                 # workspace function gives it a workspace for that many blocks
                 wide = batch is None and spec.workspace is not None and gx < slots
@@ -318,7 +325,7 @@ class Call:
             self.params_ptr = self.params.ctypes.data  # (the .ctypes property builds an object per access)
             self.alpha = self.beta = None  # the alpha and beta written into the slots last
             self.func = plan.kern.kernel.ptr
-            self.grid = (gx, gy, gz if batch is None else batch[0])
+            self.grid = (gx, gy, gz if batch is None or walk else batch[0])
             self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
 
     def launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
@@ -563,17 +570,18 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
             else:
                 out *= np.float32(beta)
             return result
+        folded = False
         if batch and b2.ndim == 2:
             # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
-            # rows, which every rung runs (the half rungs too) with the tiles tuned for its size
+            # rows, which every rung runs with the tiles tuned for its size; cached under this call's key (a fast
+            # call launches on the caller's pointers, which are the stacked views')
             af, of = _stacked(a2, K), _stacked(o2, N)
             if af is not None and of is not None:
-                matmul(af, b2, kernel=kernel, config=config, out=of, alpha=alpha, beta=beta, split_k=split_k)
-                return result
+                a2, o2, batch, folded = af, of, (), True
         if batch:
             got = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
-            if got is None:  # auto chose a rung without batches (the half rungs): one product at a time
-                _each(a2, b2, o2, batch, config, alpha, beta)
+            if got is None:  # a rung without batches (auto's choice, or a fallback): one product at a time
+                _each(a2, b2, o2, batch, kernel, config, alpha, beta)
                 return result
             call, ops = got
         else:
@@ -581,7 +589,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         call.out_shape = shape
         if call.fast:
             call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the fast path sees
-        if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or call.direct)):
+        if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or call.direct or folded)):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
             _calls[key] = call
@@ -608,13 +616,13 @@ def _batch_rungs(dtype: str) -> list[str]:
     return [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dtype in REGISTRY[n].dtypes]
 
 
-def _each(a, b, out, batch, config, alpha, beta) -> None:
+def _each(a, b, out, batch, kernel, config, alpha, beta) -> None:
     """A batched product as one matmul (and launch) per product of the batch, its operands broadcast."""
     na, nb = a.ndim - 2, b.ndim - 2
     for idx in np.ndindex(*batch):
         ia = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - na :], a.shape[:na], strict=True))
         ib = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - nb :], b.shape[:nb], strict=True))
-        matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta)
+        matmul(a[ia], b[ib], kernel=kernel, config=config, out=out[idx], alpha=alpha, beta=beta)
 
 
 def stacks(shape: Sequence[int], strides: Sequence[int]) -> bool:
@@ -721,9 +729,10 @@ def _readable(kernel, spec, config, flags, dims, dev: int, dtype: str, count: in
 
 
 def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple] | None:
-    """A batched product: one launch of a batched variant, grid z over the batch; no split-K, repacking, staging
-    or edge strips (each product is one tile grid). None when kernel="auto" chose a rung without batched
-    variants (no half rung has one): the caller runs the products one at a time."""
+    """A batched product: one launch of a batched variant (grid z over the batch, or one run of the batch's tiles
+    for a kernel that schedules them); no split-K, repacking, staging or edge strips (each product is one tile
+    grid). None when kernel="auto" chose a rung without batched variants, or the operands need a fallback rung
+    without them (half operands the copy engine cannot read): the caller runs the products one at a time."""
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
@@ -766,6 +775,8 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
 
     flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
     kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
+    if not supports_batch(spec):  # that fallback (operands the copy engine cannot read) runs no batches
+        return None
     if a3.dtype.itemsize != 4:
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     plan = get_plan(kernel, config, flags, dev)

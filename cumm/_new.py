@@ -179,7 +179,7 @@ def spec_file(name: str, spec: KernelSpec, template_file: str) -> str:
             + ", ".join(f"{k}: {_literal(v)}" for k, v in spec.cc_defaults.items())
             + "},  # per compute capability: these win over defaults there"
         )
-    for flag in ("split_k", "stage_out", "arch_specific", "persistent"):
+    for flag in ("split_k", "stage_out", "arch_specific", "persistent", "schedules_batch"):
         if getattr(spec, flag):
             out(f"    {flag}=True,")
     if spec.vector_loads:

@@ -96,8 +96,11 @@ def template_hash(spec: KernelSpec) -> str:
 
 @functools.cache
 def supports_batch(spec: KernelSpec) -> bool:
-    """Whether the template moves its pointers to its product of a batch (CUMM_BATCH(), or CUMM_SPLIT_K, which
-    does so in a batched variant; see common.cuh)."""
+    """Whether the kernel runs batched products: it walks the batch's tiles itself (``schedules_batch``), or its
+    template moves its pointers to its product of a batch (CUMM_BATCH(), or CUMM_SPLIT_K, which does so in a
+    batched variant; see common.cuh)."""
+    if spec.schedules_batch:
+        return True
     code = code_text(spec_parts(spec)[-1][1])  # the template (or spec.source)
     return "CUMM_BATCH()" in code or "CUMM_SPLIT_K(" in code
 

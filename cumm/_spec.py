@@ -96,6 +96,10 @@ class KernelSpec:
     # A persistent kernel: one launch of at most the resident blocks (a GEMM rung walks the tiles itself; a chain
     # kernel also gets a scratch array for T and a grid barrier between its phases).
     persistent: bool = False
+    # A batched variant that walks the tiles of the whole batch itself (tile t of the run: tile t % tiles of product
+    # t / tiles), so that a batch of small products fills the GPU: launched on (blocks, 1, 1), not grid z over the
+    # batch, with the batch count as an int argument after the batch strides (CUMM_BATCHED's extra argument).
+    schedules_batch: bool = False
     # Kernels that read operands through the copy engine: tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map) gives
     # the maps (cumm._tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
     # engine cannot read (a pointer not 16-byte aligned, a row pitch not a multiple of 16 bytes) run ``fallback``.
@@ -152,7 +156,11 @@ class KernelSpec:
         )
 
     def __repr__(self) -> str:
-        flags = [f for f in ("split_k", "stage_out", "arch_specific", "persistent", "branch") if getattr(self, f)]
+        flags = [
+            f
+            for f in ("split_k", "stage_out", "arch_specific", "persistent", "schedules_batch", "branch")
+            if getattr(self, f)
+        ]
         if self.vector_loads:
             flags.append(f"vector_loads={self.vector_loads!r}")
         if self.min_cc:

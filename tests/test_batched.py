@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import cumm
@@ -74,26 +75,33 @@ def test_a_rung_without_batches_says_so(rng):
     import cupy
 
     a = rng.standard_normal((2, 8, 8), dtype=cupy.float32).astype(cupy.float16)
-    # no half rung runs batches in one launch: the message says what does instead of listing none
+    # the message lists the rungs that do run batched products of that dtype
     with pytest.raises(
         ValueError,
-        match=r"kernel 'mma' does not run batched products .*; no rung runs batched float16 products in one "
-        r"launch: kernel='auto' runs them one at a time",
+        match=r"kernel 'mma' does not run batched products .*; the rungs that do: \['wgmma_ws'\]",
     ):
         cumm.matmul(a, a, kernel="mma")
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
-def test_half_batches_run_one_product_at_a_time(dt, rng):
-    """kernel="auto" on batched half products: one launch a product, operands broadcast, out= and beta, torch."""
+def test_half_batches_under_auto(dt, rng, sm90):
+    """kernel="auto" on batched half products: one launch of wgmma_ws over the batch's tiles; operands broadcast,
+    out= and beta, torch."""
     import cupy
+
+    from cumm._matmul import decision
 
     from .test_half import _cublas, _dtype, _err
 
-    a = rng.standard_normal((2, 3, 129, 70), dtype=cupy.float32).astype(_dtype(dt))
-    b = rng.standard_normal((3, 70, 200), dtype=cupy.float32).astype(_dtype(dt))  # broadcast over the first axis
+    a = rng.standard_normal((2, 3, 129, 72), dtype=cupy.float32).astype(_dtype(dt))
+    b = rng.standard_normal((3, 72, 200), dtype=cupy.float32).astype(_dtype(dt))  # broadcast over the first axis
     got = cumm.matmul(a, b)
     assert got.shape == (2, 3, 129, 200) and got.dtype == a.dtype
+    a3, o3 = a[1], cupy.empty((3, 129, 200), dtype=a.dtype)  # operands read in place: a cached call
+    cumm.matmul(a3, b, out=o3)
+    assert decision(a3, b, o3).startswith("wgmma_ws"), decision(a3, b, o3)  # one launch over the batch
+    ref3 = a3.astype(cupy.float64) @ b.astype(cupy.float64)
+    assert _err(o3, ref3) <= 1.5 * _err(_cublas(a3, b), ref3) + 1e-7
     for i in range(2):
         for j in range(3):
             ref = a[i, j].astype(cupy.float64) @ b[j].astype(cupy.float64)
@@ -109,7 +117,7 @@ def test_half_batches_run_one_product_at_a_time(dt, rng):
     assert both.shape == (2, 3, 129, 200)
     ref = a21.astype(cupy.float64) @ b13.astype(cupy.float64)
     assert _err(both, ref) <= 1.5 * _err(_cublas(a21, b13), ref) + 1e-7  # cuBLAS broadcasts the same way
-    v = b[0, :, 5]  # 70
+    v = b[0, :, 5]  # 72
     col = cumm.matmul(a, v)
     assert col.shape == (2, 3, 129)
     refv = a.astype(cupy.float64) @ v.astype(cupy.float64)
@@ -126,11 +134,100 @@ def test_half_batches_run_one_product_at_a_time(dt, rng):
     assert bool((cupy.from_dlpack(tc) == got).all())  # the same kernels on the same data
 
 
+# (a's shape, b's shape) of batched half products: odd sizes in every dimension, broadcast operands, more products
+# than multiprocessors, a product smaller than one tile
+HALF_CASES = [
+    ((1, 1, 8), (1, 8, 8)),  # a batch of one
+    ((3, 1, 1), (3, 1, 1)),  # 1 x 1 x 1 products (K = 1: the operands' rows are 2 bytes: the fallback runs)
+    ((5, 127, 136), (5, 136, 144)),  # prime M
+    ((3, 131, 264), (3, 264, 1000)),
+    ((2, 4097, 72), (2, 72, 64)),
+    ((4, 33, 8), (4, 8, 4104)),  # K = 8, N past a tile by 8
+    ((6, 1, 304), (6, 304, 136)),  # M = 1
+    ((1, 31, 64), (6, 64, 136)),  # a broadcast over the batch (read in place, batch stride 0)
+    ((6, 31, 64), (1, 64, 136)),  # b broadcast
+    ((2, 3, 70, 64), (3, 64, 96)),  # 4-D, b broadcast over the first axis
+    ((96, 64, 128), (96, 128, 256)),  # 96 products of one tile: one run of 96 tiles
+    ((200, 24, 16), (200, 16, 8)),  # more products than multiprocessors
+    ((7, 129, 7), (7, 7, 200)),  # K = 7 (rows of 14 bytes: the fallback runs, one product at a time)
+]
+HALF_CONFIGS = [
+    None,  # auto
+    {},  # wgmma_ws's defaults (128 x 256 tiles, TMA-store epilogue)
+    {"SK": 0, "BN": 128, "GM": 4},
+    {"EPI": 0},  # direct stores
+    "one_warpgroup_64x64",
+    "one_warpgroup_128x128",
+]
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("config", HALF_CONFIGS, ids=lambda c: "auto" if c is None else str(c) or "defaults")
+@pytest.mark.parametrize("shapes", HALF_CASES, ids=lambda s: "@".join("x".join(map(str, x)) for x in s))
+def test_half_batches_against_float64_and_cublas(shapes, config, dt, rng, sm90):
+    """Each product of the batch against float64 and cuBLAS's error on the same inputs; out NaN-poisoned first;
+    a half out (TMA-store epilogue through 3-D maps) and a float32 out with alpha and beta."""
+    import cupy
+
+    from .test_half import _cublas, _dtype, _err
+
+    sa, sb = shapes
+    kernel, cfg = ("auto", None) if config is None else ("wgmma_ws", config)
+    a = rng.standard_normal(sa, dtype=cupy.float32).astype(_dtype(dt))
+    b = rng.standard_normal(sb, dtype=cupy.float32).astype(_dtype(dt))
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    out = cupy.full(ref.shape, math.nan, dtype=a.dtype)
+    got = cumm.matmul(a, b, kernel=kernel, config=cfg, out=out)
+    assert got is out
+    theirs = _cublas(a, b)
+    for idx in np.ndindex(*ref.shape[:-2]):
+        bound = 1.5 * _err(theirs[idx], ref[idx]) + 1e-7
+        assert _err(got[idx], ref[idx]) <= bound, (idx, _err(got[idx], ref[idx]), bound)
+    c0 = rng.standard_normal(ref.shape, dtype=cupy.float32)
+    o32 = c0.copy()
+    cumm.matmul(a, b, kernel=kernel, config=cfg, out=o32, alpha=0.5, beta=-1.0)
+    assert _err(o32, 0.5 * ref - c0.astype(cupy.float64)) < 1e-5  # FP32 accumulation, written in FP32
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("config", [{}, {"EPI": 0}, "one_warpgroup_128x128"], ids=str)
+@pytest.mark.parametrize(
+    "mnk", [(130, 1000, 200), (300, 264, 520), (64, 1003, 136)], ids=lambda s: "x".join(map(str, s))
+)
+def test_half_batches_keep_out_of_the_guard_bands(mnk, config, dt, rng, sm90):
+    """out a view into padded matrices (rows and columns past each product's M x N, which must stay as they are;
+    the batch stride is not M * ldc): the 3-D map clips each product's stores; beta != 0 reads C the same way.
+    N = 1003 (columns off the 16-byte grid): edge column tiles take the direct stores."""
+    import cupy
+
+    from .test_half import _dtype, _err
+
+    M, N, K = mnk
+    nb = 3
+    a = rng.standard_normal((nb, M, K), dtype=cupy.float32).astype(_dtype(dt))
+    b = rng.standard_normal((nb, K, N), dtype=cupy.float32).astype(_dtype(dt))
+    pad = 8 + (-N) % 8  # rows of C on 16-byte boundaries
+    big = cupy.full((nb, M + 5, N + pad), 7.0, dtype=a.dtype)
+    out = big[:, :M, :N]
+    c0 = rng.standard_normal((nb, M, N), dtype=cupy.float32).astype(a.dtype)
+    out[...] = c0
+    cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=out, alpha=0.5, beta=-1.5)
+    ref = 0.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) - 1.5 * c0.astype(cupy.float64)
+    rounded = _err(ref.astype(cupy.float32).astype(a.dtype), ref)
+    assert _err(out, ref) <= 1.5 * rounded + 1e-7
+    assert bool((big[:, M:, :] == 7.0).all()), "rows past M were written"
+    assert bool((big[:, :, N:] == 7.0).all()), "columns past N were written"
+    out.fill(math.nan)
+    cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=out)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    assert _err(out, ref) <= 1.5 * _err(ref.astype(cupy.float32).astype(a.dtype), ref) + 1e-7
+    assert bool((big[:, M:, :] == 7.0).all()) and bool((big[:, :, N:] == 7.0).all())
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32"])
 def test_a_batch_times_one_matrix_runs_as_one_product(dt, rng):
     """(..., M, K) @ (K, N) with a's matrices stacked: one product of batch * M rows, through any rung that runs
-    2-D products (a named half rung too, which has no batched variant); a's matrices not stacked (every other
-    one): the batched path."""
+    2-D products; a's matrices not stacked (every other one): the batched path."""
     import cupy
 
     from cumm._matmul import decision
@@ -148,7 +245,9 @@ def test_a_batch_times_one_matrix_runs_as_one_product(dt, rng):
     out = cupy.full((3, 3, 129, 200), math.nan, dtype=a.dtype)
     got = cumm.matmul(s, b, kernel=kernel, out=out)
     assert got is out
-    assert decision(s.reshape(-1, 72), b, out.reshape(-1, 200), kernel=kernel).startswith(kernel)
+    assert decision(s, b, out, kernel=kernel).startswith(kernel)  # the batched call itself is cached
+    again = cumm.matmul(s, b, kernel=kernel)  # the cached call, allocating its batched result
+    assert again.shape == (3, 3, 129, 200) and bool((again == got).all())
     ref = s.astype(cupy.float64) @ b.astype(cupy.float64)
     bound = 1.5 * _err(_cublas(s, b), ref) + 1e-7 if half else TOL
     assert _err(got, ref) <= bound
@@ -157,12 +256,9 @@ def test_a_batch_times_one_matrix_runs_as_one_product(dt, rng):
     cumm.matmul(s, b, kernel=kernel, out=o32, alpha=0.5, beta=-1.0)
     assert _err(o32, 0.5 * ref - c0.astype(cupy.float64)) < TOL  # FP32 accumulation, written in FP32
     ref_a = a.astype(cupy.float64) @ b.astype(cupy.float64)
-    if half:  # not stacked: the half rungs have no batched variant; auto runs one product at a time
-        with pytest.raises(ValueError, match="does not run batched products"):
-            cumm.matmul(a, b, kernel=kernel)
-        assert _err(cumm.matmul(a, b), ref_a) <= 1.5 * _err(_cublas(a, b), ref_a) + 1e-7
-    else:
-        assert _err(cumm.matmul(a, b, kernel=kernel), ref_a) < TOL
+    # not stacked: the batched variant (wgmma_ws walks the batch's tiles; warptile's grid z)
+    bound_a = 1.5 * _err(_cublas(a, b), ref_a) + 1e-7 if half else TOL
+    assert _err(cumm.matmul(a, b, kernel=kernel), ref_a) <= bound_a
     torch = pytest.importorskip("torch")
     ts, tb = torch.from_dlpack(s), torch.from_dlpack(b)
     tc = cumm.matmul(ts, tb, kernel=kernel)

@@ -38,6 +38,9 @@
 //   stream-K, 60.6 against 68.4 us). Whole tiles only (SK = 0): with stream-K the producer spills under 40 registers.
 // - PP = 1 (experimental): ping-pong; each consumer warpgroup owns whole tiles and the two take turns on the
 //   mainloop, so one's epilogue overlaps the other's wgmma.
+// - Batched variant (CUMM_BATCHED): the tiles of every product of the batch form one run that the persistent
+//   blocks walk, so a batch of small products fills the GPU as one large product would (with a grid z over the
+//   batch, 132 multiprocessors split between 96 products left 36 idle). Whole tiles only (no stream-K).
 // Host: as 13 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
 // aligned A and B, lda, ldb % 8 == 0), and a third map for C (dims N x M, box 64 x 64, 128-byte swizzle, 16-bit;
 // used only with EPI = 1, VEC_C (C 16-byte aligned, ldc % 8 == 0) and 16-bit output, else any 64-byte-aligned
@@ -55,6 +58,7 @@
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
 #define CUMM_SK_FLAGS 4096  // stream-K flags at the workspace's start (the host gives stream-K at most this many blocks)
 #define CUMM_NC (128 * WGS)  // consumer threads
+#define CUMM_SK (SK > 0 && !CUMM_BATCHED)  // stream-K compiled in (a batch runs whole tiles)
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 #if CL == 2
@@ -62,9 +66,24 @@
 #else
 #define CUMM_CLUSTER
 #endif
+// Batched variant: 3-D maps (the batch is their third dimension; a broadcast operand is matrix 0 of a batch of
+// one), and the batch's tiles are one run that the persistent blocks walk: tile t is tile t % tiles of product
+// t / tiles. The batch count comes after common.cuh's batch strides (the spec's schedules_batch).
+#if CUMM_BATCHED
+#define CUMM_WS_ARGS CUMM_GEMM16_ARGS, const i64 bsa, const i64 bsb, const i64 bsc, const int batch
+#define CUMM_LOAD(dst, map, x, y, z, bar) cumm_tma_load_3d(dst, map, x, y, z, bar)
+#define CUMM_STORE(map, src, x, y, z)                                                                       \
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(   \
+                     reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(cumm_smem(src)) \
+                 : "memory")
+#else
+#define CUMM_WS_ARGS CUMM_GEMM16_ARGS
+#define CUMM_LOAD(dst, map, x, y, z, bar) cumm_tma_load(dst, map, x, y, bar)
+#define CUMM_STORE(map, src, x, y, z) cumm_tma_store_2d(map, src, x, y)
+#endif
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
-    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
+    CUMM_KERNEL(CUMM_WS_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
                 const __grid_constant__ CummTmap tmC, float* __restrict__ skw) {
     constexpr int MT = PP ? BM / 64 : BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     static_assert(MT * 64 * (PP ? 1 : WGS) == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
@@ -72,6 +91,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     static_assert(!CUMM_EPI_TMA || BN % 128 == 0, "EPI = 1 stores 128-column halves");
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
     static_assert(SK == 0 || (CL == 1 && PP == 0), "stream-K hands out k-ranges to single blocks in turn");
+    static_assert(!CUMM_BATCHED || CL == 1, "a batch's tiles are walked one at a time");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
@@ -83,7 +103,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     const int tid = threadIdx.x;
     // CL = 2: the schedule walks pairs of tile rows (a cluster's two tiles); rank r takes row 2 p + r. An odd
     // last row's partner tile lies past M: it loads zeros (and its B half for the partner) and stores nothing.
-    const int ntm = (M + BM * CL - 1) / (BM * CL), ntn = (N + BN - 1) / BN, tiles = ntm * ntn;
+    const int ntm = (M + BM * CL - 1) / (BM * CL), ntn = (N + BN - 1) / BN, per = ntm * ntn;
+#if CUMM_BATCHED
+    const int tiles = per * batch;
+#else
+    const int tiles = per;
+#endif
     const int KT = (K + 63) / 64;
     const int rank = CL == 1 ? 0 : (int)cumm_cluster_ctarank();
     const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
@@ -93,7 +118,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     // tiles % step tiles in P equal ranges [U p / P, U (p + 1) / P), one per block p < P. A range is no longer
     // than a tile (P >= those tiles): it holds the end of one tile and perhaps the start of the next, which
     // comes first.
-    const int dp = (SK && skw != nullptr) ? tiles - tiles % step : tiles;  // tiles handed out whole
+    const int dp = (CUMM_SK && skw != nullptr) ? tiles - tiles % step : tiles;  // tiles handed out whole
     const long long U = (long long)(tiles - dp) * KT;
     const int P = (int)min((long long)min(step, (tiles - dp) * (SK > 0 ? SK : 1)), U);
     const int whole = first < dp ? (dp - 1 - first) / step + 1 : 0;
@@ -103,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             return true;
         }
         j -= whole;
-        if (first >= P || j > 1) return false;
+        if (!CUMM_SK || first >= P || j > 1) return false;
         const long long s = U * first / P, e = U * (first + 1) / P, nb = (s / KT + 1) * KT;  // next tile's start
         if (e <= nb && j == 1) return false;
         const long long u0 = e <= nb ? s : (j == 0 ? nb : s), u1 = e <= nb ? e : (j == 0 ? e : nb);
@@ -137,8 +162,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             int it = 0;  // slabs issued by this block, over all its tiles
             int t, k0, k1;
             for (int j = 0; item(j, t, k0, k1); ++j) {
-                const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
+                const int2 tc = cumm_tile_coord(t % per, ntm, ntn, GM);
                 const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
+#if CUMM_BATCHED
+                const int za = bsa ? t / per : 0, zb = bsb ? t / per : 0;  // a broadcast operand: matrix 0
+#else
+                const int za = 0, zb = 0;
+#endif
                 for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     // every other whole tile walks K backwards (see the header): it starts on the slabs the
@@ -148,11 +178,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     cumm_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                     unsigned char* const st = sm + s * SB;
                     cumm_mbar_expect(&full[s], SB);  // A, and all of B: half from this block, half from the other
-                    cumm_tma_load(st, &tmA, kc * 64, bm0, &full[s]);
+                    CUMM_LOAD(st, &tmA, kc * 64, bm0, za, &full[s]);
 #pragma unroll
                     for (int j = 0; j < BN / 64; ++j) {
                         if (CL == 1)
-                            cumm_tma_load(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kc * 64, &full[s]);
+                            CUMM_LOAD(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kc * 64, zb, &full[s]);
                         else if (j % 2 == rank)
                             cumm_tma_load_2d_mc(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kc * 64, &full[s], 3);
                     }
@@ -194,20 +224,23 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             ++k;
         }
         if (PP) it = i * KT;
-        const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
+        const int2 tc = cumm_tile_coord(t % per, ntm, ntn, GM);
         const int bm0 = (tc.x * CL + rank) * BM, bn0 = tc.y * BN;
+        [[maybe_unused]] const int z = CUMM_BATCHED ? t / per : 0;  // the tile's product
         const int wrow = PP ? 0 : wg * MT * 64;  // this warpgroup's first row in the tile
 #if CUMM_EPI_TMA
-        // The TMA epilogue below takes interior tiles; a stream-K piece that does not end its tile stores nothing.
-        const bool ctma = bm0 + BM <= M && bn0 + BN <= N && !(SK && t >= dp && k1 < KT);
+        // The TMA epilogue below takes every tile whose columns end on a 16-byte boundary (the copy engine clips
+        // the box at rows M and columns N; for other N the edge column tiles take the direct stores); a stream-K
+        // piece that does not end its tile stores nothing.
+        const bool ctma = (N % 8 == 0 || bn0 + BN <= N) && !(CUMM_SK && t >= dp && k1 < KT);
         unsigned char* const cs = sm + STAGES * SB + wg * 64 * 128 * 2;  // this warpgroup's staging buffer
         // beta != 0: the epilogue reads C through the staging buffer in chunks of 64 rows x 128 columns; the
         // first is loaded now, so that it lands while the mainloop runs.
         if (ctma && beta != 0.0f && tid % 128 == 0) {
             cumm_tma_store_wait_read();  // the last tile's stores have read the buffer
             cumm_mbar_expect(&cbar[wg], 64 * 128 * 2);
-            cumm_tma_load(cs, &tmC, bn0, bm0 + wrow, &cbar[wg]);
-            cumm_tma_load(cs + 8192, &tmC, bn0 + 64, bm0 + wrow, &cbar[wg]);
+            CUMM_LOAD(cs, &tmC, bn0, bm0 + wrow, z, &cbar[wg]);
+            CUMM_LOAD(cs + 8192, &tmC, bn0 + 64, bm0 + wrow, z, &cbar[wg]);
         }
 #endif
         float d[MT][BN / 2];
@@ -236,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 #pragma unroll
         for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
 
-        if (SK && t >= dp) {  // a stream-K piece: partial sums go through the workspace
+        if (CUMM_SK && t >= dp) {  // a stream-K piece: partial sums go through the workspace
             // skw: a flag per block, then one BM x BN partial per block, each thread's accumulators as float4
             // columns (coalesced)
             const int ct = tid - 128;
@@ -276,9 +309,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         }
 
 #if CUMM_EPI_TMA
-        // Interior tiles only: edge tiles (past M or N) take the predicated direct stores below. With boxes that
-        // crossed column N, C's padding columns past N (ldc > N) were found written (perhaps the store engine
-        // clips at 16-byte granularity; not established).
+        // Edge tiles too, when N % 8 == 0: the box is clipped at row M and column N. Boxes that crossed a column
+        // N off the 16-byte grid were once found to write C's padding past N (ldc > N); those edge tiles take
+        // the predicated direct stores below (bf16 3000 x 5000 x 2000: +2 % with the edge tiles stored so).
         if (ctma) {
             // Through shared memory and the copy engine: each warpgroup writes its 64 rows, 128 columns at a time,
             // as two 64 x 64 boxes in the 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8): the 8 rows
@@ -315,8 +348,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                         if (wtid == 0 && m + half > 0) {
                             cumm_tma_store_wait_read();
                             cumm_mbar_expect(&cbar[wg], 64 * 128 * 2);
-                            cumm_tma_load(cs, &tmC, bn0 + half * 128, bm0 + wrow + m * 64, &cbar[wg]);
-                            cumm_tma_load(cs + 8192, &tmC, bn0 + half * 128 + 64, bm0 + wrow + m * 64, &cbar[wg]);
+                            CUMM_LOAD(cs, &tmC, bn0 + half * 128, bm0 + wrow + m * 64, z, &cbar[wg]);
+                            CUMM_LOAD(cs + 8192, &tmC, bn0 + half * 128 + 64, bm0 + wrow + m * 64, z, &cbar[wg]);
                         }
                         cumm_mbar_wait(&cbar[wg], cph++ & 1);
 #pragma unroll
@@ -334,8 +367,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
                     if (wtid == 0) {
                         const int row0 = bm0 + wrow + m * 64;
-                        cumm_tma_store_2d(&tmC, cs, bn0 + half * 128, row0);
-                        cumm_tma_store_2d(&tmC, cs + 8192, bn0 + half * 128 + 64, row0);
+                        CUMM_STORE(&tmC, cs, bn0 + half * 128, row0, z);
+                        CUMM_STORE(&tmC, cs + 8192, bn0 + half * 128 + 64, row0, z);
                         cumm_tma_store_commit();
                     }
                 }
@@ -349,6 +382,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                 const int row = bm0 + wrow + m * 64 + warp * 16 + g + 8 * h;
                 if (row >= M) continue;
                 cumm_out_t* crow = C + (i64)row * ldc;
+#if CUMM_BATCHED
+                crow += z * bsc;
+#endif
 #pragma unroll
                 for (int j = 0; j < BN / 8; ++j)
                     cumm_store_pair<VEC_C>(crow, bn0 + 8 * j + 2 * t4, N, d[m][4 * j + 2 * h], d[m][4 * j + 2 * h + 1],
