@@ -156,8 +156,8 @@ HALF_CONFIGS = [
     {},  # wgmma_ws's defaults (128 x 256 tiles, TMA-store epilogue)
     {"SK": 0, "BN": 128, "GM": 4},
     {"EPI": 0},  # direct stores
-    "one_warpgroup_64x64",
-    "one_warpgroup_128x128",
+    dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_64x64"]),
+    dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_128x128"]),
 ]
 
 
@@ -190,7 +190,7 @@ def test_half_batches_against_float64_and_cublas(shapes, config, dt, rng, sm90):
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
-@pytest.mark.parametrize("config", [{}, {"EPI": 0}, "one_warpgroup_128x128"], ids=str)
+@pytest.mark.parametrize("config", [{}, {"EPI": 0}, HALF_CONFIGS[-1]], ids=str)
 @pytest.mark.parametrize(
     "mnk", [(130, 1000, 200), (300, 264, 520), (64, 1003, 136)], ids=lambda s: "x".join(map(str, s))
 )
