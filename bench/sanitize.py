@@ -4,6 +4,8 @@
     compute-sanitizer --tool racecheck python3 bench/sanitize.py --shapes 127x131x137
     compute-sanitizer --tool racecheck python3 bench/sanitize.py --dtype bfloat16 --kernels wgmma_ws --beta 0.5
     compute-sanitizer --tool memcheck python3 bench/sanitize.py --dtype bfloat16 --kernels wgmma_ws --batch 3
+    compute-sanitizer --tool racecheck python3 bench/sanitize.py --dtype float16 --kernels wgmma_ws --batch 3 \
+        --config BM=128,BN=128,WGS=1,SK=0,NUM_THREADS=256
 
 CuPy's memory pool is switched off so each array is its own allocation and memcheck sees exact bounds.
 Both the 16-byte path (contiguous operands) and the scalar path (misaligned views) run, and split-K
@@ -34,6 +36,7 @@ def main() -> None:
     p.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     p.add_argument("--beta", type=float, default=0.0, help="half rungs: C starts as random normals, times beta")
     p.add_argument("--batch", type=int, default=0, help="half rungs: batches of this many products (0: 2-D)")
+    p.add_argument("--config", default=None, help="half rungs: overrides of the kernel's tiles, e.g. WGS=1,BN=128")
     a = p.parse_args()
     if a.dtype != "float32":
         return half(a)
@@ -72,6 +75,7 @@ def half(a) -> None:
 
     rng = cupy.random.default_rng(0)
     dt = _bench.np_dtype(a.dtype)
+    config = {k: int(v) for k, v in (kv.split("=") for kv in a.config.split(","))} if a.config else None
     worst = 0.0
     for shape in a.shapes.split(","):
         M, N, K = map(int, shape.split("x"))
@@ -89,7 +93,7 @@ def half(a) -> None:
                 else:
                     C = cupy.full((*nb, M, N), cupy.nan, dtype=cupy.float32).astype(dt)
                     ref = 0.0
-                cumm.matmul(A, B, kernel=kernel, out=C, beta=a.beta)
+                cumm.matmul(A, B, kernel=kernel, config=config, out=C, beta=a.beta)
                 ref = ref + A.astype(cupy.float32).astype(f64) @ B.astype(cupy.float32).astype(f64)
                 err = float(cupy.linalg.norm(C.astype(cupy.float32).astype(f64) - ref) / cupy.linalg.norm(ref))
                 print(f"{kernel:24s} {a.dtype} {shape:16s} {mode:8s} err {err:.2e}")

@@ -15,6 +15,8 @@
 Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32 tensor cores (8.0+:
 the same split on mma.sync), else the SIMT rung ``warptile``. A product that splits K takes the first of them that
 can (wgmma_tf32x3 runs unsplit); a batched product, the first that runs batches (wgmma_tf32x3 does: 3-D maps).
+A batch of fp16/bf16 products takes the entry tuned for one product as tall as the batch (``_half_batch``) when its
+rung runs batches, else the dtype's top rung (wgmma_ws, which walks the batch's tiles as one run).
 
 The split count (split-K, ``cumm/_splitk.py``) comes with the answer: the caller's ``split_k`` when given,
 a tuned entry's optional ``"split_k"`` field (else 1), otherwise ``split_count``: slices of K when the
