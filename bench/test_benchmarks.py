@@ -1,4 +1,5 @@
-"""pytest-benchmark suite: every kernel of the ladder, and cuBLAS (cupy.matmul, FP32) as the baseline.
+"""pytest-benchmark suite: every kernel of the ladder, and cuBLAS (cupy.matmul, FP32) as the baseline; bf16 rungs
+beside torch.matmul, and a batch of bf16 products (test_bf16_batched_gemm).
 
     pytest --benchmark-only [--cumm-sizes 512,1024] [--benchmark-json results.json]
 
@@ -130,3 +131,42 @@ def test_bf16_gemm(benchmark, kernel: str, size: int, workload):
     benchmark.group = f"bf16 {size}x{size}x{size}"
     benchmark.extra_info.update(kernel=kernel, M=size, N=size, K=size, rel_err=err, dtype="bfloat16")
     benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=1)
+
+
+BATCHED = (32, 512, 512, 128)  # (batch, M, N, K): attention-like products, one launch over the batch
+
+
+@pytest.mark.parametrize("kernel", [_bench.CUBLAS, "wgmma_ws", "auto"])
+def test_bf16_batched_gemm(benchmark, kernel: str):
+    """A batch of bfloat16 products in one call: wgmma_ws walks the batch's tiles as one run; cuBLAS's batched GEMM
+    (torch.matmul on the same (batch, M, K) @ (batch, K, N) memory) beside it."""
+    nb, M, N, K = BATCHED
+    try:
+        call = _bench.kernel_call(kernel, "bfloat16")
+    except _bench.BenchError as e:
+        pytest.skip(str(e))
+    rng = cupy.random.default_rng()
+    dt = _bench.np_dtype("bfloat16")
+    sets = [
+        (
+            rng.standard_normal((nb, M, K), dtype=cupy.float32).astype(dt),
+            rng.standard_normal((nb, K, N), dtype=cupy.float32).astype(dt),
+            cupy.empty((nb, M, N), dtype=dt),
+        )
+        for _ in range(4)  # 4 x 21 MB: past the L2
+    ]
+    ref, ref_norm = _bench.reference(*sets[0][:2])
+    err = _bench.verify(call, sets[0], ref, ref_norm)
+    tol = _bench.TOLERANCES["bfloat16"]
+    assert err < tol, f"{kernel} on {nb} x {M}x{N}x{K} (bf16): relative error {err:.2e} against float64; not timed"
+    nxt = itertools.cycle(sets).__next__
+
+    def fn():
+        call(*nxt())
+
+    iterations, rounds = _plan(fn)
+    benchmark.group = f"bf16 batched {nb} x {M}x{N}x{K}"
+    benchmark.extra_info.update(kernel=kernel, batch=nb, M=M, N=N, K=K, rel_err=err, dtype="bfloat16")
+    benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=1)
+    if benchmark.stats:
+        benchmark.extra_info.update(tflops=round(2 * nb * M * N * K / benchmark.stats.stats.median / 1e12, 3))

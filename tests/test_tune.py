@@ -485,6 +485,29 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     assert _auto.select(2048, 2048, 2048, 0, {"STAGES": 3}, dtype="bfloat16") == (top, {"STAGES": 3}, None)
 
 
+def test_a_half_batch_takes_the_entry_of_one_product_as_tall_as_the_batch(cache, fake_device):
+    """A batch of 32 products of 2048 x 128 x 2048 looks up 65536 x 128 x 2048 (wgmma_ws walks the batch's tiles as
+    one run); an entry of a rung without batches (the cluster split-K branch) is passed over for the top rung."""
+    from cumm._render import supports_batch, template_hash
+
+    top = _auto.top_for("bfloat16", CC)
+    assert supports_batch(get_spec(top)) and get_spec(top).schedules_batch
+    tall = get_spec(top).resolve(dict(BM=256, BN=128, STAGES=3, GM=4, SK=0), CC)
+    _store.save_entries([_store.make_entry(GPU, CC, top, "bfloat16", (65536, 128, 2048), tall, 0.08, 425.0)])
+    assert _auto.select(2048, 128, 2048, 0, batched=32, dtype="bfloat16") == (top, tall, 1)
+    assert _auto.named(top, 2048, 128, 2048, 0, 32, dtype="bfloat16") == tall
+    # a caller's configuration runs as given
+    assert _auto.select(2048, 128, 2048, 0, batched=32, config={"BN": 64}, dtype="bfloat16") == (top, {"BN": 64}, 1)
+    br = "wgmma_cluster_split_k"
+    bcfg = get_spec(br).resolve(dict(WGS=1, NUM_THREADS=256, STAGES=4), CC)
+    raced = {br: template_hash(get_spec(br)), top: template_hash(get_spec(top))}
+    win = _store.make_entry(GPU, CC, br, "bfloat16", (8192, 1024, 8192), bcfg, 0.2, 700.0)
+    _store.save_entries([dict(win, raced=raced)])
+    _auto.clear_cache()
+    kernel, cfg, splits = _auto.select(1024, 1024, 8192, 0, batched=8, dtype="bfloat16")
+    assert (kernel, splits) == (top, 1) and supports_batch(get_spec(kernel))
+
+
 def test_a_branch_win_serves_nearby_shapes_while_its_grid_fits_one_wave(cache, fake_device):
     """The cluster split-K branch's entry at 1024 x 1024 x 8192 (128 x 128 tiles, KS = 2: 128 blocks) serves
     1000 x 1000 x 8000; at 2048 x 2048 x 8192, the nearest bucket too, it would launch 512 blocks: the top rung's
