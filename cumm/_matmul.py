@@ -736,8 +736,6 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
-    if nb > 65535:
-        raise ValueError(f"a batch of {nb} products is more than CUDA's 65535 blocks in z: split the batch")
     a3, lda, bsa = _batch_operand(a, batch, "a")
     b3, ldb, bsb = _batch_operand(b, batch, "b")
     c3 = out.reshape(nb, M, N)
@@ -777,9 +775,15 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
     if not supports_batch(spec):  # that fallback (operands the copy engine cannot read) runs no batches
         return None
+    if nb > 65535 and not spec.schedules_batch:  # grid z over the batch
+        raise ValueError(
+            f"a batch of {nb} products is more than CUDA's 65535 blocks in z (kernel {kernel!r}): split the batch"
+        )
     if a3.dtype.itemsize != 4:
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     plan = get_plan(kernel, config, flags, dev)
+    if spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
+        raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")
     copied = not (_shares(a3, a) or bsa == 0 and a3.data.mem is a.data.mem) or not (
         _shares(b3, b) or bsb == 0 and b3.data.mem is b.data.mem
     )

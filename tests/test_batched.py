@@ -286,3 +286,21 @@ def test_empty_batch_and_zero_k(rng):
     assert cumm.matmul(a, b).shape == (0, 4, 6)
     z = cumm.matmul(cupy.ones((2, 3, 0), cupy.float32), cupy.ones((2, 0, 4), cupy.float32))
     assert z.shape == (2, 3, 4) and float(abs(z).max()) == 0.0
+
+
+def test_more_products_than_grid_z_takes(rng, sm90):
+    """wgmma_ws walks the batch's tiles itself: 70000 products (more than the 65535 blocks of grid z) in one launch;
+    a rung with grid z over the batch says to split it."""
+    import cupy
+
+    from .test_half import _err
+
+    a = rng.standard_normal((70000, 8, 8), dtype=cupy.float32)
+    b = rng.standard_normal((70000, 8, 8), dtype=cupy.float32)
+    with pytest.raises(ValueError, match=r"a batch of 70000 products is more than CUDA's 65535 blocks in z"):
+        cumm.matmul(a, b, kernel="warptile")
+    ah, bh = a.astype(cupy.float16), b.astype(cupy.float16)
+    out = cupy.full((70000, 8, 8), math.nan, dtype=cupy.float16)
+    cumm.matmul(ah, bh, kernel="wgmma_ws", out=out)
+    ref = ah.astype(cupy.float64) @ bh.astype(cupy.float64)
+    assert _err(out, ref) <= 1.5 * _err(ref.astype(cupy.float32).astype(cupy.float16), ref) + 1e-7
