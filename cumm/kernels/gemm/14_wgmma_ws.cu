@@ -48,7 +48,9 @@
 // tiles than that; CL = 2: 2 min(tile pairs, resident clusters
 // (cuOccupancyMaxActiveClusters)) blocks, cluster dims compiled in (__cluster_dims__). NUM_THREADS =
 // 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 32 (mbarriers), plus 16384 WGS
-// with EPI = 1.
+// with EPI = 1. Batched variant: the three maps get the batch as a third dimension (batch strides bsa, bsb, bsc;
+// a broadcast operand is a batch of one), the batch count follows bsc, the grid is min(batch x tiles,
+// multiprocessors) blocks and skw is null.
 // skw (last argument): with SK > 0 and a mostly empty last wave (the spec's workspace function decides), a
 // workspace of CUMM_SK_FLAGS int flags, zero at launch and left so, then blocks x BM x BN floats; else null. The
 // flags sit at a fixed place whatever the tile shape: one buffer serves every configuration on a stream, and a
@@ -311,7 +313,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 #if CUMM_EPI_TMA
         // Edge tiles too, when N % 8 == 0: the box is clipped at row M and column N. Boxes that crossed a column
         // N off the 16-byte grid were once found to write C's padding past N (ldc > N); those edge tiles take
-        // the predicated direct stores below (bf16 3000 x 5000 x 2000: +2 % with the edge tiles stored so).
+        // the predicated direct stores below (a lab variant measured +2 % at bf16 3000 x 5000 x 2000 with the
+        // edge tiles stored so; the shapes table moved within its spread).
         if (ctma) {
             // Through shared memory and the copy engine: each warpgroup writes its 64 rows, 128 columns at a time,
             // as two 64 x 64 boxes in the 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8): the 8 rows
