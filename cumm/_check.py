@@ -6,8 +6,10 @@ C itself is filled with NaN first, so an element the kernel never writes stays N
 is a write outside C. The result is compared with the float64 product of the same (rounded) inputs:
 relative Frobenius error below the dtype's tolerance. Shapes: 1 x 1 x 1, primes, a dimension one past a tile
 multiple (4097), K = 1, K = 7, M = 1, N = 1, operands that are unaligned strided views, alpha and beta, and a
-2048 cube. ``python -m cumm check --kernel-file my_kernel.py`` runs it from the shell (``--sanitize``: under
-compute-sanitizer's memcheck, which also sees writes that land beyond the guard bands).
+2048 cube; for a kernel that runs batched products, a batch of three and a batch whose a is one matrix for every
+product (each product with its own guard bands). ``python -m cumm check --kernel-file my_kernel.py`` runs it
+from the shell (``--sanitize``: under compute-sanitizer's memcheck, which also sees writes that land beyond the
+guard bands).
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ class Case:
     M: int
     N: int
     K: int
-    layout: str = "contiguous"  # or "view": A and B unaligned strided views, C with an odd leading dimension
+    layout: str = "contiguous"  # or "view": A and B unaligned strided views, C with an odd leading dimension;
+    # with a batch, "broadcast": a is one matrix for every product (read in place, batch stride 0)
     alpha: float = 1.0
     beta: float = 0.0
+    batch: int = 0  # > 0: a batch of this many products (kernels that run batches only)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -56,6 +60,8 @@ STANDARD_CASES: tuple[Case, ...] = (
     Case("unaligned views", 301, 203, 101, layout="view"),
     Case("alpha, beta", 127, 131, 137, alpha=-0.5, beta=2.0),
     Case("2048 cube", 2048, 2048, 2048),
+    Case("batch of 3", 131, 137, 72, batch=3, alpha=-0.5, beta=2.0),
+    Case("batch, a broadcast", 67, 264, 64, batch=4, layout="broadcast"),
 )
 LARGE = 2**28  # cases of at least this many multiply-adds are left out under the sanitizer (memcheck is slow)
 
@@ -115,10 +121,13 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def standard_cases(shapes: Iterable[Sequence[int]] | None = None, *, large: bool = True) -> list[Case]:
-    """The standard set, or contiguous cases of ``shapes`` (M, N, K); ``large=False`` drops big ones."""
+def standard_cases(
+    shapes: Iterable[Sequence[int]] | None = None, *, large: bool = True, batches: bool = True
+) -> list[Case]:
+    """The standard set, or contiguous cases of ``shapes`` (M, N, K); ``large=False`` drops big ones,
+    ``batches=False`` the batched ones."""
     if shapes is None:
-        cases = list(STANDARD_CASES)
+        cases = [c for c in STANDARD_CASES if batches or not c.batch]
     else:
         cases = []
         for s in shapes:
@@ -165,7 +174,9 @@ def check(
         spec.resolve(config)  # a bad configuration is reported before the GPU is touched
     if large is None:
         large = not os.environ.get(UNDER_SANITIZER)
-    cases = standard_cases(shapes, large=large)
+    from ._render import supports_batch
+
+    cases = standard_cases(shapes, large=large, batches=supports_batch(spec))
     reason = gpu_unavailable()
     if reason:
         raise RuntimeError(
@@ -218,21 +229,28 @@ def _operands(case: Case, dtype, rng):
     def normal(rows, cols):
         return rng.standard_normal((rows, cols), dtype=cupy.float32).astype(dtype)  # (float32 -> half: rounded)
 
+    if case.batch:
+        nb = case.batch
+        na = 1 if case.layout == "broadcast" else nb
+        a = rng.standard_normal((na, M, K), dtype=cupy.float32).astype(dtype)
+        return a, rng.standard_normal((nb, K, N), dtype=cupy.float32).astype(dtype)
     if case.layout == "view":
         return normal(M + 1, K + 3)[1:, 1 : K + 1], normal(K + 2, N + 5)[1:-1, 3 : N + 3]
     return normal(M, K), normal(K, N)
 
 
-def _guarded_out(M: int, N: int, dtype, odd: bool):
+def _guarded_out(M: int, N: int, dtype, odd: bool, batch: int = 0):
     """(buffer, C): C an M x N view of the buffer, GUARD_ROWS rows of sentinels above and below, GUARD_COLS
     columns left and at least GUARD_COLS right (a leading dimension that keeps rows 16-byte aligned, or
-    ``odd``: one that does not)."""
+    ``odd``: one that does not); with ``batch``, that many such matrices one after another (C a batch x M x N
+    view)."""
     import cupy
 
     right = GUARD_COLS + (-(GUARD_COLS + N + GUARD_COLS) % 4) + (1 if odd else 0)
-    buf = cupy.full((GUARD_ROWS + M + GUARD_ROWS, GUARD_COLS + N + right), SENTINEL, dtype=cupy.float32)
+    lead = (batch,) if batch else ()
+    buf = cupy.full((*lead, GUARD_ROWS + M + GUARD_ROWS, GUARD_COLS + N + right), SENTINEL, dtype=cupy.float32)
     buf = buf.astype(dtype)
-    return buf, buf[GUARD_ROWS : GUARD_ROWS + M, GUARD_COLS : GUARD_COLS + N]
+    return buf, buf[..., GUARD_ROWS : GUARD_ROWS + M, GUARD_COLS : GUARD_COLS + N]
 
 
 def _bits(x):
@@ -249,16 +267,16 @@ def _f64(x):
 
 
 def _guard_problems(buf, M: int, N: int, sentinel) -> list[str]:
-    """Where sentinels changed: above, below, left or right of C."""
+    """Where sentinels changed: above, below, left or right of C (of each product's C in a batch)."""
     import cupy
 
     changed = _bits(buf) != _bits(sentinel)  # bit patterns: a NaN written there counts
     r0, r1, c0, c1 = GUARD_ROWS, GUARD_ROWS + M, GUARD_COLS, GUARD_COLS + N
     regions = (
-        ("above C (rows before row 0)", changed[:r0]),
-        ("below C (rows past row M - 1)", changed[r1:]),
-        ("left of C (columns before column 0)", changed[r0:r1, :c0]),
-        ("right of C (columns past column N - 1, inside the leading dimension)", changed[r0:r1, c1:]),
+        ("above C (rows before row 0)", changed[..., :r0, :]),
+        ("below C (rows past row M - 1)", changed[..., r1:, :]),
+        ("left of C (columns before column 0)", changed[..., r0:r1, :c0]),
+        ("right of C (columns past column N - 1, inside the leading dimension)", changed[..., r0:r1, c1:]),
     )
     out = []
     for where, mask in regions:
@@ -285,12 +303,12 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow
     try:
         dtype = _dtype(dtype_name)
         a, b = _operands(case, dtype, rng)
-        buf, c = _guarded_out(M, N, dtype, odd=case.layout == "view")
-        sentinel = buf[0, 0].copy()
+        buf, c = _guarded_out(M, N, dtype, odd=case.layout == "view", batch=case.batch)
+        sentinel = buf[(0,) * buf.ndim].copy()
         ref = _f64(a) @ _f64(b)
         ref *= case.alpha
         if case.beta != 0.0:
-            c[...] = rng.standard_normal((M, N), dtype=cupy.float32).astype(dtype)
+            c[...] = rng.standard_normal(c.shape, dtype=cupy.float32).astype(dtype)
             ref += case.beta * _f64(c)
         else:
             _bits(c)[...] = _bits(cupy.full((1, 1), math.nan, dtype=cupy.float32).astype(dtype))  # NaN everywhere
@@ -304,13 +322,15 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow
         decision = getattr(_matmul, "decision", None)  # what the call ran ("" when not known)
         row.ran = decision(a, b, c, kernel=kernel) if decision is not None else ""
     problems = _guard_problems(buf, M, N, sentinel)
-    c64 = _f64(c)
+    c64, ref = _f64(c).reshape(-1, N), ref.reshape(-1, N)  # a batch as its products' rows one after another
+    of = f" (rows of the {case.batch} products one after another, {M} each)" if case.batch else ""
     bad = ~cupy.isfinite(c64)
     nbad = int(cupy.count_nonzero(bad))
     if nbad:
         rows_, cols_ = cupy.nonzero(bad)
         problems.append(
-            f"{nbad} of {M * N} elements NaN or Inf (never written?) in rows {_span(rows_)}, columns {_span(cols_)}"
+            f"{nbad} of {c64.size} elements NaN or Inf (never written?) in rows {_span(rows_)}, columns "
+            f"{_span(cols_)}{of}"
         )
     else:
         den = float(cupy.linalg.norm(ref))
@@ -326,7 +346,7 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow
             where = ""
             if nw:
                 rr, cc = cupy.nonzero(wrong)
-                where = f"; {nw} element(s) far off in rows {_span(rr)}, columns {_span(cc)}"
+                where = f"; {nw} element(s) far off in rows {_span(rr)}, columns {_span(cc)}{of}"
             problems.append(
                 f"relative error {row.rel_err:.2e} >= {tol:.0e} (largest at row {wm}, column {wn}: "
                 f"{float(c64[wm, wn]):.6g} instead of {float(ref[wm, wn]):.6g}){where}"

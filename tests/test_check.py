@@ -64,6 +64,9 @@ def test_standard_cases():
     assert any(c.K == 1 for c in cases) and any(c.K == 7 for c in cases)
     assert any(c.M == 1 for c in cases) and any(c.N == 1 for c in cases)
     assert any(c.layout == "view" for c in cases) and any(c.beta != 0 for c in cases)
+    batched = [c for c in cases if c.batch]
+    assert batched and any(c.layout == "broadcast" for c in batched) and any(c.beta != 0 for c in batched)
+    assert not any(c.batch for c in _check.standard_cases(batches=False))
     small = _check.standard_cases(large=False)
     assert (2048, 2048, 2048) not in {c.shape for c in small} and (4097, 33, 65) in {c.shape for c in small}
     assert [c.shape for c in _check.standard_cases([(5, 6, 7), [8, 9, 10]])] == [(5, 6, 7), (8, 9, 10)]
@@ -172,6 +175,11 @@ def test_guard_bands_layout():
     buf[-1, 0] = 2.0
     problems = _check._guard_problems(buf, 5, 7, sentinel)
     assert any("below C" in p for p in problems) and any("right of C" in p for p in problems)
+    buf3, c3 = _check._guarded_out(5, 7, cupy.dtype("float16"), odd=False, batch=3)  # a guarded matrix a product
+    assert c3.shape == (3, 5, 7) and buf3.shape[0] == 3 and c3.strides[0] == buf3.strides[0]
+    assert _check._guard_problems(buf3, 5, 7, buf3[0, 0, 0].copy()) == []
+    buf3[2, 0, _check.GUARD_COLS] = 0.0  # above product 2's C
+    assert any("above C" in p for p in _check._guard_problems(buf3, 5, 7, buf3[0, 0, 0].copy()))
 
 
 @pytest.mark.gpu
@@ -180,6 +188,16 @@ def test_a_rung_passes():
     assert report.ok, str(report)
     assert len(report.rows) == len(_check.STANDARD_CASES)
     assert all(r.rel_err is not None and r.rel_err < 1e-5 for r in report.rows)
+
+
+@pytest.mark.gpu
+def test_batched_cases_run_where_the_kernel_runs_batches(sm90):
+    """wgmma_ws runs batches (its own schedule over the batch's tiles): the batched cases run and pass; mma does
+    not: its report has no batched case."""
+    report = cumm.check("wgmma_ws", dtypes=["bfloat16"], large=False)
+    assert report.ok, str(report)
+    assert {"batch of 3", "batch, a broadcast"} <= {r.case for r in report.rows}
+    assert not any(r.case.startswith("batch") for r in cumm.check("mma", dtypes=["float16"], large=False).rows)
 
 
 @pytest.mark.gpu
