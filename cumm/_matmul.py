@@ -580,7 +580,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
                 a2, o2, batch, folded = af, of, (), True
         if batch:
             got = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
-            if got is None:  # a rung without batches (auto's choice, or a fallback): one product at a time
+            if got is None:  # auto chose a rung without batches: one product at a time
                 _each(a2, b2, o2, batch, kernel, config, alpha, beta)
                 return result
             call, ops = got
@@ -702,6 +702,22 @@ def _batch_operand(x, batch: tuple[int, ...], name: str):
     return x3, max(s1 // item, cols, 1), s0 // item
 
 
+def _fallback_batches(spec) -> bool:
+    """Whether ``spec``'s fallback rung (for operands its copy engine cannot read) runs batched products."""
+    return spec.fallback is not None and supports_batch(get_spec(spec.fallback))
+
+
+def _rows_on_16_bytes(x3, bs: int):
+    """A copy of the batch ``x3`` (count, rows, cols) whose rows and matrices start on 16 bytes: (view of the copy,
+    its leading dimension, its batch stride: 0 for a matrix broadcast over the batch, as ``bs`` was)."""
+    n, rows, cols = x3.shape
+    per = 16 // x3.dtype.itemsize
+    ld = max(per, -(-cols // per) * per)
+    buf = cupy.empty((n, rows, ld), dtype=x3.dtype)  # (the padding columns are never read: the maps end at cols)
+    buf[..., :cols] = x3
+    return buf[..., :cols], ld, 0 if bs == 0 else rows * ld
+
+
 def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: int = 0):
     """(kernel, configuration or None, split_k) for a product of ``dtype``: auto's choice, or the named rung
     (which must take that dtype) with its tuned or small tiles when no configuration is given."""
@@ -731,8 +747,9 @@ def _readable(kernel, spec, config, flags, dims, dev: int, dtype: str, count: in
 def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple] | None:
     """A batched product: one launch of a batched variant (grid z over the batch, or one run of the batch's tiles
     for a kernel that schedules them); no split-K, repacking, staging or edge strips (each product is one tile
-    grid). None when kernel="auto" chose a rung without batched variants, or the operands need a fallback rung
-    without them (half operands the copy engine cannot read): the caller runs the products one at a time."""
+    grid). Operands a copy-engine rung cannot read go to its fallback rung, or, when that runs no batches (the half
+    rungs), are copied into rows on 16 bytes. None when kernel="auto" chose a rung without batched variants: the
+    caller runs the products one at a time."""
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
@@ -772,9 +789,15 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         return int(x3.data.ptr % 16 == 0 and ld * item % 16 == 0 and bs * item % 16 == 0)
 
     flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
+    if spec.tensor_maps is not None and not (flags[0] and flags[1]) and not _fallback_batches(spec):
+        # the copy engine cannot read them and the fallback rung runs no batches (one launch a product): copy the
+        # operands into rows on 16 bytes instead, one pass each, and run the batch in one launch
+        if not flags[0]:
+            a3, lda, bsa = _rows_on_16_bytes(a3, bsa)
+        if not flags[1]:
+            b3, ldb, bsb = _rows_on_16_bytes(b3, bsb)
+        flags = (1, 1, flags[2], 1)
     kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
-    if not supports_batch(spec):  # that fallback (operands the copy engine cannot read) runs no batches
-        return None
     if nb > 65535 and not spec.schedules_batch:  # grid z over the batch
         raise ValueError(
             f"a batch of {nb} products is more than CUDA's 65535 blocks in z (kernel {kernel!r}): split the batch"

@@ -138,7 +138,7 @@ def test_half_batches_under_auto(dt, rng, sm90):
 # than multiprocessors, a product smaller than one tile
 HALF_CASES = [
     ((1, 1, 8), (1, 8, 8)),  # a batch of one
-    ((3, 1, 1), (3, 1, 1)),  # 1 x 1 x 1 products (K = 1: the operands' rows are 2 bytes: the fallback runs)
+    ((3, 1, 1), (3, 1, 1)),  # 1 x 1 x 1 products (rows of 2 bytes: copied into rows on 16 bytes first)
     ((5, 127, 136), (5, 136, 144)),  # prime M
     ((3, 131, 264), (3, 264, 1000)),
     ((2, 4097, 72), (2, 72, 64)),
@@ -149,7 +149,7 @@ HALF_CASES = [
     ((2, 3, 70, 64), (3, 64, 96)),  # 4-D, b broadcast over the first axis
     ((96, 64, 128), (96, 128, 256)),  # 96 products of one tile: one run of 96 tiles
     ((200, 24, 16), (200, 16, 8)),  # more products than multiprocessors
-    ((7, 129, 7), (7, 7, 200)),  # K = 7 (rows of 14 bytes: the fallback runs, one product at a time)
+    ((7, 129, 7), (7, 7, 200)),  # K = 7 (rows of 14 bytes: copied into rows on 16 bytes first)
 ]
 HALF_CONFIGS = [
     None,  # auto
@@ -304,3 +304,32 @@ def test_more_products_than_grid_z_takes(rng, sm90):
     cumm.matmul(ah, bh, kernel="wgmma_ws", out=out)
     ref = ah.astype(cupy.float64) @ bh.astype(cupy.float64)
     assert _err(out, ref) <= 1.5 * _err(ref.astype(cupy.float32).astype(cupy.float16), ref) + 1e-7
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_batches_the_copy_engine_cannot_read(dt, rng, sm90):
+    """Views one element past 16 bytes, a broadcast a with an odd row length, out with an odd leading dimension:
+    the operands are copied into rows on 16 bytes and the batch still runs (named and auto), alpha and beta."""
+    import cupy
+
+    from .test_half import _cublas, _dtype, _err
+
+    h = _dtype(dt)
+    a = rng.standard_normal((5, 67, 131), dtype=cupy.float32).astype(h)[..., 1:]  # 5 x 67 x 130, pointer + 2 B
+    b = rng.standard_normal((5, 130, 201), dtype=cupy.float32).astype(h)[..., 1:]  # 5 x 130 x 200
+    a1 = rng.standard_normal((1, 67, 131), dtype=cupy.float32).astype(h)[..., :130]  # rows of 262 bytes
+    big = cupy.full((5, 70, 203), 7.0, dtype=h)
+    out = big[:, 1:68, 1:201]  # ldc 203, pointer + 2 B: direct stores
+    for x in (a, a1):
+        ref = x.astype(cupy.float64) @ b.astype(cupy.float64)
+        for kernel in ("wgmma_ws", "auto"):
+            out[...] = math.nan
+            cumm.matmul(x, b, kernel=kernel, out=out)
+            assert _err(out, ref) <= 1.5 * _err(_cublas(x, b), ref) + 1e-7, (kernel, x.shape)
+    c0 = rng.standard_normal((5, 67, 200), dtype=cupy.float32).astype(h)
+    out[...] = c0
+    cumm.matmul(a, b, kernel="wgmma_ws", out=out, alpha=0.5, beta=-1.5)
+    ref = 0.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) - 1.5 * c0.astype(cupy.float64)
+    assert _err(out, ref) <= 1.5 * _err(ref.astype(cupy.float32).astype(h), ref) + 1e-7
+    assert bool((big[:, 0] == 7.0).all() and (big[:, 68:] == 7.0).all()), "rows outside out were written"
+    assert bool((big[:, :, 0] == 7.0).all() and (big[:, :, 201:] == 7.0).all()), "columns outside out were written"
