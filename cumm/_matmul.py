@@ -581,7 +581,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         if batch:
             got = _decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
             if got is None:  # auto chose a rung without batches: one product at a time
-                _each(a2, b2, o2, batch, kernel, config, alpha, beta)
+                _each(a2, b2, o2, batch, config, alpha, beta)
                 return result
             call, ops = got
         else:
@@ -611,18 +611,18 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
 
 
 def _batch_rungs(dtype: str) -> list[str]:
-    """The rungs that run batched products of ``dtype`` in one launch (their templates start with CUMM_BATCH()
-    or CUMM_SPLIT_K)."""
+    """The rungs that run batched products of ``dtype`` in one launch (``supports_batch``)."""
     return [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dtype in REGISTRY[n].dtypes]
 
 
-def _each(a, b, out, batch, kernel, config, alpha, beta) -> None:
-    """A batched product as one matmul (and launch) per product of the batch, its operands broadcast."""
+def _each(a, b, out, batch, config, alpha, beta) -> None:
+    """A batched product as one matmul (and launch) per product of the batch under kernel="auto", its operands
+    broadcast."""
     na, nb = a.ndim - 2, b.ndim - 2
     for idx in np.ndindex(*batch):
         ia = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - na :], a.shape[:na], strict=True))
         ib = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - nb :], b.shape[:nb], strict=True))
-        matmul(a[ia], b[ib], kernel=kernel, config=config, out=out[idx], alpha=alpha, beta=beta)
+        matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta)
 
 
 def stacks(shape: Sequence[int], strides: Sequence[int]) -> bool:
@@ -776,7 +776,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         able = _batch_rungs(dt)
         raise ValueError(
             f"kernel {kernel!r} does not run batched products (its template does not start with "
-            f"CUMM_BATCH() or CUMM_SPLIT_K); "
+            f"CUMM_BATCH() or CUMM_SPLIT_K, and its spec does not schedule batches); "
             + (
                 f"the rungs that do: {able}"
                 if able
