@@ -51,8 +51,12 @@ def as_cupy(x, name: str) -> cupy.ndarray:
         return x
     if isinstance(x, cupy.ndarray):
         return x
-    if kind(x) == TORCH and not getattr(x, "is_cuda", True):
-        raise TypeError(f"{name} must be a GPU array, got a torch tensor on the {x.device}: pass {name}.cuda()")
+    if kind(x) == TORCH:
+        if not getattr(x, "is_cuda", True):
+            raise TypeError(f"{name} must be a GPU array, got a torch tensor on the {x.device}: pass {name}.cuda()")
+        view = _torch_view(x)
+        if view is not None:
+            return view
     if hasattr(x, "__cuda_array_interface__"):
         try:
             # The interface names no device, and cupy files the memory under the current one: view it under the
@@ -77,6 +81,31 @@ def as_cupy(x, name: str) -> cupy.ndarray:
         + (" (host data)" if host else "")
         + f"; move host data to the GPU first with cupy.asarray({name})"
     )
+
+
+_TORCH_TO_NUMPY: dict = {}  # torch dtype -> numpy dtype, for the ones matmul takes (filled on first use)
+
+
+def _torch_view(x) -> cupy.ndarray | None:
+    """A cupy view of torch CUDA tensor ``x`` built from its pointer, shape and strides: what cupy.asarray makes of
+    its ``__cuda_array_interface__``, without the interface (torch builds that dict in Python, and cupy reads it
+    several times: about 30 us a tensor, which a call on transposed operands paid three times). None for a dtype
+    matmul does not take or an empty tensor: the interface then speaks (and its errors name the problem)."""
+    if not _TORCH_TO_NUMPY:
+        import torch
+
+        _TORCH_TO_NUMPY.update({torch.float32: np.dtype(np.float32), torch.float16: np.dtype(np.float16)})
+        with contextlib.suppress(TypeError):  # without ml_dtypes: bfloat16 tensors take the interface
+            _TORCH_TO_NUMPY[torch.bfloat16] = bfloat16()
+    dt = _TORCH_TO_NUMPY.get(x.dtype)
+    if dt is None or x.numel() == 0:
+        return None
+    item = dt.itemsize
+    shape, strides = tuple(x.shape), tuple(s * item for s in x.stride())
+    nbytes = sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) + item
+    dev = x.get_device()
+    mem = cupy.cuda.UnownedMemory(x.data_ptr(), nbytes, x, dev)
+    return cupy.ndarray(shape, dt, cupy.cuda.MemoryPointer(mem, 0), strides)
 
 
 _raw_stream: list = []  # torch's fastest way to its current stream's handle, found once

@@ -284,6 +284,7 @@ AUX_KERNELS: dict[str, tuple[str, ...]] = {
     "auxiliary/splitk_reduce.cu": ("cumm_splitk_reduce",),
     "auxiliary/edge_strip.cu": ("cumm_edge_rows", "cumm_edge_cols"),
     "auxiliary/repack.cu": ("cumm_repack", "cumm_unpack"),
+    "auxiliary/transpose.cu": ("cumm_transpose_b16", "cumm_transpose_b32"),
 }
 
 

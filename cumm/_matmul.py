@@ -429,9 +429,9 @@ def matmul(
             return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
         if call is None:
             return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
-        if out is not None and (not call.fast or _overlaps(pa, pb, do.ptr, call.spans)):
+        if out is not None and _overlaps(pa, pb, do.ptr, call.spans):
             return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)  # its checks, its message
-        if not call.fast:  # several launches (split-K, padded copies, strips): decided, run on cupy views
+        if not call.fast:  # copies, split-K or strips around the kernel: decided, run on cupy views
             with cupy.cuda.Device(call.dev):
                 out = _ND(call.out_shape, call.dtype)
             return _run_decided(call, a, b, out, alpha, beta, cupy.cuda.get_current_stream().ptr)
@@ -587,9 +587,8 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         else:
             call, ops = _decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind)
         call.out_shape = shape
-        if call.fast:
-            call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the fast path sees
-        if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or call.direct or folded)):
+        call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the cached paths test for overlap
+        if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
             _calls[key] = call
@@ -602,11 +601,11 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
                 call.plan.launch(
                     M, N, K, alpha, ops[0], call.lda, ops[1], call.ldb, beta, ops[2], call.ldc, batch=call.batch
                 )
-        elif call.direct:  # one launch on the row-major copies
+        elif call.direct:  # one launch on the row-major operands _decide made (copies or views)
             with cupy.cuda.Device(dev):
                 call.launch(ops[0].data.ptr, ops[1].data.ptr, ops[2].data.ptr, alpha, beta, sptr)
-        else:
-            _run(call, a2, b2, o2, alpha, beta)
+        else:  # on the row-major operands _decide made: its copies are not made twice
+            _run(call, *ops, alpha, beta)
     return result
 
 
@@ -697,6 +696,9 @@ def _batch_operand(x, batch: tuple[int, ...], name: str):
     if not (
         (s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols and s0 >= 0 and s0 % item == 0
     ):
+        if _repack.column_major(x3) is not None:  # a batch of transposed views: a tiled copy, rows on 16 bytes
+            x3, ld = _repack.transposed_copy(x3)
+            return x3, ld, rows * ld
         x3 = cupy.ascontiguousarray(x3)
         s0, s1 = x3.strides[:2]
     return x3, max(s1 // item, cols, 1), s0 // item
@@ -899,13 +901,17 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
 
 
 def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
-    """A call that is more than one launch (repacked operands, split-K, a staged output, edge strips), on cupy
-    views of its arrays, on the current stream."""
+    """A call that is not one launch on the caller's arrays (copied or repacked operands, split-K, a staged output,
+    edge strips), on cupy views of its arrays, on the current stream."""
     d = call.decisions
     M, N, K = call.M, call.N, call.K
     a, lda = row_major(a, "a", copy_ok=True)
     b, ldb = row_major(b, "b", copy_ok=True)
     c, ldc = row_major(c, "out", copy_ok=False)
+    if call.direct:  # a copy-engine or half rung: one launch on the row-major copies (its maps made per pointer)
+        with cupy.cuda.Device(call.dev):
+            call.launch(a.data.ptr, b.data.ptr, c.data.ptr, alpha, beta, cupy.cuda.get_current_stream().ptr)
+        return
     plan = call.plan
     try:
         if d["repack_a"]:

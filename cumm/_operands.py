@@ -11,6 +11,8 @@ import numbers
 import cupy
 import numpy as np
 
+from . import _repack
+
 # The dtypes matmul takes: float32, and float16 / bfloat16 (CuPy's bfloat16 comes from ml_dtypes) for the rungs
 # that declare them (KernelSpec.dtypes; cumm.kernels(dtype=...) lists them).
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
@@ -73,6 +75,8 @@ def row_major(x, name: str, copy_ok: bool):
             f"{name} must be C-contiguous (or row-major with unit column stride); got strides {x.strides} "
             f"for shape {x.shape}: pass cupy.ascontiguousarray({name}) and copy back"
         )
+    if _repack.column_major(x) is not None:  # a transposed view (w.T): a tiled copy, not CuPy's strided one
+        return _repack.transposed_copy(x)
     return cupy.ascontiguousarray(x), max(cols, 1)
 
 

@@ -261,7 +261,7 @@ def test_missing_ptxas_report_recompiles_a_fresh_source(monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Auxiliary kernels (split-K reduction, edge strips, repacking): compile offline, no spills
+# Auxiliary kernels (split-K reduction, edge strips, repacking, transposing copies): compile offline, no spills
 # ----------------------------------------------------------------------------------------------------------
 
 
@@ -271,10 +271,14 @@ def test_aux_kernel_table_matches_the_modules():
     assert _compile.AUX_KERNELS[_splitk.REDUCE_TEMPLATE] == (_splitk.REDUCE_NAME,)
     assert _compile.AUX_KERNELS[_edges.TEMPLATE] == _edges.NAMES
     assert _compile.AUX_KERNELS[_repack.COPY_TEMPLATE] == (_repack.COPY_NAME, _repack.UNPACK_NAME)
+    assert _compile.AUX_KERNELS[_repack.TRANSPOSE_TEMPLATE] == tuple(_repack.TRANSPOSE_NAMES.values())
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("template", ["auxiliary/splitk_reduce.cu", "auxiliary/edge_strip.cu", "auxiliary/repack.cu"])
+@pytest.mark.parametrize(
+    "template",
+    ["auxiliary/splitk_reduce.cu", "auxiliary/edge_strip.cu", "auxiliary/repack.cu", "auxiliary/transpose.cu"],
+)
 def test_aux_kernels_compile_offline_without_spills(template, arch):
     import re
 

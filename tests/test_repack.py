@@ -250,10 +250,16 @@ def test_disabled_and_default_threshold_do_not_repack(rng, forced, monkeypatch):
 
     a = rng.standard_normal((M, K), dtype=cupy.float32)
     b = rng.standard_normal((K, N), dtype=cupy.float32)
+    from cumm import _matmul
+
+    # the switch is read once, at import: calls cached before it flips (here, by the tests above) keep their
+    # decisions, so each setting starts with no cached calls
     monkeypatch.setattr(_repack, "ENABLED", False)
+    monkeypatch.setattr(_matmul, "_calls", {})
     _check("warptile", a, b, forced, [])
     monkeypatch.setattr(_repack, "ENABLED", True)
     monkeypatch.setattr(_repack, "MAX_COPY_FRACTION", 0.03)
+    monkeypatch.setattr(_matmul, "_calls", {})
     _check("warptile", a, b, forced, [])  # 1031 x 1029 x 1027 is below the default threshold
     _check("smem", a, b, forced, [])  # no vector loads: never repacked
 
@@ -362,3 +368,123 @@ def test_output_not_staged_when_aligned_small_or_out_of_memory(rng, monkeypatch)
     assert calls == [(64, 63)]  # tried, fell back to the scalar stores
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64) + c0.astype(cupy.float64)
     assert rel_err(out, ref) < TOL
+
+
+# --------------------------------------------------------------------------------------------------
+# Transposed operands: the tiled copy (kernels/auxiliary/transpose.cu)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_column_major_views_are_recognized():
+    import numpy as np
+
+    w = np.zeros((6, 10), dtype=np.float32)
+    assert _repack.column_major(w.T) == 10
+    assert _repack.column_major(w.T[1:, 2:]) == 10  # a view into it keeps the column stride
+    assert _repack.column_major(np.zeros((3, 6, 10), np.float16).swapaxes(-1, -2)) == 10
+    assert _repack.column_major(w) is None  # row-major already
+    assert _repack.column_major(w.T[::-1]) is None  # negative strides: CuPy's copy
+    assert _repack.column_major(w[:, :1].T) is None  # one row: row-major too
+    assert _repack.column_major(np.zeros((6, 10), np.float64).T) is None  # no kernel for 8-byte elements
+    assert _repack.column_major(w.T[::2]) is None  # rows 2 elements apart: not a unit row stride
+    assert _repack.column_major(w[::2].T) == 20  # every other row of w: columns 20 apart
+
+
+def _transposed_shapes():
+    return [(2, 2), (67, 131), (131, 67), (4097, 130), (130, 4097)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", _transposed_shapes())
+def test_transposed_copy_is_the_row_major_matrix(dtype, shape, rng):
+    import cupy
+
+    from cumm._bench import np_dtype
+
+    rows, cols = shape
+    w = rng.standard_normal((cols + 3, rows + 1), dtype=cupy.float32).astype(np_dtype(dtype))[1 : cols + 1, :rows]
+    x = w.T  # rows x cols, column-major, pointer off the allocation's start
+    y, ld = _repack.transposed_copy(x)
+    assert y.shape == x.shape and y.strides == (ld * y.dtype.itemsize, y.dtype.itemsize)
+    assert ld % (16 // y.dtype.itemsize) == 0 and ld >= cols and y.data.ptr % 16 == 0
+    assert (
+        y.view(cupy.uint16 if y.dtype.itemsize == 2 else cupy.uint32)
+        == cupy.ascontiguousarray(x).view(cupy.uint16 if y.dtype.itemsize == 2 else cupy.uint32)
+    ).all()
+    base = y.base if y.base is not None else y
+    pad = cupy.asarray(base).reshape(-1)[: rows * ld].reshape(rows, ld)[:, cols:]
+    assert not pad.astype(cupy.float32).any(), "the padding columns are zero-filled"
+
+
+@pytest.mark.gpu
+def test_transposed_copy_of_a_batch(rng):
+    import cupy
+
+    w = rng.standard_normal((5, 70, 33), dtype=cupy.float32).astype(cupy.float16)
+    x = cupy.swapaxes(w, -1, -2)[1:4]  # 3 matrices of 33 x 70, column-major
+    y, ld = _repack.transposed_copy(x)
+    assert y.shape == (3, 33, 70) and ld == 72
+    assert (y == cupy.ascontiguousarray(x)).all()
+
+
+def _spy_transposes(monkeypatch):
+    seen = []
+    real = _repack.transposed_copy
+
+    def spy(x):
+        seen.append(x.shape)
+        return real(x)
+
+    monkeypatch.setattr(_repack, "transposed_copy", spy)
+    return seen
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("kernel", ["auto", "named"])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (127, 131, 137), (67, 200, 7), (300, 4097, 64), (2048, 1024, 512)])
+def test_products_of_transposed_views(dtype, kernel, shape, rng, monkeypatch):
+    """x @ w.T and x.T @ w, as linear layers pass them: the same product as of row-major copies, through the
+    tiled copy (not CuPy's strided one) whenever the view is column-major."""
+    import cupy
+
+    from cumm._bench import TOLERANCES, np_dtype
+
+    M, N, K = shape
+    name = kernel if kernel == "auto" else ("wgmma_ws" if dtype != "float32" else "warptile")
+    if name == "wgmma_ws" and cupy.cuda.Device().compute_capability < "90":
+        pytest.skip("wgmma_ws needs sm_90")
+    dt = np_dtype(dtype)
+    seen = _spy_transposes(monkeypatch)
+    x = rng.standard_normal((M, K), dtype=cupy.float32).astype(dt)
+    w = rng.standard_normal((N, K), dtype=cupy.float32).astype(dt)
+    xt = cupy.ascontiguousarray(x.T)  # K x M: xt.T is x, column-major
+    ref = x.astype(cupy.float64) @ w.astype(cupy.float64).T
+    tol = TOLERANCES.get(dtype, TOL) if dtype != "float32" else 1e-4
+    for a, b, copies in ((x, w.T, [(K, N)]), (xt.T, w.T, [(M, K), (K, N)])):
+        out = cupy.full((M, N), math.nan, dtype=dt)
+        seen.clear()
+        cumm.matmul(a, b, kernel=name, out=out)
+        assert seen == [s for s in copies if min(s) > 1], seen
+        err = rel_err(out, ref)
+        assert err < tol, f"{name} {dtype} {shape}: relative error {err:.3e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_batched_product_of_transposed_views(dtype, rng, monkeypatch):
+    """(batch, M, K) @ w.transpose(-1, -2) with a batch of w: one tiled copy of the batch, then one launch."""
+    import cupy
+
+    from cumm._bench import TOLERANCES, np_dtype
+
+    dt = np_dtype(dtype)
+    seen = _spy_transposes(monkeypatch)
+    x = rng.standard_normal((3, 67, 40), dtype=cupy.float32).astype(dt)
+    w = rng.standard_normal((3, 50, 40), dtype=cupy.float32).astype(dt)
+    out = cupy.full((3, 67, 50), math.nan, dtype=dt)
+    cumm.matmul(x, cupy.swapaxes(w, -1, -2), out=out)
+    assert seen == [(3, 40, 50)], seen
+    ref = x.astype(cupy.float64) @ cupy.swapaxes(w.astype(cupy.float64), -1, -2)
+    assert rel_err(out, ref) < (TOLERANCES.get(dtype, TOL) if dtype != "float32" else 1e-4)

@@ -1,0 +1,54 @@
+// transpose: copy a batch of column-major matrices x (rows x cols each; element (r, c) of matrix b at
+// x[b * bsx + r + c * ldx]) into row-major y (y[b * bsy + r * ldy + c]), zero-filling columns cols .. ldy-1,
+// so that the GEMM kernels, which read row-major operands, can take a transposed view (torch's w.t(),
+// cupy's a.T) without the strided elementwise copy CuPy would make (one of its two sides touches a 32-byte
+// sector per element: about 0.3 TB/s on an H100 for 16-bit elements). Here a block moves a 64 x 64 tile
+// through shared memory, so that both sides read and write whole rows: the warp reads 32 consecutive
+// elements of a column of x and writes 32 consecutive elements of a row of y. The tile's rows are padded
+// (64 + 4 / sizeof(T) elements) so that the column reads of the tile hit distinct banks. Grid: x over row
+// tiles, y over column tiles of y (up to ldy), z over the batch, each walking further tiles in strides of the
+// grid. Compiled after common.cuh, no #defines.
+template <typename T>
+__device__ __forceinline__ void cumm_transpose(const int rows, const int cols, const T* __restrict__ x,
+                                               const i64 ldx, const i64 bsx, T* __restrict__ y, const i64 ldy,
+                                               const i64 bsy, const int count) {
+    constexpr int TILE = 64, PAD = TILE + 4 / (int)sizeof(T);
+    __shared__ T tile[TILE][PAD];  // tile[c][r]: column c of the x tile, as read
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;  // 256 threads: 32 x 8
+    const int rtiles = (rows + TILE - 1) / TILE, ctiles = (int)((ldy + TILE - 1) / TILE);
+    for (int b = blockIdx.z; b < count; b += gridDim.z)
+        for (int ct = blockIdx.y; ct < ctiles; ct += gridDim.y)
+            for (int rt = blockIdx.x; rt < rtiles; rt += gridDim.x) {
+                const int r0 = rt * TILE, c0 = ct * TILE;
+                const T* const xb = x + b * bsx;
+#pragma unroll
+                for (int j = ty; j < TILE; j += 8)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int r = r0 + tx + 32 * h, c = c0 + j;
+                        tile[j][tx + 32 * h] = r < rows && c < cols ? xb[r + c * ldx] : T(0);
+                    }
+                __syncthreads();
+                T* const yb = y + b * bsy;
+#pragma unroll
+                for (int j = ty; j < TILE; j += 8)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int r = r0 + j, c = c0 + tx + 32 * h;
+                        if (r < rows && c < ldy) yb[r * ldy + c] = tile[tx + 32 * h][j];
+                    }
+                __syncthreads();  // the tile is read before the next one overwrites it
+            }
+}
+
+// 16-bit elements (float16, bfloat16: moved as bits) and 32-bit ones (float32).
+extern "C" __global__ void __launch_bounds__(256)
+    cumm_transpose_b16(const int rows, const int cols, const unsigned short* __restrict__ x, const i64 ldx,
+                       const i64 bsx, unsigned short* __restrict__ y, const i64 ldy, const i64 bsy, const int count) {
+    cumm_transpose(rows, cols, x, ldx, bsx, y, ldy, bsy, count);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    cumm_transpose_b32(const int rows, const int cols, const unsigned* __restrict__ x, const i64 ldx, const i64 bsx,
+                       unsigned* __restrict__ y, const i64 ldy, const i64 bsy, const int count) {
+    cumm_transpose(rows, cols, x, ldx, bsx, y, ldy, bsy, count);
+}
