@@ -432,8 +432,9 @@ def matmul(
         if out is not None and _overlaps(pa, pb, do.ptr, call.spans):
             return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)  # its checks, its message
         if not call.fast:  # copies, split-K or strips around the kernel: decided, run on cupy views
-            with cupy.cuda.Device(call.dev):
-                out = _ND(call.out_shape, call.dtype)
+            if out is None:
+                with cupy.cuda.Device(call.dev):
+                    out = _ND(call.out_shape, call.dtype)
             return _run_decided(call, a, b, out, alpha, beta, cupy.cuda.get_current_stream().ptr)
         dev = call.dev
         if dev != _getdevice():

@@ -208,6 +208,8 @@ def transposed_copy(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
     bsx = x.strides[0] // item if x.ndim == 3 else 0
     per = 16 // item
     ld = -(-cols // per) * per
+    # 16-bit elements are read two at a time when every column of x starts on 4 bytes
+    pairs = item == 2 and x.data.ptr % 4 == 0 and ldx % 2 == 0 and bsx % 2 == 0
     with x.device:  # allocate and copy on x's device, which need not be the current one
         buf = cupy.empty((count, rows, ld), dtype=x.dtype)
         if count:
@@ -226,6 +228,7 @@ def transposed_copy(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
                     np.int64(ld),
                     np.int64(rows * ld),
                     np.int32(count),
+                    np.int32(pairs),
                 ),
             )
     y = buf[..., :cols]
