@@ -160,15 +160,23 @@ _WS_CONSTRAINTS = [
 ]
 
 
-def _half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool):
+def _half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
     """The tensor maps of the TMA rungs (13_wgmma.cu, 14_wgmma_ws.cu): A (dims K x M, boxes 64 x BM), B (N x K,
     64 x 64), 16-bit elements moved as bits, 128-byte swizzle; and for wgmma_ws C (N x M, 64 x 64) when its TMA
     store can run (``c_map``: EPI = 1, C 16-byte aligned with ldc % 8 == 0, a half output), else None: a zeroed
-    map it never reads."""
+    map it never reads. ``layout`` (wgmma_ws): a column-major A (bit 1) has dims M x K and boxes 64 x 64, a
+    column-major B (bit 2) dims K x N and boxes 64 x 64; lda, ldb are then their column strides."""
+    from ._render import TRANSPOSED_A, TRANSPOSED_B
     from ._tmaps import MapSpec
 
-    a = MapSpec(0, K, M, lda, 64, cfg["BM"], 3, 2, 1)
-    b = MapSpec(1, N, K, ldb, 64, 64, 3, 2, 1)
+    if layout & TRANSPOSED_A:
+        a = MapSpec(0, M, K, lda, 64, 64, 3, 2, 1)
+    else:
+        a = MapSpec(0, K, M, lda, 64, cfg["BM"], 3, 2, 1)
+    if layout & TRANSPOSED_B:
+        b = MapSpec(1, K, N, ldb, 64, 64, 3, 2, 1)
+    else:
+        b = MapSpec(1, N, K, ldb, 64, 64, 3, 2, 1)
     if "EPI" not in cfg:
         return a, b
     return a, b, (MapSpec(2, N, M, ldc, 64, 64, 3, 2, 1) if c_map and cfg["EPI"] else None)
@@ -475,6 +483,7 @@ for _spec in [
         **_hopper_half(),
         persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
         schedules_batch=True,  # and a batch's tiles as one run
+        reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
         summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
         " tile order, TMA-store epilogue",
         defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, SK=4, NUM_THREADS=384),

@@ -36,7 +36,7 @@ from ._operands import (
     row_major,
     span,
 )
-from ._render import dtype_flag, supports_batch
+from ._render import TRANSPOSED_A, TRANSPOSED_B, dtype_flag, layout_of, supports_batch
 
 
 class Plan:
@@ -291,7 +291,10 @@ class Call:
                 self.slots[14] = batch[0]
             if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
                 c_map = bool(plan.flags[2]) and dtype != F32
-                specs = spec.tensor_maps(plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map)
+                lay = layout_of(plan.flags)  # (passed only when set: a user's tensor_maps need not take it)
+                specs = spec.tensor_maps(
+                    plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map, **({"layout": lay} if lay else {})
+                )
                 if batch is not None:  # the batched variant reads 3-D maps: the batch is their third dimension
                     specs = [m and m.batched(batch[0], batch[1 + m.operand]) for m in specs]
                 self.maps = tuple(
@@ -836,19 +839,25 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     M, K = a.shape
     N = b.shape[1]
     a_in, b_in = a, b
-    a, lda = row_major(a, "a", copy_ok=True)
-    b, ldb = row_major(b, "b", copy_ok=True)
+    dt, odt = a.dtype.name, out.dtype.name
+    kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
+    spec = get_spec(kernel)
+    # a transposed view that the rung reads in place keeps its layout (its column stride is its ld); any other
+    # layout is made row-major (transposed views by a tiled copy)
+    a, lda, ta = _in_place(a, "a", spec)
+    b, ldb, tb = _in_place(b, "b", spec)
     c, ldc = row_major(out, "out", copy_ok=False)
     if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
-    dt, odt = a.dtype.name, c.dtype.name
-    kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
     half = dt != "float32"
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
     flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
-    spec = get_spec(kernel)
     kernel, spec, config = _readable(kernel, spec, config, flags0, (M, N, K), dev, dt)
+    if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
+        (a, lda), (b, ldb), ta, tb = row_major(a, "a", True), row_major(b, "b", True), 0, 0
+        flags0 = (aligned(a, lda), aligned(b, ldb), flags0[2])
+    layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
     # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
     # registers; the copy-engine rungs and the half rungs run as one launch.
     plain = half or spec.tensor_maps is not None
@@ -871,8 +880,10 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     )
     if stage:
         flags = (flags[0], flags[1], 1)
-    if half:
+    if half or layout:
         flags = (*flags, 0, dtype_flag(dt, odt))
+    if layout:
+        flags = (*flags, layout)
     plan = get_plan(kernel, config, flags, dev)
     mm, nn = M, N
     bm, bn = plan.tile
@@ -901,13 +912,25 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     return call, (a, b, c)
 
 
+def _in_place(x, name: str, spec) -> tuple:
+    """(operand, leading dimension, 1 when it stays column-major): a transposed view (cumm._repack.column_major)
+    that ``spec`` reads in place, when its columns start on 16 bytes (the copy engine's rule); else (row-major view
+    or copy, its ld, 0)."""
+    if spec.reads_transposed:
+        ld = _repack.column_major(x)
+        if ld is not None and aligned(x, ld):
+            return x, ld, 1
+    return (*row_major(x, name, copy_ok=True), 0)
+
+
 def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
     """A call that is not one launch on the caller's arrays (copied or repacked operands, split-K, a staged output,
     edge strips), on cupy views of its arrays, on the current stream."""
     d = call.decisions
     M, N, K = call.M, call.N, call.K
-    a, lda = row_major(a, "a", copy_ok=True)
-    b, ldb = row_major(b, "b", copy_ok=True)
+    lay = layout_of(call.plan.flags)  # transposed operands the kernel reads in place
+    a, lda = (a, call.lda) if lay & TRANSPOSED_A else row_major(a, "a", copy_ok=True)
+    b, ldb = (b, call.ldb) if lay & TRANSPOSED_B else row_major(b, "b", copy_ok=True)
     c, ldc = row_major(c, "out", copy_ok=False)
     if call.direct:  # a copy-engine or half rung: one launch on the row-major copies (its maps made per pointer)
         with cupy.cuda.Device(call.dev):

@@ -36,6 +36,17 @@ DTYPE_VARIANTS = (
 )
 
 
+# An optional sixth flag: operands given transposed and read in place (bit 0: A column-major, CUMM_TA; bit 1: B
+# column-major, CUMM_TB), for kernels that declare ``reads_transposed``; 0 renders as before it existed.
+LAYOUT = 5
+TRANSPOSED_A, TRANSPOSED_B = 1, 2
+
+
+def layout_of(flags: tuple[int, ...]) -> int:
+    """The transposed-operand bits of ``flags`` (0: both row-major)."""
+    return flags[LAYOUT] if len(flags) > LAYOUT else 0
+
+
 def dtype_flag(inputs: str, output: str) -> int:
     """The flag of inputs of dtype ``inputs`` (a name) writing C of dtype ``output``."""
     return DTYPE_VARIANTS.index((inputs, output))
@@ -116,6 +127,9 @@ def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED)
     inputs, output = dtypes_of(flags)
     if inputs != "float32":
         vec += f"_{inputs}" + ("_out_float32" if output == "float32" else "")
+    lay = layout_of(flags)
+    if lay:
+        vec += "_t" + ("a" if lay & TRANSPOSED_A else "") + ("b" if lay & TRANSPOSED_B else "")
     return f"cumm_{spec.name}_{params}_{vec}"
 
 
@@ -130,6 +144,8 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
     inputs, output = dtypes_of(flags)
     if inputs != "float32":
         lines += [f"#define CUMM_BF16 {int(inputs == 'bfloat16')}", f"#define OUT_F32 {int(output == 'float32')}"]
+    lay = layout_of(flags)
+    lines += [f"#define CUMM_T{x} 1" for x, bit in (("A", TRANSPOSED_A), ("B", TRANSPOSED_B)) if lay & bit]
     for f, text in spec_parts(spec):
         lines.append(line_directive(f))
         lines.append(text)

@@ -100,6 +100,10 @@ class KernelSpec:
     # t / tiles), so that a batch of small products fills the GPU: launched on (blocks, 1, 1), not grid z over the
     # batch, with the batch count as an int argument after the batch strides (CUMM_BATCHED's extra argument).
     schedules_batch: bool = False
+    # Reads column-major (transposed) A and B in place, when the copy engine can (their columns on 16 bytes): the
+    # host renders CUMM_TA / CUMM_TB and passes tensor_maps a ``layout`` (cumm._render's TRANSPOSED_A | _B bits);
+    # other kernels get a row-major copy of such an operand.
+    reads_transposed: bool = False
     # Kernels that read operands through the copy engine: tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map) gives
     # the maps (cumm._tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
     # engine cannot read (a pointer not 16-byte aligned, a row pitch not a multiple of 16 bytes) run ``fallback``.
@@ -158,7 +162,15 @@ class KernelSpec:
     def __repr__(self) -> str:
         flags = [
             f
-            for f in ("split_k", "stage_out", "arch_specific", "persistent", "schedules_batch", "branch")
+            for f in (
+                "split_k",
+                "stage_out",
+                "arch_specific",
+                "persistent",
+                "schedules_batch",
+                "reads_transposed",
+                "branch",
+            )
             if getattr(self, f)
         ]
         if self.vector_loads:

@@ -323,3 +323,23 @@ def test_batched_variants_compile_without_spills(kernel, arch):
     k = compile_offline(spec, cfg, spec.target(_cc(arch)) if spec.arch_specific else arch, flags=(1, 1, 1, 1))
     assert k.name.endswith("_batched")
     assert k.spill_bytes == 0, f"{kernel} batched: {k.registers} registers, {k.spill_bytes} bytes of spills"
+
+
+@pytest.mark.parametrize("layout", [1, 2, 3])
+@pytest.mark.parametrize(
+    "config",
+    [{}, {"BM": 64, "BN": 64, "STAGES": 8, "WGS": 1, "GM": 4, "EPI": 0, "SK": 0, "NUM_THREADS": 256}],
+    ids=["default", "64x64"],
+)
+def test_wgmma_ws_reads_transposed_operands_without_spills(layout, config):
+    """The variants that read a column-major A (layout 1), B (2) or both (3) in place compile offline for sm_90a with
+    the registers of the row-major variant and no spills."""
+    from cumm._compile import compile_offline
+    from cumm._render import dtype_flag
+
+    spec = REGISTRY["wgmma_ws"]
+    cfg = spec.resolve(config, 90)
+    base = (1, 1, 1, 0, dtype_flag("bfloat16", "bfloat16"))
+    row = compile_offline(spec, cfg, "sm_90a", base)
+    k = compile_offline(spec, cfg, "sm_90a", base + (layout,))
+    assert k.spill_bytes == 0 and k.registers == row.registers, (k.registers, row.registers)

@@ -196,3 +196,22 @@ def test_template_hash_cached_per_spec_and_cleared_on_edit(monkeypatch, fresh_ca
     assert _render.template_hash(spec) == h0, "cached until the cache is cleared"
     _render.template_hash.cache_clear()
     assert _render.template_hash(spec) != h0
+
+
+def test_transposed_layouts_render_their_defines_and_names():
+    """The sixth flag (operands read in place, transposed): CUMM_TA / CUMM_TB defined and the name marked only when
+    set, so the row-major variants render as before it existed."""
+    spec = REGISTRY["wgmma_ws"]
+    cfg = spec.resolve({}, 90)
+    base = (1, 1, 1, 0, _render.dtype_flag("bfloat16", "bfloat16"))
+    names = {}
+    for lay in (0, 1, 2, 3):
+        flags = base + ((lay,) if lay else ())
+        name, src = _render.render(spec, cfg, flags)
+        names[lay] = name
+        assert ("#define CUMM_TA 1" in src) == bool(lay & _render.TRANSPOSED_A)
+        assert ("#define CUMM_TB 1" in src) == bool(lay & _render.TRANSPOSED_B)
+        assert _render.layout_of(flags) == lay
+    assert names[0] == _render.kernel_name(spec, cfg, base) and not names[0].endswith(("_ta", "_tb", "_tab"))
+    assert [names[k][-4:] for k in (1, 2, 3)] == ["6_ta", "6_tb", "_tab"]
+    assert _render.render(spec, cfg, base + (0,))[1] == _render.render(spec, cfg, base)[1]

@@ -445,8 +445,8 @@ def _spy_transposes(monkeypatch):
 @pytest.mark.parametrize("kernel", ["auto", "named"])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (127, 131, 137), (67, 200, 7), (300, 4097, 64), (2048, 1024, 512)])
 def test_products_of_transposed_views(dtype, kernel, shape, rng, monkeypatch):
-    """x @ w.T and x.T @ w, as linear layers pass them: the same product as of row-major copies, through the
-    tiled copy (not CuPy's strided one) whenever the view is column-major."""
+    """x @ w.T and x.T @ w.T, as linear layers pass them: the same product as of row-major operands; a view the
+    rung does not read in place goes through the tiled copy (not CuPy's strided one)."""
     import cupy
 
     from cumm._bench import TOLERANCES, np_dtype
@@ -467,7 +467,9 @@ def test_products_of_transposed_views(dtype, kernel, shape, rng, monkeypatch):
             out = cupy.full((M, N), math.nan, dtype=dt)
             seen.clear()
             cumm.matmul(a, b, kernel=name, out=out)
-            assert seen == [s for s in copies if min(s) > 1], seen
+            assert all(s in copies and min(s) > 1 for s in seen), seen  # (wgmma_ws reads aligned views in place)
+            if dtype == "float32":
+                assert seen == [s for s in copies if min(s) > 1], seen
             err = rel_err(out, ref)
             assert err < tol, f"{name} {dtype} {shape}: relative error {err:.3e}"
         assert rel_err(cumm.matmul(a, b, kernel=name), ref) < tol  # and a new result without out
@@ -490,3 +492,83 @@ def test_batched_product_of_transposed_views(dtype, rng, monkeypatch):
     assert seen == [(3, 40, 50)], seen
     ref = x.astype(cupy.float64) @ cupy.swapaxes(w.astype(cupy.float64), -1, -2)
     assert rel_err(out, ref) < (TOLERANCES.get(dtype, TOL) if dtype != "float32" else 1e-4)
+
+
+# --------------------------------------------------------------------------------------------------
+# Transposed views read in place (wgmma_ws: CUMM_TA / CUMM_TB)
+# --------------------------------------------------------------------------------------------------
+
+NATIVE_SHAPES = [(120, 131, 136), (1, 4097, 64), (304, 4097, 64), (2048, 1024, 512), (64, 64, 4096), (1000, 1000, 2000)]
+NATIVE_CONFIGS = [
+    {},
+    {"BM": 64, "BN": 64, "STAGES": 8, "WGS": 1, "GM": 4, "EPI": 0, "SK": 0, "NUM_THREADS": 256},
+    {"BM": 256, "BN": 128, "STAGES": 3, "SK": 0},
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("config", NATIVE_CONFIGS, ids=["default", "64x64", "256x128"])
+@pytest.mark.parametrize("shape", NATIVE_SHAPES)
+def test_wgmma_ws_reads_transposed_views_in_place(dtype, config, shape, rng, monkeypatch):
+    """x @ w.T, x.T @ w and x.T @ w.T on wgmma_ws, whose copy engine reads a column-major operand whose columns start
+    on 16 bytes as it is (no copy), against float64 and cuBLAS's own error; out NaN-poisoned; beta != 0 and a
+    float32 out too; called twice (the second call runs cached)."""
+    import cupy
+
+    from cumm._bench import np_dtype
+
+    if cupy.cuda.Device().compute_capability < "90":
+        pytest.skip("wgmma_ws needs sm_90")
+    M, N, K = shape
+    dt = np_dtype(dtype)
+    seen = _spy_transposes(monkeypatch)
+    x = rng.standard_normal((M, K), dtype=cupy.float32).astype(dt)
+    w = rng.standard_normal((N, K), dtype=cupy.float32).astype(dt)
+    y = rng.standard_normal((K, N), dtype=cupy.float32).astype(dt)
+    xt = cupy.ascontiguousarray(x.T)  # xt.T is x, column-major (columns M apart)
+    wt = cupy.ascontiguousarray(w.T)  # the row-major operand of the same product, for cuBLAS's error
+    c0 = rng.standard_normal((M, N), dtype=cupy.float32).astype(dt)
+    x64, w64, y64, c64 = (v.astype(cupy.float64) for v in (x, w, y, c0))
+    cases = [(x, w.T, x64 @ w64.T, x, wt), (xt.T, y, x64 @ y64, x, y), (xt.T, w.T, x64 @ w64.T, x, wt)]
+    for a, b, ref, ra, rb in cases:
+        col = [v.strides[0] == v.dtype.itemsize and v.shape[0] > 1 for v in (a, b)]
+        in_place = [v.shape for v, c in zip((a, b), col, strict=True) if c]
+        # a row-major partner whose rows are not on 16 bytes sends the call to the fallback rung: both copied
+        partner_ok = all(v.shape[1] * 2 % 16 == 0 for v, c in zip((a, b), col, strict=True) if not c)
+        cublas = rel_err(cupy.matmul(ra, rb), ref)
+        for _ in range(2):
+            out = cupy.full((M, N), math.nan, dtype=dt)
+            seen.clear()
+            cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=out)
+            # columns not on 16 bytes: copied
+            copied = [s for s in in_place if (s[0] * 2) % 16 or not partner_ok]
+            assert seen == copied, (seen, copied)
+            assert rel_err(out, ref) <= max(1.5 * cublas, 1e-6), (rel_err(out, ref), cublas)
+        out = c0.copy()
+        cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=out, alpha=0.5, beta=-1.0)
+        assert rel_err(out, 0.5 * ref - c64) <= max(
+            1.5 * rel_err(cupy.matmul(ra, rb) * 0.5 - c0, 0.5 * ref - c64), 1e-6
+        )
+        o32 = cupy.full((M, N), math.nan, dtype=cupy.float32)
+        cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=o32)
+        assert rel_err(o32, ref) <= max(cublas, 1e-6)
+
+
+@pytest.mark.gpu
+def test_auto_reads_a_transposed_weight_in_place(rng, monkeypatch):
+    """kernel="auto" on bf16 x @ w.T at a shape it runs on wgmma_ws: no copy, the result of the row-major call."""
+    import cupy
+
+    from cumm._bench import np_dtype
+
+    if cupy.cuda.Device().compute_capability < "90":
+        pytest.skip("wgmma_ws needs sm_90")
+    seen = _spy_transposes(monkeypatch)
+    dt = np_dtype("bfloat16")
+    x = rng.standard_normal((4096, 1024), dtype=cupy.float32).astype(dt)
+    w = rng.standard_normal((2048, 1024), dtype=cupy.float32).astype(dt)
+    got = cumm.matmul(x, w.T)
+    assert seen == []
+    ref = x.astype(cupy.float64) @ w.astype(cupy.float64).T
+    assert rel_err(got, ref) <= 1.5 * rel_err(cupy.matmul(x, cupy.ascontiguousarray(w.T)), ref)

@@ -26,3 +26,21 @@ def test_l2_promotion_only_for_rows_on_128_byte_boundaries():
     assert l2_promotion(MapSpec(0, 2000, 3000, 2000, 64, 128, **half)) == 0  # 4000-byte rows
     assert l2_promotion(MapSpec(0, 4096, 64, 4100, 32, 128, 3)) == 0  # float32, 16400-byte rows
     assert l2_promotion(MapSpec(0, 4096, 64, 4096, 32, 128, 3)) == 3
+
+
+def test_transposed_operands_get_maps_in_their_own_layout():
+    """wgmma_ws's maps of a column-major A (dims M x K, boxes 64 x 64) and B (dims K x N, boxes 64 x 64), their
+    column strides as ld; row-major operands keep theirs."""
+    from cumm._ladder import REGISTRY
+    from cumm._render import TRANSPOSED_A, TRANSPOSED_B
+
+    spec = REGISTRY["wgmma_ws"]
+    assert spec.reads_transposed and not REGISTRY["wgmma"].reads_transposed
+    cfg = spec.resolve({}, 90)
+    M, N, K = 300, 1000, 520
+    row = spec.tensor_maps(cfg, M, N, K, 520, 1000, 1000, True)
+    a, b, c = spec.tensor_maps(cfg, M, N, K, 304, 520, 1000, True, layout=TRANSPOSED_A | TRANSPOSED_B)
+    assert (a.cols, a.rows, a.ld, a.box_cols, a.box_rows) == (M, K, 304, 64, 64)
+    assert (b.cols, b.rows, b.ld, b.box_cols, b.box_rows) == (K, N, 520, 64, 64)
+    assert c == row[2]
+    assert spec.tensor_maps(cfg, M, N, K, 520, 520, 1000, True, layout=TRANSPOSED_B)[0] == row[0]

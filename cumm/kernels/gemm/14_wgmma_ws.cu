@@ -63,6 +63,16 @@
 #define CUMM_SK (SK > 0 && !CUMM_BATCHED)  // stream-K compiled in (a batch runs whole tiles)
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
+// Operands given transposed (column-major: x.T, w.T), read in place: TA, A's columns contiguous (its map's
+// dimensions M x K, boxes of 64 rows of M by 64 k, the warpgroups' descriptors M-major, wgmma imm-trans-a 1); TB,
+// B's columns contiguous (dimensions K x N, boxes of 64 rows of N by 64 k, laid out and described as A's K-major
+// rows are, imm-trans-b 0). The wgmma reads either layout from shared memory at the same rate.
+#ifndef CUMM_TA
+#define CUMM_TA 0
+#endif
+#ifndef CUMM_TB
+#define CUMM_TB 0
+#endif
 #if CL == 2
 #define CUMM_CLUSTER __cluster_dims__(2, 1, 1)
 #else
@@ -94,6 +104,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
     static_assert(SK == 0 || (CL == 1 && PP == 0), "stream-K hands out k-ranges to single blocks in turn");
     static_assert(!CUMM_BATCHED || CL == 1, "a batch's tiles are walked one at a time");
+    static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "a transposed operand is loaded by its own block");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
@@ -180,13 +191,25 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     cumm_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                     unsigned char* const st = sm + s * SB;
                     cumm_mbar_expect(&full[s], SB);  // A, and all of B: half from this block, half from the other
-                    CUMM_LOAD(st, &tmA, kc * 64, bm0, za, &full[s]);
+                    if (CUMM_TA) {  // M-major A: BM / 64 boxes of 64 rows of M by 64 k
 #pragma unroll
-                    for (int j = 0; j < BN / 64; ++j) {
-                        if (CL == 1)
-                            CUMM_LOAD(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kc * 64, zb, &full[s]);
-                        else if (j % 2 == rank)
-                            cumm_tma_load_2d_mc(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kc * 64, &full[s], 3);
+                        for (int c = 0; c < BM / 64; ++c)
+                            CUMM_LOAD(st + c * 8192, &tmA, bm0 + 64 * c, kc * 64, za, &full[s]);
+                    } else {
+                        CUMM_LOAD(st, &tmA, kc * 64, bm0, za, &full[s]);
+                    }
+                    if (CUMM_TB) {  // K-major B: BN / 64 boxes of 64 rows of N by 64 k, one after another
+#pragma unroll
+                        for (int j = 0; j < BN / 64; ++j)
+                            CUMM_LOAD(st + BM * 128 + j * 8192, &tmB, kc * 64, bn0 + 64 * j, zb, &full[s]);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < BN / 64; ++j) {
+                            if (CL == 1)
+                                CUMM_LOAD(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kc * 64, zb, &full[s]);
+                            else if (j % 2 == rank)
+                                cumm_tma_load_2d_mc(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kc * 64, &full[s], 3);
+                        }
                     }
                 }
             }
@@ -258,9 +281,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-                for (int m = 0; m < MT; ++m)
-                    cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk),
-                                     cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
+                for (int m = 0; m < MT; ++m)  // (an M-major A: m64 block m is one box, 8 KB = 64 * 128 bytes)
+                    cumm_wgmma16<BN, CUMM_TA, !CUMM_TB>(
+                        d[m],
+                        CUMM_TA ? cumm_wg_desc_mn(a0 + m * 64 * 128 + 2048 * kk, 8192)
+                                : cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk),
+                        CUMM_TB ? cumm_wg_desc_k(b0 + 32 * kk) : cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
             cumm_wgmma_commit();
             cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
             if (kt > k0) release((it - 1) % STAGES);

@@ -275,59 +275,77 @@ __device__ __forceinline__ void cumm_wgmma_tf32<128>(float (&d)[64], const unsig
 
 // ---- wgmma with 16-bit operands (fp16 / bf16, CUMM_MMA_T of tc16.cuh): m64nNk16, FP32 accumulators ---------
 #ifdef CUMM_MMA_T
-// d (64 x N FP32, R = N / 2 registers a thread) (+)= A (64 x 16, K-major, descriptor a) @ B (16 x N, MN-major:
-// B row-major, imm-trans-b = 1, descriptor b), asynchronously; acc = 0 overwrites d. Thread 32 w + 4 g + t of
-// the warpgroup holds rows 16 w + g (+8) of d, columns 8 j + 2 t (+1) in d[4 j .. 4 j + 3] (rows g, g, g+8, g+8).
-template <int N>
-__device__ __forceinline__ void cumm_wgmma16(float (&d)[N / 2], unsigned long long a, unsigned long long b, int acc);
-template <> __device__ __forceinline__ void cumm_wgmma16<64>(float (&d)[32], unsigned long long a, unsigned long long b, int acc) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
-        "%25,%26,%27,%28,%29,%30,%31"
-        "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
-        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16)
-        : "l"(a), "l"(b), "r"(acc));
+// d (64 x N FP32, R = N / 2 registers a thread) (+)= A (64 x 16) @ B (16 x N), asynchronously; acc = 0 overwrites
+// d. A and B come from shared memory through descriptors: A K-major (TA = 0) or M-major (TA = 1: A given
+// column-major, imm-trans-a), B MN-major (TB = 1, the default: B row-major, imm-trans-b) or K-major (TB = 0: B given
+// column-major). Thread 32 w + 4 g + t of the warpgroup holds rows 16 w + g (+8) of d, columns 8 j + 2 t (+1) in
+// d[4 j .. 4 j + 3] (rows g, g, g+8, g+8).
+template <int N, int TA, int TB>
+struct CummWgmma16;
+template <int N, int TA = 0, int TB = 1>
+__device__ __forceinline__ void cumm_wgmma16(float (&d)[N / 2], unsigned long long a, unsigned long long b, int acc) {
+    CummWgmma16<N, TA, TB>::run(d, a, b, acc);
 }
-template <> __device__ __forceinline__ void cumm_wgmma16<128>(float (&d)[64], unsigned long long a, unsigned long long b, int acc) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
-        "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
-        "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-        "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
-        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48)
-        : "l"(a), "l"(b), "r"(acc));
-}
-template <> __device__ __forceinline__ void cumm_wgmma16<192>(float (&d)[96], unsigned long long a, unsigned long long b, int acc) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n192k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
-        "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
-        "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,"
-        "%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,"
-        "%91,%92,%93,%94,%95"
-        "}, %96, %97, p, 1, 1, 0, 1;\n}\n"
-        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48), CUMM_WGMMA_D16(64), CUMM_WGMMA_D16(80)
-        : "l"(a), "l"(b), "r"(acc));
-}
-template <> __device__ __forceinline__ void cumm_wgmma16<256>(float (&d)[128], unsigned long long a, unsigned long long b, int acc) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
-        "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
-        "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,"
-        "%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,"
-        "%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,"
-        "%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-        "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
-        : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48), CUMM_WGMMA_D16(64), CUMM_WGMMA_D16(80), CUMM_WGMMA_D16(96), CUMM_WGMMA_D16(112)
-        : "l"(a), "l"(b), "r"(acc));
-}
+template <int TA, int TB>
+struct CummWgmma16<64, TA, TB> {
+    static __device__ __forceinline__ void run(float (&d)[32], unsigned long long a, unsigned long long b, int acc) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+            "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+            "%25,%26,%27,%28,%29,%30,%31"
+            "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+            : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16)
+            : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
+template <int TA, int TB>
+struct CummWgmma16<128, TA, TB> {
+    static __device__ __forceinline__ void run(float (&d)[64], unsigned long long a, unsigned long long b, int acc) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+            "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+            "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+            "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+            "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+            : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48)
+            : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
+template <int TA, int TB>
+struct CummWgmma16<192, TA, TB> {
+    static __device__ __forceinline__ void run(float (&d)[96], unsigned long long a, unsigned long long b, int acc) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n192k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+            "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+            "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+            "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,"
+            "%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,"
+            "%91,%92,%93,%94,%95"
+            "}, %96, %97, p, 1, 1, %99, %100;\n}\n"
+            : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48), CUMM_WGMMA_D16(64), CUMM_WGMMA_D16(80)
+            : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
+template <int TA, int TB>
+struct CummWgmma16<256, TA, TB> {
+    static __device__ __forceinline__ void run(float (&d)[128], unsigned long long a, unsigned long long b, int acc) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {"
+            "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"
+            "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+            "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,"
+            "%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,"
+            "%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,"
+            "%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+            "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
+            : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48), CUMM_WGMMA_D16(64), CUMM_WGMMA_D16(80), CUMM_WGMMA_D16(96), CUMM_WGMMA_D16(112)
+            : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
 #endif  // CUMM_MMA_T
 #undef CUMM_WGMMA_D16
 #undef CUMM_WGMMA_D4
