@@ -700,8 +700,9 @@ def _batch_operand(x, batch: tuple[int, ...], name: str):
     if not (
         (s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols and s0 >= 0 and s0 % item == 0
     ):
-        if _repack.column_major(x3) is not None:  # a batch of transposed views: a tiled copy, rows on 16 bytes
-            x3, ld = _repack.transposed_copy(x3)
+        ldx = _repack.column_major(x3)
+        if ldx is not None:  # a batch of transposed views: a tiled copy, rows on 16 bytes
+            x3, ld = _repack.transposed_copy(x3, ldx)
             return x3, ld, rows * ld
         x3 = cupy.ascontiguousarray(x3)
         s0, s1 = x3.strides[:2]
@@ -717,8 +718,7 @@ def _rows_on_16_bytes(x3, bs: int):
     """A copy of the batch ``x3`` (count, rows, cols) whose rows and matrices start on 16 bytes: (view of the copy,
     its leading dimension, its batch stride: 0 for a matrix broadcast over the batch, as ``bs`` was)."""
     n, rows, cols = x3.shape
-    per = 16 // x3.dtype.itemsize
-    ld = max(per, -(-cols // per) * per)
+    ld = _repack.padded_ld(cols, x3.dtype.itemsize)
     buf = cupy.empty((n, rows, ld), dtype=x3.dtype)  # (the padding columns are never read: the maps end at cols)
     buf[..., :cols] = x3
     return buf[..., :cols], ld, 0 if bs == 0 else rows * ld

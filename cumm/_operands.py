@@ -75,8 +75,9 @@ def row_major(x, name: str, copy_ok: bool):
             f"{name} must be C-contiguous (or row-major with unit column stride); got strides {x.strides} "
             f"for shape {x.shape}: pass cupy.ascontiguousarray({name}) and copy back"
         )
-    if _repack.column_major(x) is not None:  # a transposed view (w.T): a tiled copy, not CuPy's strided one
-        return _repack.transposed_copy(x)
+    ldx = _repack.column_major(x)
+    if ldx is not None:  # a transposed view (w.T): a tiled copy, not CuPy's strided one
+        return _repack.transposed_copy(x, ldx)
     return cupy.ascontiguousarray(x), max(cols, 1)
 
 

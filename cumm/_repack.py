@@ -105,9 +105,11 @@ def should_stage_out(M: int, N: int, K: int, beta: float) -> bool:
     return copies * copy_seconds(M, N) <= MAX_COPY_FRACTION * kernel_seconds(M, N, K)
 
 
-def padded_ld(cols: int) -> int:
-    """cols rounded up to a multiple of 4 (at least 4): every row of the buffer starts 16-byte aligned."""
-    return -(-max(cols, 1) // _LANES) * _LANES
+def padded_ld(cols: int, item: int = 4) -> int:
+    """cols rounded up to 16 bytes' worth of ``item``-byte elements (4 floats, 8 halves; at least that many): every
+    row of the buffer starts 16-byte aligned."""
+    lanes = 16 // item
+    return -(-max(cols, 1) // lanes) * lanes
 
 
 def repack(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
@@ -196,19 +198,19 @@ def column_major(x: cupy.ndarray) -> int | None:
     return sc // item
 
 
-def transposed_copy(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
-    """(y, ld): ``x`` (2-D or 3-D, each matrix column-major: :func:`column_major`) copied into a fresh row-major
-    buffer whose rows are padded to 16 bytes (ld: cols rounded up to 16 bytes' worth of elements; the padding is
-    zero-filled); y is the view of its first cols columns, of x's shape."""
-    ldx = column_major(x)
+def transposed_copy(x: cupy.ndarray, ldx: int | None = None) -> tuple[cupy.ndarray, int]:
+    """(y, ld): ``x`` (2-D or 3-D, each matrix column-major: :func:`column_major`, whose result the caller may pass
+    as ``ldx``) copied into a fresh row-major buffer whose rows are padded to 16 bytes (ld: :func:`padded_ld`; the
+    padding is zero-filled); y is the view of its first cols columns, of x's shape."""
+    if ldx is None:
+        ldx = column_major(x)
     if ldx is None or x.ndim > 3:
         raise ValueError(f"transposed_copy takes a 2-D or 3-D array of column-major matrices, got strides {x.strides}")
     item = x.dtype.itemsize
     rows, cols = x.shape[-2:]
     count = x.shape[0] if x.ndim == 3 else 1
     bsx = x.strides[0] // item if x.ndim == 3 else 0
-    per = 16 // item
-    ld = -(-cols // per) * per
+    ld = padded_ld(cols, item)
     # 16-bit elements are read two at a time when every column of x starts on 4 bytes
     pairs = item == 2 and x.data.ptr % 4 == 0 and ldx % 2 == 0 and bsx % 2 == 0
     with x.device:  # allocate and copy on x's device, which need not be the current one

@@ -142,6 +142,11 @@ class KernelSpec:
             )
         object.__setattr__(self, "dtypes", dtypes)
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
+        if self.reads_transposed and self.tensor_maps is None:
+            raise ValueError(
+                f"{self.name}: reads_transposed needs tensor_maps (it receives the layout of the transposed operands, "
+                "and the kernel reads them through those maps)"
+            )
         if self.split_k and "BK" not in self.defaults:
             raise ValueError(f"{self.name}: split_k needs a BK parameter (the slab depth slices are made of)")
         for cc, over in self.cc_defaults.items():

@@ -133,6 +133,7 @@ def test_which_is_checked():
 
 def test_padded_ld():
     assert [padded_ld(n) for n in (1, 3, 4, 5, 4095, 4096)] == [4, 4, 4, 8, 4096, 4096]
+    assert [padded_ld(n, 2) for n in (1, 7, 8, 9, 4097)] == [8, 8, 8, 16, 4104]  # 16-bit elements: 8 to 16 bytes
 
 
 def test_env_switch_is_read_at_import():

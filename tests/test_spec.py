@@ -123,6 +123,8 @@ def test_spec_rejects_unknown_parameters_in_cc_defaults_and_space():
         KernelSpec(**common, cc_defaults={90: {"BX": 16}})
     with pytest.raises(ValueError, match=r"space names unknown parameters \['BX'\]"):
         KernelSpec(**common, space={"BX": (8, 16)})
+    with pytest.raises(ValueError, match=r"x: reads_transposed needs tensor_maps"):
+        KernelSpec(**common, reads_transposed=True)  # the layout reaches the kernel only through its maps
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=ids)
