@@ -4,12 +4,15 @@ or, with --device, the device throughput of batched products beside cuBLAS's bat
     PYTHONPATH=. python3 bench/batched.py [--batch 64] [--n 256] [--kernels auto,tf32x3,warptile]
     PYTHONPATH=. python3 bench/batched.py --device 64x256,8x1024,2x4096 [--kernels tf32x3,wgmma_tf32x3,auto]
     PYTHONPATH=. python3 bench/batched.py --device 96x512x512x64,64x1024 --dtype bf16 [--kernels wgmma_ws,auto,loop]
+    PYTHONPATH=. python3 bench/batched.py --device 96x512x512x64 --dtype bf16 --transposed-b
 
 --device: for each BATCHxN (BATCH products of N x N x N) or BATCHxMxNxK; every kernel's result checked first
 (float32: relative error under 1e-5 against float64; fp16 / bf16: at most 1.5x cuBLAS's own), then three
 interleaved rounds of back-to-back launches (CUDA events, two operand sets in turn), the median. cuBLAS is
 cupy.matmul in FP32 and torch.matmul (batched GEMM) for fp16 / bf16. "loop": cumm.matmul on one product at a
-time (kernel="auto"), what a batch cost before a rung ran the dtype's batches in one launch.
+time (kernel="auto"), what a batch cost before a rung ran the dtype's batches in one launch. --transposed-b: B is
+given as the transposed view of a (batch, N, K) array, as attention's q @ k.transpose(-1, -2) passes it (cuBLAS
+gets the same view).
 
 For each kernel: ``cumm.matmul`` on a (batch, n, n) @ (batch, n, n) product (one launch) against ``batch`` calls
 of ``cumm.matmul`` on the 2-D slices, each timed as a user sees it (wall clock of the Python call with the
@@ -36,6 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("--calls", type=int, default=200)
     p.add_argument("--device", default=None, metavar="BxN,...", help="device throughput of these batches instead")
     p.add_argument("--dtype", default="fp32", choices=("fp32", "fp16", "bf16"), help="--device: the inputs' dtype")
+    p.add_argument("--transposed-b", action="store_true", help="--device: B a transposed view (q @ k.transpose)")
     a = p.parse_args(argv)
     why = _timing.gpu_unavailable()
     if why:
@@ -43,7 +47,8 @@ def main(argv=None) -> int:
         return 1
     if a.device:
         half = a.dtype != "fp32"
-        return device(a.device, a.kernels or ("wgmma_ws,auto,loop" if half else "tf32x3,wgmma_tf32x3,auto"), a.dtype)
+        kernels = a.kernels or ("wgmma_ws,auto,loop" if half else "tf32x3,wgmma_tf32x3,auto")
+        return device(a.device, kernels, a.dtype, a.transposed_b)
     a.kernels = a.kernels or "auto,tf32x3,warptile,double_buffer"
     import cupy
 
@@ -82,13 +87,16 @@ def main(argv=None) -> int:
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
-def device(batches: str, kernels: str, dtype: str = "fp32") -> int:
+def device(batches: str, kernels: str, dtype: str = "fp32", transposed_b: bool = False) -> int:
     """TFLOP/s of batched products (device time) beside cuBLAS's batched product; 1 if a result is wrong."""
     import cupy
 
     name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
     dt = DTYPES[dtype]
-    print(f"{name.decode() if isinstance(name, bytes) else name}: batched {dt}, device time (back-to-back launches)")
+    lay = ", B a transposed view" if transposed_b else ""
+    print(
+        f"{name.decode() if isinstance(name, bytes) else name}: batched {dt}{lay}, device time (back-to-back launches)"
+    )
     print("| batch | kernel | ms | TFLOP/s | x cuBLAS | rel. error | ran |\n|---|---|---:|---:|---:|---:|---|")
     rng = cupy.random.default_rng(0)
     bad = 0
@@ -97,7 +105,7 @@ def device(batches: str, kernels: str, dtype: str = "fp32") -> int:
         if len(dims) not in (2, 4):
             raise SystemExit(f"--device takes BATCHxN or BATCHxMxNxK items, got {item!r}")
         nb, (M, N, K) = dims[0], (dims[1:] if len(dims) == 4 else dims[1:] * 3)
-        bad += _device_rows(nb, M, N, K, kernels.split(","), rng, dt)
+        bad += _device_rows(nb, M, N, K, kernels.split(","), rng, dt, transposed_b)
     return int(bad > 0)
 
 
@@ -111,8 +119,11 @@ def _cast(x, dt: str):
     return x.astype(cupy.dtype(dt))
 
 
-def _device_rows(nb: int, M: int, N: int, K: int, kernels: list[str], rng, dt: str = "float32") -> int:
-    """Print one batch's rows; the number of wrong results."""
+def _device_rows(
+    nb: int, M: int, N: int, K: int, kernels: list[str], rng, dt: str = "float32", transposed_b: bool = False
+) -> int:
+    """Print one batch's rows; the number of wrong results. ``transposed_b``: B is the transposed view of a
+    (nb, N, K) array."""
     import statistics
 
     import cupy
@@ -120,7 +131,10 @@ def _device_rows(nb: int, M: int, N: int, K: int, kernels: list[str], rng, dt: s
     from cumm._matmul import decision
 
     xs = [_cast(rng.standard_normal((nb, M, K), dtype=cupy.float32), dt) for _ in range(2)]
-    ys = [_cast(rng.standard_normal((nb, K, N), dtype=cupy.float32), dt) for _ in range(2)]
+    if transposed_b:
+        ys = [_cast(rng.standard_normal((nb, N, K), dtype=cupy.float32), dt).swapaxes(-1, -2) for _ in range(2)]
+    else:
+        ys = [_cast(rng.standard_normal((nb, K, N), dtype=cupy.float32), dt) for _ in range(2)]
     outs = [cupy.empty((nb, M, N), xs[0].dtype) for _ in range(2)]
     ref = cupy.matmul(xs[0].astype(cupy.float64), ys[0].astype(cupy.float64))
     if dt == "float32":

@@ -7,9 +7,10 @@ is a write outside C. The result is compared with the float64 product of the sam
 relative Frobenius error below the dtype's tolerance. Shapes: 1 x 1 x 1, primes, a dimension one past a tile
 multiple (4097), K = 1, K = 7, M = 1, N = 1, operands that are unaligned strided views, alpha and beta, and a
 2048 cube; for a kernel that runs batched products, a batch of three and a batch whose a is one matrix for every
-product (each product with its own guard bands). ``python -m cumm check --kernel-file my_kernel.py`` runs it
-from the shell (``--sanitize``: under compute-sanitizer's memcheck, which also sees writes that land beyond the
-guard bands).
+product (each product with its own guard bands); for a kernel that reads transposed operands in place
+(``reads_transposed``), column-major A and B (TRANSPOSED_CASES). ``python -m cumm check --kernel-file
+my_kernel.py`` runs it from the shell (``--sanitize``: under compute-sanitizer's memcheck, which also sees writes
+that land beyond the guard bands).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class Case:
     N: int
     K: int
     layout: str = "contiguous"  # or "view": A and B unaligned strided views, C with an odd leading dimension;
-    # with a batch, "broadcast": a is one matrix for every product (read in place, batch stride 0)
+    # with a batch, "broadcast": a is one matrix for every product (read in place, batch stride 0); "transposed":
+    # A and B column-major (a.T, b.T of row-major arrays, as x @ w.T passes w), for kernels that read them in place
     alpha: float = 1.0
     beta: float = 0.0
     batch: int = 0  # > 0: a batch of this many products (kernels that run batches only)
@@ -62,6 +64,14 @@ STANDARD_CASES: tuple[Case, ...] = (
     Case("2048 cube", 2048, 2048, 2048),
     Case("batch of 3", 131, 137, 72, batch=3, alpha=-0.5, beta=2.0),
     Case("batch, a broadcast", 67, 264, 64, batch=4, layout="broadcast"),
+)
+# For kernels that read column-major operands in place (``reads_transposed``): columns on 16 bytes (read as they
+# are), columns off 16 bytes (copied first), and a batch with one of each.
+TRANSPOSED_CASES: tuple[Case, ...] = (
+    Case("transposed a, b", 136, 131, 72, layout="transposed", alpha=-0.5, beta=2.0),
+    Case("transposed, columns off 16 B", 127, 131, 137, layout="transposed"),
+    Case("transposed, K = 7", 264, 129, 7, layout="transposed"),
+    Case("batch, transposed", 67, 136, 72, batch=3, layout="transposed"),
 )
 LARGE = 2**28  # cases of at least this many multiply-adds are left out under the sanitizer (memcheck is slow)
 
@@ -122,12 +132,16 @@ class CheckReport:
 
 
 def standard_cases(
-    shapes: Iterable[Sequence[int]] | None = None, *, large: bool = True, batches: bool = True
+    shapes: Iterable[Sequence[int]] | None = None,
+    *,
+    large: bool = True,
+    batches: bool = True,
+    transposed: bool = False,
 ) -> list[Case]:
     """The standard set, or contiguous cases of ``shapes`` (M, N, K); ``large=False`` drops big ones,
-    ``batches=False`` the batched ones."""
+    ``batches=False`` the batched ones; ``transposed=True`` adds the column-major operands (TRANSPOSED_CASES)."""
     if shapes is None:
-        cases = [c for c in STANDARD_CASES if batches or not c.batch]
+        cases = [c for c in STANDARD_CASES + (TRANSPOSED_CASES if transposed else ()) if batches or not c.batch]
     else:
         cases = []
         for s in shapes:
@@ -176,7 +190,7 @@ def check(
         large = not os.environ.get(UNDER_SANITIZER)
     from ._render import supports_batch
 
-    cases = standard_cases(shapes, large=large, batches=supports_batch(spec))
+    cases = standard_cases(shapes, large=large, batches=supports_batch(spec), transposed=spec.reads_transposed)
     reason = gpu_unavailable()
     if reason:
         raise RuntimeError(
@@ -229,6 +243,12 @@ def _operands(case: Case, dtype, rng):
     def normal(rows, cols):
         return rng.standard_normal((rows, cols), dtype=cupy.float32).astype(dtype)  # (float32 -> half: rounded)
 
+    if case.layout == "transposed":  # column-major views: the transposes of row-major K x M and N x K arrays
+        lead = (case.batch,) if case.batch else ()
+        return (
+            rng.standard_normal((*lead, K, M), dtype=cupy.float32).astype(dtype).swapaxes(-1, -2),
+            rng.standard_normal((*lead, N, K), dtype=cupy.float32).astype(dtype).swapaxes(-1, -2),
+        )
     if case.batch:
         nb = case.batch
         na = 1 if case.layout == "broadcast" else nb

@@ -684,29 +684,38 @@ def _shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
     return M, N, K, batch, shape
 
 
-def _batch_operand(x, batch: tuple[int, ...], name: str):
+def _batch_operand(x, batch: tuple[int, ...], name: str, in_place: bool = False):
     """(3-D array (count or 1, rows, cols) whose matrices are row-major, leading dimension, batch stride in
-    elements: 0 when x broadcasts over the whole batch). Copies only what cannot be viewed so."""
+    elements: 0 when x broadcasts over the whole batch, 1 when its matrices stay column-major). Copies only what
+    cannot be viewed so. ``in_place``: the rung reads column-major matrices (``reads_transposed``), which stay as
+    they are when the copy engine can read them (matrices and columns start on 16 bytes); the leading dimension
+    is then their column stride."""
     rows, cols = x.shape[-2:]
     nb = math.prod(batch)
+    item = x.dtype.itemsize
     if math.prod(x.shape[:-2]) == 1:  # one matrix for every product of the batch
-        m, ld = row_major(x.reshape(rows, cols), name, copy_ok=True)
-        return m.reshape(1, rows, cols), ld, 0
+        m = x.reshape(rows, cols)
+        ldx = _repack.column_major(m) if in_place else None
+        if ldx is not None and aligned(m, ldx):
+            return m.reshape(1, rows, cols), ldx, 0, 1
+        m, ld = row_major(m, name, copy_ok=True)
+        return m.reshape(1, rows, cols), ld, 0, 0
     if x.shape[:-2] != batch:  # broadcast over some batch dimensions only: materialize
         x = cupy.broadcast_to(x, batch + (rows, cols))
     x3 = x.reshape(nb, rows, cols)
     s0, s1, s2 = x3.strides
-    item = x3.dtype.itemsize
     if not (
         (s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols and s0 >= 0 and s0 % item == 0
     ):
         ldx = _repack.column_major(x3)
+        if ldx is not None and in_place and aligned(x3, ldx) and (s0 // item) * item % 16 == 0:
+            return x3, ldx, s0 // item, 1
         if ldx is not None:  # a batch of transposed views: a tiled copy, rows on 16 bytes
             x3, ld = _repack.transposed_copy(x3, ldx)
-            return x3, ld, rows * ld
+            return x3, ld, rows * ld, 0
         x3 = cupy.ascontiguousarray(x3)
         s0, s1 = x3.strides[:2]
-    return x3, max(s1 // item, cols, 1), s0 // item
+    return x3, max(s1 // item, cols, 1), s0 // item, 0
 
 
 def _fallback_batches(spec) -> bool:
@@ -759,8 +768,12 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
-    a3, lda, bsa = _batch_operand(a, batch, "a")
-    b3, ldb, bsb = _batch_operand(b, batch, "b")
+    dt = a.dtype.name
+    kernel_arg = kernel
+    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
+    spec = get_spec(kernel)
+    a3, lda, bsa, ta = _batch_operand(a, batch, "a", spec.reads_transposed and supports_batch(spec))
+    b3, ldb, bsb, tb = _batch_operand(b, batch, "b", spec.reads_transposed and supports_batch(spec))
     c3 = out.reshape(nb, M, N)
     s0, s1, s2 = c3.strides
     oi = c3.dtype.itemsize
@@ -770,10 +783,6 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
             f"strides {out.strides} for shape {out.shape}"
         )
     ldc, bsc = max(s1 // oi, N, 1), s0 // oi
-    dt = a.dtype.name
-    kernel_arg = kernel
-    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
-    spec = get_spec(kernel)
     if spec.kind != "gemm":
         get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
     if not supports_batch(spec):
@@ -804,12 +813,18 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
             b3, ldb, bsb = _rows_on_16_bytes(b3, bsb)
         flags = (1, 1, flags[2], 1)
     kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
+    if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
+        (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _batch_operand(a, batch, "a"), _batch_operand(b, batch, "b")
+        flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), flags[2], 1)
+    layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
     if nb > 65535 and not spec.schedules_batch:  # grid z over the batch
         raise ValueError(
             f"a batch of {nb} products is more than CUDA's 65535 blocks in z (kernel {kernel!r}): split the batch"
         )
-    if a3.dtype.itemsize != 4:
+    if a3.dtype.itemsize != 4 or layout:
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
+    if layout:
+        flags = (*flags, layout)
     plan = get_plan(kernel, config, flags, dev)
     if spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
         raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")

@@ -67,6 +67,12 @@ def test_standard_cases():
     batched = [c for c in cases if c.batch]
     assert batched and any(c.layout == "broadcast" for c in batched) and any(c.beta != 0 for c in batched)
     assert not any(c.batch for c in _check.standard_cases(batches=False))
+    assert not any(c.layout == "transposed" for c in cases)  # only for kernels that read transposed views
+    both = _check.standard_cases(transposed=True)
+    transposed = [c for c in both if c.layout == "transposed"]
+    assert len(transposed) == len(_check.TRANSPOSED_CASES) and any(c.batch for c in transposed)
+    assert any(c.K == 7 for c in transposed) and any(c.beta != 0 for c in transposed)
+    assert not any(c.batch for c in _check.standard_cases(batches=False, transposed=True))
     small = _check.standard_cases(large=False)
     assert (2048, 2048, 2048) not in {c.shape for c in small} and (4097, 33, 65) in {c.shape for c in small}
     assert [c.shape for c in _check.standard_cases([(5, 6, 7), [8, 9, 10]])] == [(5, 6, 7), (8, 9, 10)]
@@ -197,6 +203,8 @@ def test_batched_cases_run_where_the_kernel_runs_batches(sm90):
     report = cumm.check("wgmma_ws", dtypes=["bfloat16"], large=False)
     assert report.ok, str(report)
     assert {"batch of 3", "batch, a broadcast"} <= {r.case for r in report.rows}
+    # wgmma_ws reads column-major operands in place: its report has the transposed cases
+    assert {c.name for c in _check.TRANSPOSED_CASES} <= {r.case for r in report.rows}
     assert not any(r.case.startswith("batch") for r in cumm.check("mma", dtypes=["float16"], large=False).rows)
 
 
