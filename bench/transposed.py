@@ -5,9 +5,10 @@ the same views (cuBLAS reads them in place) and against cumm on row-major operan
         [--markdown PATH]
 
 For each M x N x K: x (M x K) and w (N x K) row-major, as torch.nn.Linear holds them. Cases: ``torch x@w.T``
-(the baseline), ``cumm x@w.T`` (w.T is column-major: cumm copies it into a row-major buffer, kernels/auxiliary/
-transpose.cu), ``cumm x@wt`` (wt = w.T made contiguous beforehand: the product alone), ``cumm x.T@w.T`` (x given
-as the transposed view of a contiguous x.T: both operands copied). Every result is checked against float64 first
+(the baseline), ``cumm x@w.T`` (w.T is column-major: wgmma_ws reads it in place when its columns start on 16
+bytes, other rungs get a row-major copy from kernels/auxiliary/transpose.cu), ``cumm x@wt`` (wt = w.T made
+contiguous beforehand: the row-major product), ``cumm x.T@w.T`` (x given as the transposed view of a contiguous
+x.T: both operands column-major). Every result is checked against float64 first
 (relative error at most 1.5 x torch's own on the same inputs). Timing: calls queued back to back, CUDA events
 around blocks of 20 calls (so a call's host time counts when it exceeds its device time, as it would for a user),
 operand sets rotated past the L2, the median of 15 blocks after 3 warm-up calls per set; us per call and the

@@ -723,14 +723,11 @@ def _fallback_batches(spec) -> bool:
     return spec.fallback is not None and supports_batch(get_spec(spec.fallback))
 
 
-def _rows_on_16_bytes(x3, bs: int):
-    """A copy of the batch ``x3`` (count, rows, cols) whose rows and matrices start on 16 bytes: (view of the copy,
-    its leading dimension, its batch stride: 0 for a matrix broadcast over the batch, as ``bs`` was)."""
-    n, rows, cols = x3.shape
-    ld = _repack.padded_ld(cols, x3.dtype.itemsize)
-    buf = cupy.empty((n, rows, ld), dtype=x3.dtype)  # (the padding columns are never read: the maps end at cols)
-    buf[..., :cols] = x3
-    return buf[..., :cols], ld, 0 if bs == 0 else rows * ld
+def _copy_engine_batch(x3, bs: int):
+    """A copy of the batch ``x3`` (count, rows, cols) whose rows and matrices the copy engine reads: (view of the
+    copy, its leading dimension, its batch stride: 0 for a matrix broadcast over the batch, as ``bs`` was)."""
+    y, ld = _repack.copy_engine_rows(x3)
+    return y, ld, 0 if bs == 0 else x3.shape[1] * ld
 
 
 def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: int = 0):
@@ -808,9 +805,9 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         # the copy engine cannot read them and the fallback rung runs no batches (one launch a product): copy the
         # operands into rows on 16 bytes instead, one pass each, and run the batch in one launch
         if not flags[0]:
-            a3, lda, bsa = _rows_on_16_bytes(a3, bsa)
+            a3, lda, bsa = _copy_engine_batch(a3, bsa)
         if not flags[1]:
-            b3, ldb, bsb = _rows_on_16_bytes(b3, bsb)
+            b3, ldb, bsb = _copy_engine_batch(b3, bsb)
         flags = (1, 1, flags[2], 1)
     kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
     if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
@@ -868,6 +865,20 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
     flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
+    pad_a = pad_b = False
+    if _repack.ENABLED and spec.tensor_maps is not None and not (flags0[0] and flags0[1]):
+        # rows the copy engine cannot read: copied into rows on 16 bytes where that pays, else the fallback rung
+        item = a.dtype.itemsize
+        pad_a = not flags0[0] and _repack.pads_for_copy_engine(M, N, K, "a", item)
+        pad_b = not flags0[1] and _repack.pads_for_copy_engine(M, N, K, "b", item)
+        if (pad_a or flags0[0]) and (pad_b or flags0[1]):
+            if pad_a:
+                a, lda = _repack.copy_engine_rows(a)
+            if pad_b:
+                b, ldb = _repack.copy_engine_rows(b)
+            flags0 = (1, 1, flags0[2])
+        else:  # one of them goes to the fallback anyway
+            pad_a = pad_b = False
     kernel, spec, config = _readable(kernel, spec, config, flags0, (M, N, K), dev, dt)
     if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
         (a, lda), (b, ldb), ta, tb = row_major(a, "a", True), row_major(b, "b", True), 0, 0
@@ -921,7 +932,9 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     grid = plan.spec.grid(plan.cfg, M, N, K)
     if grid[1] > 65535 or grid[2] > 65535:
         fast = False  # Plan.launch reports it
-    decisions = dict(repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn)
+    decisions = dict(
+        repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn, pad_a=pad_a, pad_b=pad_b
+    )
     spans = (span(a), span(b), span(c))
     call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), c.dtype, out.shape, spans, fast, decisions, direct=plain)
     return call, (a, b, c)
@@ -947,6 +960,10 @@ def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
     a, lda = (a, call.lda) if lay & TRANSPOSED_A else row_major(a, "a", copy_ok=True)
     b, ldb = (b, call.ldb) if lay & TRANSPOSED_B else row_major(b, "b", copy_ok=True)
     c, ldc = row_major(c, "out", copy_ok=False)
+    if d.get("pad_a"):  # rows the copy engine cannot read, copied into rows on 16 bytes (see _decide)
+        a, lda = _repack.copy_engine_rows(a)
+    if d.get("pad_b"):
+        b, ldb = _repack.copy_engine_rows(b)
     if call.direct:  # a copy-engine or half rung: one launch on the row-major copies (its maps made per pointer)
         with cupy.cuda.Device(call.dev):
             call.launch(a.data.ptr, b.data.ptr, c.data.ptr, alpha, beta, cupy.cuda.get_current_stream().ptr)

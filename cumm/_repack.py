@@ -105,6 +105,66 @@ def should_stage_out(M: int, N: int, K: int, beta: float) -> bool:
     return copies * copy_seconds(M, N) <= MAX_COPY_FRACTION * kernel_seconds(M, N, K)
 
 
+# Copy-engine rungs (tensor maps) read only rows that start on 16 bytes; other operands send the call to the spec's
+# fallback rung, which runs at about half their rate at large sizes (tuned tables, 4096^3: bf16
+# mma_swizzled_pipeline 328 against wgmma_ws 694 TFLOP/s on the H200, 333 / 667 on the H100; float32 tf32x3 63
+# against wgmma_tf32x3 113). A copy into rows on 16 bytes keeps the fast rung; it pays when it costs at most half
+# of the product at that rung's rate (below: no copy, the fallback runs).
+TMA_FLOPS_PER_S = {2: 600e12, 4: 110e12}  # by element size: the copy-engine rungs at large sizes (H200)
+TMA_COPY_FRACTION = 0.5
+
+
+def pads_for_copy_engine(M: int, N: int, K: int, which: str, item: int) -> bool:
+    """Whether copying operand ``which`` ("a": M x K, "b": K x N; ``item``-byte elements) into rows on 16 bytes
+    costs at most TMA_COPY_FRACTION of the product on a copy-engine rung: A needs N of about 1.3k and more
+    (16-bit), B an M of that; less for float32, whose rung is slower."""
+    rows, cols = (M, K) if which == "a" else (K, N)
+    copy = COPY_FIXED_S + 2 * item * rows * cols / COPY_BYTES_PER_S
+    return copy <= TMA_COPY_FRACTION * 2 * M * N * K / TMA_FLOPS_PER_S.get(item, TMA_FLOPS_PER_S[4])
+
+
+def copy_engine_ld(cols: int, item: int) -> int:
+    """The leading dimension of a copy made for the copy engine: rows of 128 bytes or more padded to 128 bytes (so
+    that their maps keep the 256-byte L2 promotion, :func:`cumm._tmaps.l2_promotion`), shorter ones to 16. H100, bf16,
+    B copied for wgmma_ws: 4096 x 50257 x 4096 4.16 -> 3.34-3.47 ms, 4096 x 4101 x 4096 0.435 -> 0.40 ms against 16-byte
+    padding."""
+    return padded_ld(cols, item) if cols * item < 128 else -(-cols * item // 128) * 128 // item
+
+
+def copy_engine_rows(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
+    """(y, ld): ``x`` (..., rows, cols), each matrix row-major, copied into a fresh buffer whose rows the copy engine
+    reads (ld: :func:`copy_engine_ld`; rows and matrices start on 16 bytes); y is the view of its first cols
+    columns, of x's shape. The padding columns are never read (the copy engine's maps end at cols) and left as they
+    are. Rows one pitch apart throughout (a matrix, or a batch of them one after another) are one pitched copy
+    (cudaMemcpy2DAsync): CuPy's strided assignment computes each element's address (a 4096 x 50257 bf16 B: 0.99 ms on
+    an H100, the pitched copy 0.40 ms)."""
+    *lead, rows, cols = x.shape
+    item = x.dtype.itemsize
+    ld = copy_engine_ld(cols, item)
+    buf = cupy.empty((*lead, rows, ld), dtype=x.dtype)
+    y = buf[..., :cols]
+    n = 1
+    for d in lead:
+        n *= d
+    pitch = x.strides[-2] if rows > 1 else cols * item
+    one_pitch = (x.strides[-1] == item or cols == 1) and pitch >= cols * item
+    one_pitch = one_pitch and (n == 1 or x.strides[-3] == rows * pitch) and all(d == 1 for d in lead[:-1])
+    if one_pitch and x.size:
+        cupy.cuda.runtime.memcpy2DAsync(
+            buf.data.ptr,
+            ld * item,
+            x.data.ptr,
+            pitch,
+            cols * item,
+            n * rows,
+            cupy.cuda.runtime.memcpyDeviceToDevice,
+            cupy.cuda.get_current_stream().ptr,
+        )
+    else:
+        y[...] = x
+    return y, ld
+
+
 def padded_ld(cols: int, item: int = 4) -> int:
     """cols rounded up to 16 bytes' worth of ``item``-byte elements (4 floats, 8 halves; at least that many): every
     row of the buffer starts 16-byte aligned."""

@@ -37,6 +37,33 @@ def test_small_products_do_not_repack(shape):
     assert repack_plan(REGISTRY["warptile"], M, N, K, False, False) == (False, False)
 
 
+def test_copy_engine_rows_pay_on_large_products_only():
+    """Rows the copy engine cannot read are copied into rows on 16 bytes when the copy costs at most
+    TMA_COPY_FRACTION of the product on the copy-engine rung (else its fallback rung runs)."""
+    from cumm._repack import pads_for_copy_engine
+
+    assert pads_for_copy_engine(4096, 50257, 4096, "b", 2)  # a vocabulary-sized N: B copied
+    assert pads_for_copy_engine(4096, 4097, 4096, "a", 2) and pads_for_copy_engine(4096, 4097, 4096, "a", 4)
+    assert not pads_for_copy_engine(127, 131, 137, "a", 2) and not pads_for_copy_engine(127, 131, 137, "b", 2)
+    assert not pads_for_copy_engine(64, 8192, 8191, "b", 2)  # B used by 64 rows only: the fallback
+    M, N, K = 2048, 4101, 512
+    copy = _repack.COPY_FIXED_S + 2 * 2 * K * N / _repack.COPY_BYTES_PER_S
+    want = copy <= _repack.TMA_COPY_FRACTION * 2 * M * N * K / _repack.TMA_FLOPS_PER_S[2]
+    assert pads_for_copy_engine(M, N, K, "b", 2) == want == True  # noqa: E712
+
+
+def test_copy_engine_rows_are_padded_to_128_bytes():
+    """Copies for the copy engine keep the 256-byte L2 promotion: rows of 128 bytes or more padded to 128."""
+    from cumm._repack import copy_engine_ld
+    from cumm._tmaps import MapSpec, l2_promotion
+
+    assert copy_engine_ld(50257, 2) == 50304 and copy_engine_ld(4101, 4) == 4128 and copy_engine_ld(64, 2) == 64
+    assert copy_engine_ld(7, 2) == 8 and copy_engine_ld(1, 4) == 4 and copy_engine_ld(63, 2) == 64
+    for cols, item in ((50257, 2), (4101, 4), (65, 2), (33, 4)):
+        ld = copy_engine_ld(cols, item)
+        assert l2_promotion(MapSpec(1, cols, 100, ld, 64, 64, 3, item)) == 3
+
+
 def test_rule_is_the_cost_ratio():
     """Copy time <= MAX_COPY_FRACTION x product time, with the module's constants."""
     M, N, K = 4095, 4095, 4095
@@ -213,9 +240,14 @@ def test_repacked_contiguous_operands(kernel, rng, forced):
     from cumm import _auto
 
     name = kernel if kernel != "auto" else _auto.select(M, N, K, a.device.id, None)[0]
-    if cumm.kernel_spec(name).tensor_maps is not None:  # lda = 1027: the copy engine cannot read A
-        name = cumm.kernel_spec(name).fallback
-    _check(kernel, a, b, forced, _expected(name, (M, K), (K, N)))
+    spec = cumm.kernel_spec(name)
+    if spec.tensor_maps is None:
+        expect = _expected(name, (M, K), (K, N))
+    elif _repack.pads_for_copy_engine(M, N, K, "a", 4) and _repack.pads_for_copy_engine(M, N, K, "b", 4):
+        expect = []  # rows the copy engine cannot read (lda = 1027) are copied for it: the rung stays, no repack
+    else:  # its fallback rung (loads of any alignment) runs, and repacks
+        expect = _expected(spec.fallback, (M, K), (K, N))
+    _check(kernel, a, b, forced, expect)
 
 
 @pytest.mark.gpu
@@ -629,3 +661,77 @@ def test_wgmma_ws_reads_batched_transposed_views_in_place(dtype, shape, rng, mon
         cumm.matmul(a, b, kernel="wgmma_ws", out=out, alpha=0.5, beta=-1.0)
         want = 0.5 * ref - c0.astype(cupy.float64)
         assert rel_err(out, want) <= max(1.5 * rel_err(0.5 * cub - c0, want), 1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_large_products_of_rows_the_copy_engine_cannot_read_stay_on_it(dtype, rng, monkeypatch):
+    """A row-major operand whose rows are not on 16 bytes (N = 4101, an odd-offset view of A) sends a copy-engine
+    rung (wgmma_ws; wgmma_tf32x3 for float32) to its fallback unless a copy into rows on 16 bytes pays: at 2048 x
+    4101 x 512 it does, so the rung runs on copies (one each, on every call, the cached one too); against float64
+    (half: within 1.5x cuBLAS's error), out NaN-poisoned, beta != 0. A small product keeps the fallback."""
+    import cupy
+
+    from cumm._bench import np_dtype
+    from cumm._matmul import decision
+
+    if cupy.cuda.Device().compute_capability < "90":
+        pytest.skip("the copy-engine rungs need sm_90")
+    kernel = "wgmma_tf32x3" if dtype == "float32" else "wgmma_ws"
+    fallback = "tf32x3" if dtype == "float32" else "mma_swizzled_pipeline"
+    dt = np_dtype(dtype)
+    copies = []
+    real = _repack.copy_engine_rows
+
+    def spy(x):
+        copies.append(x.shape)
+        return real(x)
+
+    monkeypatch.setattr(_repack, "copy_engine_rows", spy)
+    M, N, K = 2048, 4101, 512
+    big = rng.standard_normal((M, K + 1), dtype=cupy.float32).astype(dt)
+    a = big[:, 1:]  # lda = K + 1, pointer one element in: neither on 16 bytes
+    b = rng.standard_normal((K, N), dtype=cupy.float32).astype(dt)  # ldb = 4101
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    if dtype == "float32":
+        tol = 1e-5
+    else:
+        tol = max(1.5 * rel_err(cupy.matmul(cupy.ascontiguousarray(a), b), ref), 1e-6)
+    for _ in range(2):  # the second call runs cached and copies again
+        out = cupy.full((M, N), math.nan, dtype=dt)
+        copies.clear()
+        cumm.matmul(a, b, kernel=kernel, out=out)
+        assert sorted(copies) == [(K, N), (M, K)], copies
+        assert rel_err(out, ref) < tol, rel_err(out, ref)
+    assert decision(a, b, out, kernel=kernel).startswith(kernel)
+    c0 = rng.standard_normal((M, N), dtype=cupy.float32).astype(dt)
+    out = c0.copy()
+    cumm.matmul(a, b, kernel=kernel, out=out, alpha=2.0, beta=-1.0)
+    want = 2.0 * ref - c0.astype(cupy.float64)
+    assert rel_err(out, want) < 2 * tol
+    small_a, small_b = a[:100, :37], b[:37, :101]  # too small to pay for copies: the fallback rung
+    copies.clear()
+    out = cupy.full((100, 101), math.nan, dtype=dt)
+    cumm.matmul(small_a, small_b, kernel=kernel, out=out)
+    assert copies == [] and decision(small_a, small_b, out, kernel=kernel).startswith(fallback)
+    small_ref = small_a.astype(cupy.float64) @ small_b.astype(cupy.float64)
+    assert rel_err(out, small_ref) < (1e-5 if dtype == "float32" else 2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_copy_engine_rows_are_the_same_matrix(dtype, rng):
+    """The copy for the copy engine (rows on 128 bytes, or on 16 when shorter; one pitched copy where the rows are
+    one pitch apart, else CuPy's) keeps every element: misaligned views, a stacked batch, a batch with gaps between
+    matrices, one row, one column."""
+    import cupy
+
+    big = rng.standard_normal((3, 40, 70), dtype=cupy.float32).astype(dtype)
+    flat = big.reshape(120, 70)
+    views = [flat[1:, 3:60], flat[5:6, 1:50], flat[2:30, 7:8], big[:, 1:, 2:67], big[:, :20, :13], big[:1, 3:9, 1:]]
+    for x in views:
+        y, ld = _repack.copy_engine_rows(x)
+        item = y.dtype.itemsize
+        assert ld == _repack.copy_engine_ld(x.shape[-1], item) and y.shape == x.shape and y.data.ptr % 16 == 0
+        assert ld * item % (128 if x.shape[-1] * item >= 128 else 16) == 0 and ld >= x.shape[-1]
+        assert y.strides[-2] == ld * y.dtype.itemsize and bool((y == x).all()), (x.shape, x.strides)
