@@ -89,6 +89,33 @@ def test_torch_views_out_and_streams():
 
 
 @gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_torch_transformer_products(dtype):
+    """What a transformer hands over, on a non-default torch stream: attention's q @ k.transpose(-1, -2) (4-D, a
+    batch of column-major k), a linear layer's x @ w.t() (read in place on sm_90), and x @ wt whose rows of 5003
+    halves are off 16 bytes (copied for the copy engine on that stream); each within 1.5x torch's own error."""
+    torch = _torch()
+    tdt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(13)
+
+    def randn(*shape):
+        return torch.randn(*shape, device="cuda", generator=g).to(tdt)
+
+    q, k = randn(2, 4, 128, 64), randn(2, 4, 136, 64)
+    x, w, wt = randn(2048, 512), randn(5003, 512), randn(512, 5003)
+    cases = [(q, k.transpose(-1, -2)), (x, w.t()), (x, wt)]
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        got = [cumm.matmul(a, b) for a, b in cases]
+    side.synchronize()
+    for (a, b), c in zip(cases, got, strict=True):
+        assert isinstance(c, torch.Tensor) and c.dtype == tdt and c.shape == torch.matmul(a, b).shape
+        ref = _ref64(a.float(), b.float())
+        theirs = rel_err(torch.matmul(a, b).float(), ref)
+        assert rel_err(c.float(), ref) <= 1.5 * theirs, (a.shape, b.shape)
+
+
+@gpu
 def test_cached_calls_use_new_pointers(rng):
     """The second call with a key takes the cached path: it must read the new arrays and write the new out."""
     import cupy
