@@ -494,8 +494,9 @@ def _launch_cupy(call: Call, pa: int, pb: int, out, alpha: float, beta: float):
 
 def decision(a, b, out, *, kernel: str = "auto", config: Mapping[str, int] | None = None, beta: float = 0.0) -> str:
     """What a call ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta)`` made earlier runs: "<kernel>
-    <non-default parameters>" and the split count when it splits, e.g. "tf32x3 BM=64 BN=64 split_k=4"; "" if not
-    known."""
+    <non-default parameters>", the split count when it splits and the operands it copies on each call (a transposed
+    view a rung does not read in place, rows padded for 16-byte or copy-engine reads, C staged), e.g. "tf32x3 BM=64
+    BN=64 split_k=4", "wgmma_ws (copies B)"; "" if not known."""
     key = _key(a, b, out, kernel, config, None, float(beta))
     call = _calls.get(key) if key is not None else None
     if call is None:
@@ -504,7 +505,9 @@ def decision(a, b, out, *, kernel: str = "auto", config: Mapping[str, int] | Non
     base = spec.default_config(compute_capability(call.dev))
     diff = " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
     splits = call.decisions.get("splits", 1)
-    return " ".join(x for x in (spec.name, diff, f"split_k={splits}" if splits > 1 else "") if x)
+    copies = call.decisions.get("copies", ())  # operands laid out anew (transposed, padded rows) and staged outputs
+    extra = f"(copies {' and '.join(copies)})" if copies else ""
+    return " ".join(x for x in (spec.name, diff, f"split_k={splits}" if splits > 1 else "", extra) if x)
 
 
 _getdevice = cupy.cuda.runtime.getDevice
@@ -839,7 +842,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         out.shape,
         (0, 0, 0),
         fast,
-        dict(splits=1),
+        dict(splits=1, copies=tuple(n for n, x3, x in (("A", a3, a), ("B", b3, b)) if x3.data.mem is not x.data.mem)),
         batch=(nb, bsa, bsb, bsc),
         direct=spec.tensor_maps is not None,  # maps go with the driver launch (Plan.launch has none)
     )
@@ -932,8 +935,19 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     grid = plan.spec.grid(plan.cfg, M, N, K)
     if grid[1] > 65535 or grid[2] > 65535:
         fast = False  # Plan.launch reports it
+    copies = tuple(
+        n for n, x, x_in, more in (("A", a, a_in, repack_a), ("B", b, b_in, repack_b)) if more or not _shares(x, x_in)
+    ) + (("C",) if stage else ())
     decisions = dict(
-        repack_a=repack_a, repack_b=repack_b, splits=splits, stage=stage, mm=mm, nn=nn, pad_a=pad_a, pad_b=pad_b
+        repack_a=repack_a,
+        repack_b=repack_b,
+        splits=splits,
+        stage=stage,
+        mm=mm,
+        nn=nn,
+        pad_a=pad_a,
+        pad_b=pad_b,
+        copies=copies,
     )
     spans = (span(a), span(b), span(c))
     call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), c.dtype, out.shape, spans, fast, decisions, direct=plain)

@@ -593,10 +593,12 @@ def test_wgmma_ws_reads_transposed_views_in_place(dtype, config, shape, rng, mon
 
 @pytest.mark.gpu
 def test_auto_reads_a_transposed_weight_in_place(rng, monkeypatch):
-    """kernel="auto" on bf16 x @ w.T at a shape it runs on wgmma_ws: no copy, the result of the row-major call."""
+    """kernel="auto" on bf16 x @ w.T at a shape it runs on wgmma_ws: no copy, the result of the row-major call; the
+    same weight with rows off 16 bytes is copied for the rung (decision() says so)."""
     import cupy
 
     from cumm._bench import np_dtype
+    from cumm._matmul import decision
 
     if cupy.cuda.Device().compute_capability < "90":
         pytest.skip("wgmma_ws needs sm_90")
@@ -604,10 +606,20 @@ def test_auto_reads_a_transposed_weight_in_place(rng, monkeypatch):
     dt = np_dtype("bfloat16")
     x = rng.standard_normal((4096, 1024), dtype=cupy.float32).astype(dt)
     w = rng.standard_normal((2048, 1024), dtype=cupy.float32).astype(dt)
+    ref = x.astype(cupy.float64) @ w.astype(cupy.float64).T
+    cublas = rel_err(cupy.matmul(x, cupy.ascontiguousarray(w.T)), ref)
     got = cumm.matmul(x, w.T)
     assert seen == []
-    ref = x.astype(cupy.float64) @ w.astype(cupy.float64).T
-    assert rel_err(got, ref) <= 1.5 * rel_err(cupy.matmul(x, cupy.ascontiguousarray(w.T)), ref)
+    assert rel_err(got, ref) <= 1.5 * cublas
+    out = cupy.full((4096, 2048), math.nan, dtype=dt)  # decision() knows calls by their arguments: out= given
+    cumm.matmul(x, w.T, out=out)
+    assert "copies" not in decision(x, w.T, out) and decision(x, w.T, out).startswith("wgmma_ws")
+    wt = cupy.zeros((1024, 2048 + 3), dtype=dt)[:, :2048]  # rows of 2051 halves, off 16 bytes: copied for the rung
+    wt[...] = w.T
+    out = cupy.full((4096, 2048), math.nan, dtype=dt)
+    cumm.matmul(x, wt, out=out)
+    assert rel_err(out, ref) <= 1.5 * cublas
+    assert decision(x, wt, out).startswith("wgmma_ws") and decision(x, wt, out).endswith("(copies B)")
 
 
 @pytest.mark.gpu
@@ -704,6 +716,7 @@ def test_large_products_of_rows_the_copy_engine_cannot_read_stay_on_it(dtype, rn
         assert sorted(copies) == [(K, N), (M, K)], copies
         assert rel_err(out, ref) < tol, rel_err(out, ref)
     assert decision(a, b, out, kernel=kernel).startswith(kernel)
+    assert decision(a, b, out, kernel=kernel).endswith("(copies A and B)")
     c0 = rng.standard_normal((M, N), dtype=cupy.float32).astype(dt)
     out = c0.copy()
     cumm.matmul(a, b, kernel=kernel, out=out, alpha=2.0, beta=-1.0)
