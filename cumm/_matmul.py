@@ -688,11 +688,11 @@ def _shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
 
 
 def _batch_operand(x, batch: tuple[int, ...], name: str, in_place: bool = False):
-    """(3-D array (count or 1, rows, cols) whose matrices are row-major, leading dimension, batch stride in
-    elements: 0 when x broadcasts over the whole batch, 1 when its matrices stay column-major). Copies only what
-    cannot be viewed so. ``in_place``: the rung reads column-major matrices (``reads_transposed``), which stay as
-    they are when the copy engine can read them (matrices and columns start on 16 bytes); the leading dimension
-    is then their column stride."""
+    """(3-D array (count or 1, rows, cols), leading dimension, batch stride in elements (0 when x broadcasts over
+    the whole batch), 1 when its matrices stay column-major else 0). The matrices are made row-major, copying only
+    what cannot be viewed so, except with ``in_place``: the rung reads column-major matrices (``reads_transposed``),
+    which stay as they are when the copy engine can read them (matrices and columns start on 16 bytes); the
+    leading dimension is then their column stride."""
     rows, cols = x.shape[-2:]
     nb = math.prod(batch)
     item = x.dtype.itemsize
@@ -870,7 +870,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
     pad_a = pad_b = False
     if _repack.ENABLED and spec.tensor_maps is not None and not (flags0[0] and flags0[1]):
-        # rows the copy engine cannot read: copied into rows on 16 bytes where that pays, else the fallback rung
+        # rows the copy engine cannot read: copied into rows it reads where that pays, else the fallback rung
         item = a.dtype.itemsize
         pad_a = not flags0[0] and _repack.pads_for_copy_engine(M, N, K, "a", item)
         pad_b = not flags0[1] and _repack.pads_for_copy_engine(M, N, K, "b", item)
@@ -974,7 +974,7 @@ def _run(call: Call, a, b, c, alpha: float, beta: float) -> None:
     a, lda = (a, call.lda) if lay & TRANSPOSED_A else row_major(a, "a", copy_ok=True)
     b, ldb = (b, call.ldb) if lay & TRANSPOSED_B else row_major(b, "b", copy_ok=True)
     c, ldc = row_major(c, "out", copy_ok=False)
-    if d.get("pad_a"):  # rows the copy engine cannot read, copied into rows on 16 bytes (see _decide)
+    if d.get("pad_a"):  # rows the copy engine cannot read, copied into rows it reads (see _decide)
         a, lda = _repack.copy_engine_rows(a)
     if d.get("pad_b"):
         b, ldb = _repack.copy_engine_rows(b)

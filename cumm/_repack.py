@@ -108,15 +108,15 @@ def should_stage_out(M: int, N: int, K: int, beta: float) -> bool:
 # Copy-engine rungs (tensor maps) read only rows that start on 16 bytes; other operands send the call to the spec's
 # fallback rung, which runs at about half their rate at large sizes (tuned tables, 4096^3: bf16
 # mma_swizzled_pipeline 328 against wgmma_ws 694 TFLOP/s on the H200, 333 / 667 on the H100; float32 tf32x3 63
-# against wgmma_tf32x3 113). A copy into rows on 16 bytes keeps the fast rung; it pays when it costs at most half
-# of the product at that rung's rate (below: no copy, the fallback runs).
+# against wgmma_tf32x3 113). A copy into rows it reads (:func:`copy_engine_rows`) keeps the fast rung; it pays when
+# it costs at most half of the product at that rung's rate (below: no copy, the fallback runs).
 TMA_FLOPS_PER_S = {2: 600e12, 4: 110e12}  # by element size: the copy-engine rungs at large sizes (H200)
 TMA_COPY_FRACTION = 0.5
 
 
 def pads_for_copy_engine(M: int, N: int, K: int, which: str, item: int) -> bool:
-    """Whether copying operand ``which`` ("a": M x K, "b": K x N; ``item``-byte elements) into rows on 16 bytes
-    costs at most TMA_COPY_FRACTION of the product on a copy-engine rung: A needs N of about 1.3k and more
+    """Whether copying operand ``which`` ("a": M x K, "b": K x N; ``item``-byte elements) into rows the copy engine
+    reads costs at most TMA_COPY_FRACTION of the product on a copy-engine rung: A needs N of about 1.3k and more
     (16-bit), B an M of that; less for float32, whose rung is slower."""
     rows, cols = (M, K) if which == "a" else (K, N)
     copy = COPY_FIXED_S + 2 * item * rows * cols / COPY_BYTES_PER_S
@@ -141,27 +141,28 @@ def copy_engine_rows(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
     *lead, rows, cols = x.shape
     item = x.dtype.itemsize
     ld = copy_engine_ld(cols, item)
-    buf = cupy.empty((*lead, rows, ld), dtype=x.dtype)
-    y = buf[..., :cols]
     n = 1
     for d in lead:
         n *= d
     pitch = x.strides[-2] if rows > 1 else cols * item
     one_pitch = (x.strides[-1] == item or cols == 1) and pitch >= cols * item
     one_pitch = one_pitch and (n == 1 or x.strides[-3] == rows * pitch) and all(d == 1 for d in lead[:-1])
-    if one_pitch and x.size:
-        cupy.cuda.runtime.memcpy2DAsync(
-            buf.data.ptr,
-            ld * item,
-            x.data.ptr,
-            pitch,
-            cols * item,
-            n * rows,
-            cupy.cuda.runtime.memcpyDeviceToDevice,
-            cupy.cuda.get_current_stream().ptr,
-        )
-    else:
-        y[...] = x
+    with x.device:  # allocate and copy on x's device, which need not be the current one
+        buf = cupy.empty((*lead, rows, ld), dtype=x.dtype)
+        y = buf[..., :cols]
+        if one_pitch and x.size:
+            cupy.cuda.runtime.memcpy2DAsync(
+                buf.data.ptr,
+                ld * item,
+                x.data.ptr,
+                pitch,
+                cols * item,
+                n * rows,
+                cupy.cuda.runtime.memcpyDeviceToDevice,
+                cupy.cuda.get_current_stream().ptr,
+            )
+        else:
+            y[...] = x
     return y, ld
 
 
