@@ -772,8 +772,9 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     kernel_arg = kernel
     kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
     spec = get_spec(kernel)
-    a3, lda, bsa, ta = _batch_operand(a, batch, "a", spec.reads_transposed and supports_batch(spec))
-    b3, ldb, bsb, tb = _batch_operand(b, batch, "b", spec.reads_transposed and supports_batch(spec))
+    in_place = spec.reads_transposed and supports_batch(spec)  # column-major batches read as they are
+    a3, lda, bsa, ta = _batch_operand(a, batch, "a", in_place)
+    b3, ldb, bsb, tb = _batch_operand(b, batch, "b", in_place)
     c3 = out.reshape(nb, M, N)
     s0, s1, s2 = c3.strides
     oi = c3.dtype.itemsize
