@@ -1,7 +1,7 @@
 """Throughput held for seconds, with the SM clock and board power: where the power limit, not the kernel, decides.
 
-    PYTHONPATH=. python3 bench/sustained.py [--dtype bfloat16] [--size 4096] [--secs 5] [--rounds 2]
-        [--kernels wgmma_ws,wgmma_ws:GM=16,cublas] [--kernel-file FILE.py] [--markdown PATH]
+    PYTHONPATH=. python3 bench/sustained.py [--dtype bfloat16] [--size 4096 | --shape MxNxK] [--secs 5]
+        [--rounds 2] [--kernels wgmma_ws,wgmma_ws:GM=16,cublas] [--kernel-file FILE.py] [--markdown PATH]
 
 ``python -m cumm bench`` times short bursts, after which the card cools between samples. Here each candidate
 runs back to back for ``--secs`` seconds (CUDA-event samples of 20 products, operands rotated between two sets
@@ -54,22 +54,36 @@ def split_candidates(text: str) -> list[str]:
     return names
 
 
-def _operands(n: int, dtype: str, use_torch: bool):
-    """Two operand sets and an output of ``dtype``: torch tensors when torch is used (cumm takes them as they
-    are), else cupy arrays."""
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """``"2816x6144x4096"`` -> ``(2816, 6144, 4096)`` (M, N, K); ValueError unless three positive integers."""
+    try:
+        dims = tuple(int(v) for v in text.lower().split("x"))
+    except ValueError:
+        dims = ()
+    if len(dims) != 3 or min(dims) < 1:
+        raise ValueError(f"{text!r}: give M x N x K as three positive integers, e.g. 2816x6144x4096")
+    return dims  # type: ignore[return-value]
+
+
+def _operands(shape: tuple[int, int, int], dtype: str, use_torch: bool):
+    """Two operand sets (M x K and K x N) and an M x N output of ``dtype``: torch tensors when torch is used
+    (cumm takes them as they are), else cupy arrays."""
+    m, n, k = shape
     if use_torch:
         import torch
 
         tdt = getattr(torch, dtype)
         g = torch.Generator(device="cuda").manual_seed(0)
-        sets = [tuple(torch.randn(n, n, device="cuda", generator=g).to(tdt) for _ in range(2)) for _ in range(2)]
-        return sets, torch.empty(n, n, device="cuda", dtype=tdt)
+        sets = [
+            tuple(torch.randn(r, c, device="cuda", generator=g).to(tdt) for r, c in ((m, k), (k, n))) for _ in range(2)
+        ]
+        return sets, torch.empty(m, n, device="cuda", dtype=tdt)
     from cumm._bench import np_dtype
 
     cdt = np_dtype(dtype)
     rng = cupy.random.default_rng(0)
-    sets = [tuple(rng.standard_normal((n, n), dtype=cupy.float32).astype(cdt) for _ in range(2)) for _ in range(2)]
-    return sets, cupy.empty((n, n), dtype=cdt)
+    sets = [tuple(rng.standard_normal(s, dtype=cupy.float32).astype(cdt) for s in ((m, k), (k, n))) for _ in range(2)]
+    return sets, cupy.empty((m, n), dtype=cdt)
 
 
 def _product(name: str, config, use_torch: bool):
@@ -129,7 +143,8 @@ def _hold(run, sets, out, secs: float, device: int) -> dict[str, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dtype", default="bfloat16", choices=("float32", "float16", "bfloat16"))
-    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--size", type=int, default=4096, help="N for an N x N x N product")
+    p.add_argument("--shape", default=None, help="M x N x K instead of --size, e.g. 2816x6144x4096")
     p.add_argument("--secs", type=float, default=5.0)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--kernels", default="wgmma_ws,cublas", help="candidates, comma-separated: see the module doc")
@@ -150,21 +165,27 @@ def main() -> None:
         use_torch = True
     except ImportError:
         use_torch = False
-    n = a.size
-    sets, out = _operands(n, a.dtype, use_torch)
+    try:
+        shape = parse_shape(a.shape) if a.shape else (a.size,) * 3
+    except ValueError as e:
+        p.error(f"--shape: {e}")
+    flop = 2 * shape[0] * shape[1] * shape[2]
+    what = f"{a.size}^3" if not a.shape else "x".join(map(str, shape))
+    how = f"--size {a.size}" if not a.shape else f"--shape {a.shape}"
+    sets, out = _operands(shape, a.dtype, use_torch)
     device = cupy.cuda.Device().id
     results: dict[str, list[dict[str, float]]] = {text: [] for text, _, _ in candidates}
     for _ in range(a.rounds):
         for text, name, config in candidates:
             r = _hold(_product(name, config, use_torch), sets, out, a.secs, device)
             results[text].append(r)
-            tflops = 2 * n**3 / r["ms"] / 1e9
+            tflops = flop / r["ms"] / 1e9
             print(f"{text:28s} {tflops:7.1f} TFLOP/s  {r['mhz']:6.0f} MHz  {r['watts']:5.0f} W", flush=True)
     name = cupy.cuda.runtime.getDeviceProperties(device)["name"].decode()
     lines = [
-        f"# Sustained {a.dtype} {n}^3 on {name}",
+        f"# Sustained {a.dtype} {what} on {name}",
         "",
-        f"`PYTHONPATH=. python3 bench/sustained.py --dtype {a.dtype} --size {n} --secs {a.secs:g} --rounds "
+        f"`PYTHONPATH=. python3 bench/sustained.py --dtype {a.dtype} {how} --secs {a.secs:g} --rounds "
         f"{a.rounds} --kernels {a.kernels}`",
         "",
         "Each candidate held for the seconds given, the candidates taking turns; medians over the rounds' samples "
@@ -178,7 +199,7 @@ def main() -> None:
     }
     base = med.get("cublas")
     for text, m in med.items():
-        tf = 2 * n**3 / m["ms"] / 1e9
+        tf = flop / m["ms"] / 1e9
         ratio = f"{base['ms'] / m['ms']:.3f}" if base else "-"
         lines.append(f"| {text} | {tf:.1f} | {ratio} | {m['mhz']:.0f} | {m['watts']:.0f} | {tf / m['mhz'] * 1e3:.1f} |")
     report = "\n".join(lines) + "\n"

@@ -208,6 +208,17 @@ SK_FLAGS = 4096  # 14_wgmma_ws.cu's CUMM_SK_FLAGS: the flags at the workspace's 
 SK_MIN_SLABS = 32  # a stream-K tail behind whole waves needs tiles this many 64-deep k-slabs deep (_stream_k_workspace)
 
 
+def _multicast_rows_off_32(cfg, pitch_a: int, pitch_b: int) -> dict[str, int]:
+    """wgmma_ws's pitch_config: clusters of two blocks that share B by multicast (CL = 2, each block loads half of
+    B's boxes) when B's rows start off 32 bytes (a pitch of 8 mod 16 halves: N = 3000, 4104, 5000, ...). The copy
+    engine splits each such 128-byte box row into small requests (bf16 2048 x 3000 x 4096, H100: 8.6 M L2 requests
+    from the SMs against 2.8 M at a pitch of 3072, 1.25x the time); multicast halves the requests each block makes
+    (4.4 M). Measured on the H100 (bf16, bench x cuBLAS, 128 x 256 tiles, CL = 1 -> CL = 2, both whole tiles):
+    2048 x 3000 x 4096 0.74 -> 0.86, 3000 x 5000 x 2000 0.86 -> 0.94, 8192 x 3000 x 4096 0.86 -> 0.98; on aligned
+    pitches CL = 2 ran 0.89-0.92x where CL = 1 ran 0.92-0.95x, so it stays off there."""
+    return {"CL": 2} if pitch_b % 32 and cfg["WGS"] == 2 and cfg["BN"] % 128 == 0 else {}
+
+
 def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     """wgmma_ws's stream-K scratch (14_wgmma_ws.cu, `skw`): SK_FLAGS int flags, then a BM x BN float32 partial per
     block, when SK > 0, the last wave of `blocks` is at most 60 % full and there are at most SK_FLAGS blocks; 0 (a
@@ -218,11 +229,12 @@ def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     (128 KB out and back for 128 x 256 tiles) costs a few slabs' loads, too much beside short tiles (bf16, 8192 x 8192
     x K, graph-timed, x cuBLAS, stream-K against whole tiles: K = 512 0.921 / 0.985, 768 0.943 / 0.986, 1024 0.991 /
     1.027, 2048 1.037 / 1.026, 4096 1.037 / 1.021). Fewer tiles than blocks always share their slabs out."""
-    tiles = cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
-    rem = tiles % blocks
-    if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * blocks or blocks > SK_FLAGS:
+    cl = cfg.get("CL", 1)  # clusters of CL blocks walk tiles of CL tile rows (tile pairs), one item per cluster
+    tiles, slots = cdiv(M, cl * cfg["BM"]) * cdiv(N, cfg["BN"]), blocks // cl
+    rem = tiles % slots
+    if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * slots or blocks > SK_FLAGS:
         return 0
-    if tiles > blocks and cdiv(K, 64) < SK_MIN_SLABS:
+    if tiles > slots and cdiv(K, 64) < SK_MIN_SLABS:
         return 0
     return SK_FLAGS * 4 + blocks * cfg["BM"] * cfg["BN"] * 4
 
@@ -496,6 +508,7 @@ for _spec in [
         block=lambda c: (c["NUM_THREADS"], 1, 1),
         grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
         workspace=_stream_k_workspace,
+        pitch_config=_multicast_rows_off_32,
         smem=lambda c: (
             c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384
         ),
@@ -503,13 +516,14 @@ for _spec in [
             *_WGMMA_CONSTRAINTS,
             *positive("GM"),
             *_WS_CONSTRAINTS,
-            C("CL == 1", "CL = 2 (B multicast over a cluster of two) measured no faster and is not offered"),
+            C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
+            C("CL == 1 or BN % 128 == 0", "CL = 2 splits B's 64-column boxes between two blocks: BN % 128 == 0"),
             C(
                 "PP == 0",
                 "PP = 1 (ping-pong consumers) is correct but measured 0.85-0.87x PP = 0 at 4096^3 on the H200: PP = 0",
             ),
             C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
-            C("SK == 0 or (CL == 1 and PP == 0)", "stream-K (SK > 0) needs CL = 1 and PP = 0"),
+            C("SK == 0 or PP == 0", "stream-K (SK > 0) needs PP = 0"),
             C(
                 "SK == 0 or WGS == 2",
                 "one consumer warpgroup (WGS = 1) runs whole tiles: with stream-K (SK > 0) its producer spills under "

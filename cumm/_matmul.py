@@ -52,15 +52,21 @@ class Plan:
         self._slots = None
 
     def slots(self, device_id: int) -> int:
-        """Blocks of this kernel resident at once on the device (occupancy API x multiprocessors): a wave."""
+        """Blocks of this kernel resident at once on the device (occupancy API x multiprocessors): a wave. For a
+        kernel compiled with clusters of w > 1 blocks, w x the clusters resident at once (a cluster's blocks share
+        a GPC, and a GPC with an odd number of free multiprocessors leaves one idle)."""
         if self._slots is None:
             from cupy_backends.cuda.api import driver
 
+            threads = self.block[0] * self.block[1] * self.block[2]
             with cupy.cuda.Device(device_id):
-                per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                    self.kern.kernel.ptr, self.block[0] * self.block[1] * self.block[2], self.smem
-                )
-            self._slots = per_sm * _auto._sms(device_id)
+                func = self.kern.kernel.ptr
+                width = _tmaps.cluster_width(func)
+                if width > 1:
+                    self._slots = width * _tmaps.max_active_clusters(func, width, threads, self.smem)
+                else:
+                    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(func, threads, self.smem)
+                    self._slots = per_sm * _auto._sms(device_id)
         return self._slots
 
     def blocks(self, M: int, N: int, K: int) -> int:
@@ -750,6 +756,17 @@ def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: in
     return kernel, config, split_k
 
 
+def _for_pitches(spec, config, pitch_a: int, pitch_b: int, dev: int):
+    """``config`` with ``spec.pitch_config``'s overrides for these row pitches (bytes), when they keep every
+    constraint; else ``config`` as it was."""
+    cfg = spec.resolve(config, compute_capability(dev))
+    over = spec.pitch_config(cfg, pitch_a, pitch_b)
+    if not over or all(cfg.get(k) == v for k, v in over.items()):
+        return config
+    new = {**cfg, **over}
+    return config if spec.violations(new) else new
+
+
 def _readable(kernel, spec, config, flags, dims, dev: int, dtype: str, count: int = 1):
     """(kernel, spec, config) that can read these operands: the copy engine reads 16-byte aligned rows (and batch
     strides) only, so a copy-engine rung hands operands it cannot read (``flags`` of A, B) to its fallback rung
@@ -856,6 +873,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     N = b.shape[1]
     a_in, b_in = a, b
     dt, odt = a.dtype.name, out.dtype.name
+    chosen = config is None  # cumm chooses the configuration (spec.pitch_config may then adjust it)
     kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
     spec = get_spec(kernel)
     # a transposed view that the rung reads in place keeps its layout (its column stride is its ld); any other
@@ -888,6 +906,8 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         (a, lda), (b, ldb), ta, tb = row_major(a, "a", True), row_major(b, "b", True), 0, 0
         flags0 = (aligned(a, lda), aligned(b, ldb), flags0[2])
     layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
+    if chosen and not layout and spec.pitch_config is not None:
+        config = _for_pitches(spec, config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize, dev)
     # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
     # registers; the copy-engine rungs and the half rungs run as one launch.
     plain = half or spec.tensor_maps is not None

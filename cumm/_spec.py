@@ -116,6 +116,10 @@ class KernelSpec:
     # device and stream (launches on one stream never share it at once), zeroed when made; a launch must leave
     # what the next one reads (flags) as it found it. Direct launches only (kernels with tensor maps).
     workspace: Callable[[Config, int, int, int, int], int] | None = None
+    # Changes to the chosen configuration for the operands' row pitches (bytes): pitch_config(cfg, pitch_a, pitch_b)
+    # gives parameter overrides ({} for none) for a 2-D product of row-major operands whose configuration cumm
+    # chose (not one given with config=); an override that breaks a constraint is not applied.
+    pitch_config: Callable[[Config, int, int], Mapping[str, int]] | None = None
     # The template's text itself, instead of a file (then ``template`` defaults to "<name>.cu").
     source: str | None = field(default=None, repr=False)
     # Element types of A and B the template handles (C = A @ B in the same type).

@@ -4,7 +4,8 @@ the chain kernels and the TMA GEMM rungs.
 CuPy wraps none of the tensor-map functions, so they are called through ctypes. A map describes a row-major
 operand and the box the kernel copies; maps are kept per pointer (:class:`Maps`) in one arena of
 64-byte aligned rows, handed out round robin: the driver copies a launch's arguments when it is queued, so a
-row can be reused once its owner has forgotten it.
+row can be reused once its owner has forgotten it. The two driver queries a persistent kernel with clusters needs
+(its compiled cluster width, the clusters resident at once) are here too, through the same ctypes lookup.
 """
 
 from __future__ import annotations
@@ -52,6 +53,46 @@ def tmap_fn(name: str, argtypes: list):
         fn.restype = ctypes.c_int
         _tmap_fns[name] = fn
     return fn
+
+
+CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11
+
+
+def cluster_width(func: int) -> int:
+    """The cluster width a kernel was compiled with (``__cluster_dims__``), 1 for none (CUfunction ``func``)."""
+    fn = tmap_fn("cuFuncGetAttribute", [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p])
+    width = ctypes.c_int(0)
+    rc = fn(ctypes.byref(width), CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, func)
+    if rc:
+        raise RuntimeError(f"cuFuncGetAttribute(REQUIRED_CLUSTER_WIDTH) failed (CUresult {rc})")
+    return max(1, width.value)
+
+
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.c_void_p),
+        ("numAttrs", ctypes.c_uint),
+    ]
+
+
+def max_active_clusters(func: int, width: int, threads: int, smem: int) -> int:
+    """Clusters of ``width`` blocks (``threads`` each, ``smem`` bytes of dynamic shared memory) of kernel ``func``
+    (compiled with those cluster dimensions) that the current device holds at once (cuOccupancyMaxActiveClusters)."""
+    fn = tmap_fn("cuOccupancyMaxActiveClusters", [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p])
+    cfg = _LaunchConfig(width, 1, 1, threads, 1, 1, smem, None, None, 0)
+    n = ctypes.c_int(0)
+    rc = fn(ctypes.byref(n), func, ctypes.byref(cfg))
+    if rc or n.value < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters gave {n.value} (CUresult {rc}) for clusters of {width}")
+    return n.value
 
 
 def l2_promotion(spec: MapSpec) -> int:

@@ -61,8 +61,8 @@ def test_the_flags_sit_where_no_tile_shape_puts_partials():
         assert SPEC.workspace(cfg, 2112, 4000, 4096, 132) == 4096 * 4 + 132 * bm * bn * 4
 
 
-def test_stream_k_needs_single_blocks_in_turn():
-    with pytest.raises(cumm.ConfigError, match=r"SK > 0.*CL = 1 and PP = 0"):
+def test_stream_k_needs_one_tile_a_block_or_cluster_at_a_time():
+    with pytest.raises(cumm.ConfigError, match=r"stream-K \(SK > 0\) needs PP = 0"):
         cumm.compile("wgmma_ws", dict(SK=4, PP=1), arch="sm_90a")
     with pytest.raises(cumm.ConfigError, match="SK must be a non-negative integer"):
         cumm.compile("wgmma_ws", dict(SK=-1), arch="sm_90a")

@@ -32,7 +32,10 @@
 // - CL = 2: clusters of two blocks own two vertically adjacent tiles (same B column panel); each block loads
 //   its own A and half of the B boxes, multicast into both blocks' shared memory: 2/3 of the L2 -> SM traffic
 //   of CL = 1 for 128 x 256 tiles. A stage is refilled only when both blocks' consumers have released it (they
-//   arrive on both blocks' empty barriers). So far it has measured no faster than CL = 1.
+//   arrive on both blocks' empty barriers). On row pitches that are multiples of 32 bytes it measured no faster
+//   than CL = 1. Where B's rows start off 32 bytes (a pitch of 8 mod 16 halves), the copy engine reads each box
+//   row in several small requests, and halving a block's requests pays (the host picks CL = 2 there: the spec's
+//   pitch_config). With stream-K, a cluster takes each k-range, each of its blocks on its own tile of the pair.
 // - WGS = 1: one consumer warpgroup and 64-row tiles (256 threads), twice the tiles of 128-row ones for products
 //   with few tiles (bf16 256 x 8192 x 8192: 128 whole tiles of 64 x 256 instead of 64 of 128 x 256 shared out by
 //   stream-K, 60.6 against 68.4 us). Whole tiles only (SK = 0): with stream-K the producer spills under 40 registers.
@@ -102,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     static_assert(CL == 1 || (CL == 2 && BN % 128 == 0), "CL = 2 splits the B boxes between the two blocks");
     static_assert(!CUMM_EPI_TMA || BN % 128 == 0, "EPI = 1 stores 128-column halves");
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
-    static_assert(SK == 0 || (CL == 1 && PP == 0), "stream-K hands out k-ranges to single blocks in turn");
+    static_assert(SK == 0 || PP == 0, "stream-K hands out k-ranges to blocks (or clusters) in turn");
     static_assert(!CUMM_BATCHED || CL == 1, "a batch's tiles are walked one at a time");
     static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "a transposed operand is loaded by its own block");
     extern __shared__ unsigned char smem_raw[];
@@ -125,6 +128,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     const int KT = (K + 63) / 64;
     const int rank = CL == 1 ? 0 : (int)cumm_cluster_ctarank();
     const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
+    // stream-K's flag and partial sums of the block that is item `first`'s rank r (a cluster's two blocks run
+    // the same items, each on its own tile of the pair)
+    auto sk_block = [&](int f) { return CL == 1 ? f : f * CL + rank; };
 
     // Work items (tile t, slabs k0 <= kt < k1). Whole tiles first, t = first, + step, ... below `dp`; then,
     // with stream-K (a workspace given: the host passes none when whole tiles pay), the U slabs of the last
@@ -304,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             int* const flag = reinterpret_cast<int*>(skw);
             float* const part = skw + CUMM_SK_FLAGS;
             if (k1 < KT) {  // not the tile's last slab: hand the partial to the block that has it
-                float4* const w = reinterpret_cast<float4*>(part + (size_t)first * BM * BN) + ct;
+                float4* const w = reinterpret_cast<float4*>(part + (size_t)sk_block(first) * BM * BN) + ct;
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -313,19 +319,21 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                                make_float4(d[m][4 * e], d[m][4 * e + 1], d[m][4 * e + 2], d[m][4 * e + 3]));
                 __threadfence();
                 asm volatile("bar.sync 3, %0;\n" ::"n"(CUMM_NC) : "memory");
-                if (ct == 0) asm volatile("st.release.gpu.global.b32 [%0], 1;\n" ::"l"(flag + first) : "memory");
+                if (ct == 0)
+                    asm volatile("st.release.gpu.global.b32 [%0], 1;\n" ::"l"(flag + sk_block(first)) : "memory");
                 continue;
             }
             // the tile's last slabs: add the partials of the blocks whose ranges cover the rest of the tile
             for (int p = first - 1; p >= 0 && U * (p + 1) / P > (long long)(t - dp) * KT; --p) {
+                const int pb = sk_block(p);
                 if (ct == 0) {
                     int up;
-                    do asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(up) : "l"(flag + p) : "memory");
+                    do asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(up) : "l"(flag + pb) : "memory");
                     while (!up);
-                    flag[p] = 0;  // read once per launch: ready for the next launch on this stream
+                    flag[pb] = 0;  // read once per launch: ready for the next launch on this stream
                 }
                 asm volatile("bar.sync 3, %0;\n" ::"n"(CUMM_NC) : "memory");
-                const float4* const w = reinterpret_cast<const float4*>(part + (size_t)p * BM * BN) + ct;
+                const float4* const w = reinterpret_cast<const float4*>(part + (size_t)pb * BM * BN) + ct;
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
 #pragma unroll
