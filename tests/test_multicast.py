@@ -142,3 +142,13 @@ def test_cumm_multicasts_b_rows_off_32_bytes(dt, rng):
         ran = decision(x, y, out, kernel="wgmma_ws", config=cfg)
         assert ran.startswith("wgmma_ws") and "CL=2" not in ran, ran
         assert _err(out, x, y) < 5e-3
+
+
+@pytest.mark.parametrize("flags", [(1, 1, 1, 1, 2), (1, 1, 1, 0, 2, 2)], ids=["batched", "transposed_b"])
+def test_clusters_refuse_batches_and_transposed_operands_by_name(flags):
+    """CL = 2 is a configuration of 2-D row-major products: the batched variant and a transposed B (read in place)
+    fail to compile with a message that says to use CL = 1 (cumm itself never picks CL = 2 for them)."""
+    from cumm._compile import compile_offline
+
+    with pytest.raises(cumm.CompileError, match="run CL = 1"):
+        compile_offline(SPEC, SPEC.resolve(dict(CL=2), 90), "sm_90", flags)

@@ -106,8 +106,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     static_assert(!CUMM_EPI_TMA || BN % 128 == 0, "EPI = 1 stores 128-column halves");
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
     static_assert(SK == 0 || PP == 0, "stream-K hands out k-ranges to blocks (or clusters) in turn");
-    static_assert(!CUMM_BATCHED || CL == 1, "a batch's tiles are walked one at a time");
-    static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "a transposed operand is loaded by its own block");
+    static_assert(!CUMM_BATCHED || CL == 1, "batched products run CL = 1: a batch's tiles are walked one at a time");
+    static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "transposed operands run CL = 1: each block loads its own");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
