@@ -224,8 +224,9 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         "check",
         help="run a kernel on odd shapes against float64, with guard bands around the output",
         description="Run kernels through cumm.matmul on the standard odd shapes (1x1x1, primes, 4097x33x65, K = 1, "
-        "K = 7, M = 1, N = 1, unaligned views, alpha and beta, 2048^3; two batches for a kernel that runs them) "
-        "against float64, the output NaN-filled and surrounded by guard values that reveal writes outside it. "
+        "K = 7, M = 1, N = 1, unaligned views, alpha and beta, 2048^3, rows off 32 bytes; two batches for a kernel "
+        "that runs them) against float64, the output NaN-filled and surrounded by guard values that reveal writes "
+        "outside it. "
         "Exits 1 if a case fails.",
     )
     c.add_argument(
