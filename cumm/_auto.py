@@ -9,7 +9,9 @@
    ``"raced"`` field, or the top rung's own entry in the same bucket); one tuned before the top rung existed
    or changed is not: its winner never raced the rung the heuristic runs.
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
-   64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor.
+   64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor (a
+   persistent rung without a "small" configuration, wgmma_ws: the named configuration whose tiles give at least
+   half the multiprocessors a block, ``_filling``).
 
 ``top(cc)`` is the first rung of ``TOP_BY_CC`` that runs on compute capability ``cc``: ``wgmma_tf32x3`` on
 Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32 tensor cores (8.0+:
@@ -240,8 +242,32 @@ def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1) -> Mappi
     spec = REGISTRY[kernel]
     if spec.persistent:
         tiles = count * cdiv(M, spec.defaults["BM"]) * cdiv(N, spec.defaults["BN"])
+        if kernel not in SMALL_TILES:
+            return _filling(spec, M, N, count, _sms(device_id))
         return SMALL_TILES.get(kernel) if tiles < _sms(device_id) else None
     return SMALL_TILES.get(kernel) if count * cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
+
+
+def _filling(spec, M: int, N: int, count: int, sms: int) -> Mapping[str, int] | None:
+    """A persistent kernel without a "small" configuration (wgmma_ws): its defaults when their tiles give at least
+    half the multiprocessors a block (stream-K shares out a partial last wave), else the named configuration with
+    the largest tiles that does, else the one with the most tiles. Without a tuned entry on the H100 (bf16, bench x
+    cuBLAS): 512 x 3072 x 4096 0.68 on the defaults' 48 tiles, 0.91 on 128 x 128's 96; 512 x 3000 x 4096 0.82 and
+    1.03; but 1024 x 3000 x 4096 (96 default tiles) 0.88 on the defaults and 0.64 on 128 x 128. On the H200 the
+    tuner's winners follow the same rule: 64 x 64 at 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at
+    512 x 4096 x 4096, 256 x 8192 x 8192 and 8192 x 256 x 8192."""
+
+    def tiles(cfg: Mapping[str, int]) -> int:
+        return count * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
+
+    if not spec.configs or "BM" not in spec.defaults or 2 * tiles(spec.defaults) >= sms:
+        return None
+    named = sorted(({**spec.defaults, **c} for c in spec.configs.values()), key=lambda c: -c["BM"] * c["BN"])
+    for cfg in named:
+        if 2 * tiles(cfg) >= sms:
+            return {k: cfg[k] for k in spec.params if cfg[k] != spec.defaults[k]}
+    cfg = max(named, key=lambda c: (tiles(c), -c["BM"] * c["BN"]))  # the most tiles, the least padding
+    return {k: cfg[k] for k in spec.params if cfg[k] != spec.defaults[k]}
 
 
 def top_for(dtype: str, cc: int) -> str:
@@ -272,12 +298,14 @@ def named(
     if hit is not None:
         return dict(hit[1])
     spec = REGISTRY[kernel]
-    small = spec.configs.get("small")
-    if small is None or "BM" not in spec.defaults or "BN" not in spec.defaults:
+    if "BM" not in spec.defaults or "BN" not in spec.defaults:
         return None
-    if spec.persistent:  # the rule auto uses for it (_small)
+    if spec.persistent:  # the rule auto uses for it (_small; _filling for one without a "small" configuration)
         small = _small(kernel, M, N, device_id, count)
         return dict(small) if small is not None else None
+    small = spec.configs.get("small")
+    if small is None:
+        return None
     cfg = spec.default_config(device_key(device_id)[1])
     # Fewer blocks than half the multiprocessors: on the H200 the small tiles won at 1024^3 (double_buffer 27.5
     # against 11.1 TFLOP/s with its 32 default blocks, warptile 22.6 against 15.9 with 64) and lost at 2048^3

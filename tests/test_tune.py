@@ -485,6 +485,32 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     assert _auto.select(2048, 2048, 2048, 0, {"STAGES": 3}, dtype="bfloat16") == (top, {"STAGES": 3}, None)
 
 
+def test_half_auto_without_entries_fills_the_gpu_with_named_tiles(cache, fake_device):
+    """No tuned entry (e.g. an H100): wgmma_ws keeps its 128 x 256 tiles when they give at least half of the 132
+    multiprocessors a block, else the named configuration with the largest tiles that does (the H200 tuner's
+    winners: 64 x 64 at 128 x 4096 x 4096, 128 x 128 at 512 x 4096 x 4096 and 8192 x 256 x 8192)."""
+    top = _auto.top_for("bfloat16", CC)
+    spec = get_spec(top)
+    one64, one128 = dict(spec.configs["one_warpgroup_64x64"]), dict(spec.configs["one_warpgroup_128x128"])
+
+    def ran(M, N, count=1):
+        cfg = _auto.named(top, M, N, 4096, 0, count, dtype="bfloat16")
+        return spec.resolve(cfg, CC)
+
+    assert _auto.named(top, 4096, 4096, 4096, 0, dtype="bfloat16") is None  # 512 tiles
+    assert _auto.named(top, 1024, 3000, 4096, 0, dtype="bfloat16") is None  # 96 tiles: stream-K shares the wave
+    assert ran(512, 4096) == spec.resolve(one128, CC)  # 64 default tiles -> 128
+    assert ran(8192, 256) == spec.resolve(one128, CC)
+    assert ran(128, 4096) == spec.resolve(one64, CC)  # 16 -> 32 (still under 66) -> 128
+    assert ran(4096, 128) == spec.resolve(one64, CC)
+    assert ran(64, 64) == spec.resolve(one64, CC)  # nothing fills: the most tiles
+    assert ran(128, 4096, count=8) is not None and _auto.named(top, 1024, 4096, 4096, 0, dtype="bfloat16") is None
+    assert _auto.select(512, 4096, 4096, 0, dtype="bfloat16")[:2] == (
+        top,
+        _auto.named(top, 512, 4096, 4096, 0, dtype="bfloat16"),
+    )
+
+
 def test_a_half_batch_takes_the_entry_of_one_product_as_tall_as_the_batch(cache, fake_device):
     """A batch of 32 products of 2048 x 128 x 2048 looks up 65536 x 128 x 2048 (wgmma_ws walks the batch's tiles as
     one run); an entry of a rung without batches (the cluster split-K branch) is passed over for the top rung."""
