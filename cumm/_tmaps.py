@@ -5,7 +5,8 @@ CuPy wraps none of the tensor-map functions, so they are called through ctypes. 
 operand and the box the kernel copies; maps are kept per pointer (:class:`Maps`) in one arena of
 64-byte aligned rows, handed out round robin: the driver copies a launch's arguments when it is queued, so a
 row can be reused once its owner has forgotten it. The two driver queries a persistent kernel with clusters needs
-(its compiled cluster width, the clusters resident at once) are here too, through the same ctypes lookup.
+(its compiled cluster width, the clusters resident at once) are here too, through the same ctypes lookup
+(:func:`driver_fn`).
 """
 
 from __future__ import annotations
@@ -41,17 +42,17 @@ class MapSpec(NamedTuple):
         return self._replace(batch=count, batch_stride=stride)
 
 
-_tmap_fns: dict[str, object] = {}  # cuTensorMapEncodeTiled, cuTensorMapReplaceAddress, looked up once
+_driver_fns: dict[str, object] = {}  # the driver functions below (tensor maps, cluster queries), looked up once
 
 
-def tmap_fn(name: str, argtypes: list):
-    """A tensor-map function of the driver through ctypes (CuPy wraps none)."""
-    fn = _tmap_fns.get(name)
+def driver_fn(name: str, argtypes: list):
+    """A driver function through ctypes, for those CuPy does not wrap (tensor maps, cluster occupancy)."""
+    fn = _driver_fns.get(name)
     if fn is None:
         fn = getattr(ctypes.CDLL("libcuda.so.1"), name)  # already loaded by CuPy
         fn.argtypes = argtypes
         fn.restype = ctypes.c_int
-        _tmap_fns[name] = fn
+        _driver_fns[name] = fn
     return fn
 
 
@@ -60,7 +61,7 @@ CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11
 
 def cluster_width(func: int) -> int:
     """The cluster width a kernel was compiled with (``__cluster_dims__``), 1 for none (CUfunction ``func``)."""
-    fn = tmap_fn("cuFuncGetAttribute", [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p])
+    fn = driver_fn("cuFuncGetAttribute", [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p])
     width = ctypes.c_int(0)
     rc = fn(ctypes.byref(width), CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, func)
     if rc:
@@ -86,7 +87,7 @@ class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
 def max_active_clusters(func: int, width: int, threads: int, smem: int) -> int:
     """Clusters of ``width`` blocks (``threads`` each, ``smem`` bytes of dynamic shared memory) of kernel ``func``
     (compiled with those cluster dimensions) that the current device holds at once (cuOccupancyMaxActiveClusters)."""
-    fn = tmap_fn("cuOccupancyMaxActiveClusters", [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p])
+    fn = driver_fn("cuOccupancyMaxActiveClusters", [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p])
     cfg = _LaunchConfig(width, 1, 1, threads, 1, 1, smem, None, None, 0)
     n = ctypes.c_int(0)
     rc = fn(ctypes.byref(n), func, ctypes.byref(cfg))
@@ -110,7 +111,7 @@ def encode(ptr: int, spec: MapSpec, out: np.ndarray) -> None:
     """cuTensorMapEncodeTiled into ``out`` (16 words, 64-byte aligned): elements past the matrix's edges arrive
     as zeros; L2 promotion by :func:`l2_promotion`."""
     u64, u32, p, i = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int
-    encode = tmap_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
+    encode = driver_fn("cuTensorMapEncodeTiled", [p, i, ctypes.c_uint, p, p, p, p, p, i, i, i, i])
     rank = 3 if spec.batch else 2
     dims = (spec.cols, spec.rows, spec.batch)[:rank]
     strides = (spec.elem * spec.ld, spec.elem * spec.batch_stride)[: rank - 1]  # bytes, past the first dimension
@@ -190,7 +191,7 @@ class Maps:
             self.first = out.copy()
         else:
             out[:] = self.first
-            rc = tmap_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(address, ptr)
+            rc = driver_fn("cuTensorMapReplaceAddress", [ctypes.c_void_p] * 2)(address, ptr)
             if rc:
                 raise RuntimeError(
                     f"the driver could not move a tensor map (CUresult {rc}) to {ptr:#x} for {self.spec}"

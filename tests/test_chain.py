@@ -760,7 +760,7 @@ def test_tensor_maps_host_logic(monkeypatch):
         return 0
 
     monkeypatch.setattr(tmaps, "encode", encode)
-    monkeypatch.setattr(tmaps, "tmap_fn", lambda name, argtypes: replace)
+    monkeypatch.setattr(tmaps, "driver_fn", lambda name, argtypes: replace)
     monkeypatch.setattr(tmaps, "arena", tmaps.Arena())
     arena = tmaps.arena
     spec = tmaps.MapSpec(0, 300, 37, 300, 32, 128, 3)
