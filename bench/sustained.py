@@ -24,6 +24,7 @@ import time
 import cupy
 
 import cumm
+from cumm._bench import parse_shape
 
 
 def parse_candidate(text: str) -> tuple[str, dict[str, int] | None]:
@@ -52,17 +53,6 @@ def split_candidates(text: str) -> list[str]:
         else:
             names.append(item)
     return names
-
-
-def parse_shape(text: str) -> tuple[int, int, int]:
-    """``"2816x6144x4096"`` -> ``(2816, 6144, 4096)`` (M, N, K); ValueError unless three positive integers."""
-    try:
-        dims = tuple(int(v) for v in text.lower().split("x"))
-    except ValueError:
-        dims = ()
-    if len(dims) != 3 or min(dims) < 1:
-        raise ValueError(f"{text!r}: give M x N x K as three positive integers, e.g. 2816x6144x4096")
-    return dims  # type: ignore[return-value]
 
 
 def _operands(shape: tuple[int, int, int], dtype: str, use_torch: bool):
