@@ -257,17 +257,19 @@ def _filling(spec, M: int, N: int, count: int, sms: int) -> Mapping[str, int] | 
     tuner's winners follow the same rule: 64 x 64 at 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at
     512 x 4096 x 4096, 256 x 8192 x 8192 and 8192 x 256 x 8192."""
 
-    def tiles(cfg: Mapping[str, int]) -> int:
+    def tiles(over: Mapping[str, int]) -> int:
+        cfg = {**spec.defaults, **over}
         return count * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
 
-    if not spec.configs or "BM" not in spec.defaults or 2 * tiles(spec.defaults) >= sms:
+    def area(over: Mapping[str, int]) -> int:
+        cfg = {**spec.defaults, **over}
+        return cfg["BM"] * cfg["BN"]
+
+    if not spec.configs or "BM" not in spec.defaults or 2 * tiles({}) >= sms:
         return None
-    named = sorted(({**spec.defaults, **c} for c in spec.configs.values()), key=lambda c: -c["BM"] * c["BN"])
-    for cfg in named:
-        if 2 * tiles(cfg) >= sms:
-            return {k: cfg[k] for k in spec.params if cfg[k] != spec.defaults[k]}
-    cfg = max(named, key=lambda c: (tiles(c), -c["BM"] * c["BN"]))  # the most tiles, the least padding
-    return {k: cfg[k] for k in spec.params if cfg[k] != spec.defaults[k]}
+    named = sorted(spec.configs.values(), key=area, reverse=True)
+    fills = [c for c in named if 2 * tiles(c) >= sms]
+    return dict(fills[0] if fills else max(named, key=lambda c: (tiles(c), -area(c))))  # most tiles, least padding
 
 
 def top_for(dtype: str, cc: int) -> str:
