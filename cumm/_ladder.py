@@ -219,6 +219,26 @@ def _multicast_rows_off_32(cfg, pitch_a: int, pitch_b: int) -> dict[str, int]:
     return {"CL": 2} if pitch_b % 32 and cfg["WGS"] == 2 and cfg["BN"] % 128 == 0 else {}
 
 
+def _narrow_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
+    """wgmma_ws's shape_config: 128 x 192 tiles instead of 128 x 256 when the narrower tiles' whole rounds cost at
+    least a fifth less (rounds of tiles on `sms` blocks times the tile's width), and the wide tiles give at least
+    half the multiprocessors a block (fewer tiles are shared out by stream-K, or run one warpgroup's tiles). At
+    1024 x 3072 x 4096 the 96 wide tiles leave 36 of 132 multiprocessors idle; 128 narrow ones fill 128 in the
+    same single round, each 3/4 of the work. Measured on the H100 (bf16, bench x cuBLAS, 128 x 256 -> 128 x 192):
+    1024 x 3072 x 4096 0.89 -> 1.01, 768 x 4096 x 4096 0.85 -> 0.96, 1536 x 2048 x 4096 0.87 -> 0.97, 2048 x 3072
+    x 4096 (192 -> 256 tiles: two rounds either way) 0.92 -> 0.97; where the rounds do not drop the wide tiles win
+    (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). Clusters of two (CL = 2, which pitch_config
+    gives first where B's rows start off 32 bytes) keep their tiles: at 1024 x 3000 x 4096 either measured 0.83-0.84,
+    and multicast is what rows off 32 bytes need (3000 x 5000 x 2000: 0.94 with CL = 2, 0.79 with 128 x 192)."""
+    if cfg["BN"] != 256 or cfg["WGS"] != 2 or cfg["CL"] != 1:
+        return {}
+    wide = cdiv(M, cfg["BM"]) * cdiv(N, 256)
+    if 2 * wide < sms:
+        return {}
+    narrow = cdiv(M, cfg["BM"]) * cdiv(N, 192)
+    return {"BN": 192} if 5 * cdiv(narrow, sms) * 192 <= 4 * cdiv(wide, sms) * 256 else {}
+
+
 def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     """wgmma_ws's stream-K scratch (14_wgmma_ws.cu, `skw`): SK_FLAGS int flags, then a BM x BN float32 partial per
     block, when SK > 0, the last wave of `blocks` is at most 60 % full and there are at most SK_FLAGS blocks; 0 (a
@@ -508,6 +528,7 @@ for _spec in [
         block=lambda c: (c["NUM_THREADS"], 1, 1),
         grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
         workspace=_stream_k_workspace,
+        shape_config=_narrow_for_waves,
         pitch_config=_multicast_rows_off_32,
         smem=lambda c: (
             c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384
@@ -529,7 +550,6 @@ for _spec in [
                 "one consumer warpgroup (WGS = 1) runs whole tiles: with stream-K (SK > 0) its producer spills under "
                 "its 40 registers",
             ),
-            C("EPI == 0 or BN % 128 == 0", "EPI = 1 stores 128-column halves: BN % 128 == 0"),
             C(
                 "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
                 "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
@@ -539,7 +559,7 @@ for _spec in [
             # WGS = 1 (one consumer warpgroup, 64-row tiles): twice the tiles for products with few of them (H200,
             # bf16, graph-timed: 256 x 8192 x 8192 60.6 against 68.4 us, 128 x 4096 x 4096 15.2 against 16.4)
             BM=(64, 128, 256),
-            BN=(64, 128, 256),
+            BN=(64, 128, 192, 256),
             STAGES=(3, 4, 5, 6, 8),
             WGS=(1, 2),
             GM=(4, 8, 16),

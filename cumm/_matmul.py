@@ -756,11 +756,11 @@ def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: in
     return kernel, config, split_k
 
 
-def _for_pitches(spec, config, pitch_a: int, pitch_b: int, dev: int):
-    """``config`` with ``spec.pitch_config``'s overrides for these row pitches (bytes), when they keep every
-    constraint; else ``config`` as it was."""
+def _adjusted(spec, config, dev: int, rule, *args):
+    """``config`` with the overrides ``rule(cfg, *args)`` gives (a spec's shape_config or pitch_config), when they
+    keep every constraint; else ``config`` as it was."""
     cfg = spec.resolve(config, compute_capability(dev))
-    over = spec.pitch_config(cfg, pitch_a, pitch_b)
+    over = rule(cfg, *args)
     if not over or all(cfg.get(k) == v for k, v in over.items()):
         return config
     new = {**cfg, **over}
@@ -873,7 +873,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
     N = b.shape[1]
     a_in, b_in = a, b
     dt, odt = a.dtype.name, out.dtype.name
-    chosen = config is None  # cumm chooses the configuration (spec.pitch_config may then adjust it)
+    chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
     kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
     spec = get_spec(kernel)
     # a transposed view that the rung reads in place keeps its layout (its column stride is its ld); any other
@@ -907,7 +907,9 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         flags0 = (aligned(a, lda), aligned(b, ldb), flags0[2])
     layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
     if chosen and not layout and spec.pitch_config is not None:
-        config = _for_pitches(spec, config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize, dev)
+        config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
+    if chosen and spec.shape_config is not None:
+        config = _adjusted(spec, config, dev, spec.shape_config, M, N, K, _auto._sms(dev))
     # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
     # registers; the copy-engine rungs and the half rungs run as one launch.
     plain = half or spec.tensor_maps is not None

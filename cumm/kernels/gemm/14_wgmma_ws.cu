@@ -15,11 +15,12 @@
 //   the slabs the last one read last, still in L2: DRAM reads 186 -> 127 MB at 4096^3 (cuBLAS: 149 MB).
 // - EPI = 1, TMA-store epilogue: the consumers write their tile to shared memory (swizzled, conflict-free) and
 //   one thread per warpgroup hands it to the copy engine, instead of 4-byte stores from every thread that cover
-//   half of each 32-byte sector and keep the consumers from starting the next tile's wgmma. With beta != 0 the
-//   same path reads C: the copy engine loads a warpgroup's first 64 x 128 chunk of C into the staging buffer
-//   while the mainloop runs, the next ones once the buffer is free, and each thread reads the values it then
-//   overwrites (before, beta != 0 took 4-byte loads and stores from every thread: 0.81-0.83x cuBLAS's addmm at
-//   4096^3, now 0.91-0.92x).
+//   half of each 32-byte sector and keep the consumers from starting the next tile's wgmma (128 columns at a
+//   time, a last 64 for BN = 192: the host takes 128 x 192 tiles where 128 x 256 ones would leave multiprocessors
+//   idle in their last round, the spec's shape_config). With beta != 0 the same path reads C: the copy engine
+//   loads a warpgroup's first 64 x 128 chunk of C into the staging buffer while the mainloop runs, the next ones
+//   once the buffer is free, and each thread reads the values it then overwrites (before, beta != 0 took 4-byte
+//   loads and stores from every thread: 0.81-0.83x cuBLAS's addmm at 4096^3, now 0.91-0.92x).
 // - SK > 0, stream-K tail: when the tiles are not a whole number of waves (4096^3: 512 tiles of 128 x 256 on 132
 //   blocks, 3.88 waves), the last tiles % blocks tiles are not handed out whole (a fourth round in which 16 of
 //   132 multiprocessors would idle) but as one run of k-slabs cut into equal ranges, one per block, a tile
@@ -103,7 +104,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     constexpr int MT = PP ? BM / 64 : BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     static_assert(MT * 64 * (PP ? 1 : WGS) == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(CL == 1 || (CL == 2 && BN % 128 == 0), "CL = 2 splits the B boxes between the two blocks");
-    static_assert(!CUMM_EPI_TMA || BN % 128 == 0, "EPI = 1 stores 128-column halves");
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
     static_assert(SK == 0 || PP == 0, "stream-K hands out k-ranges to blocks (or clusters) in turn");
     static_assert(!CUMM_BATCHED || CL == 1, "batched products run CL = 1: a batch's tiles are walked one at a time");
@@ -269,9 +269,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         // first is loaded now, so that it lands while the mainloop runs.
         if (ctma && beta != 0.0f && tid % 128 == 0) {
             cumm_tma_store_wait_read();  // the last tile's stores have read the buffer
-            cumm_mbar_expect(&cbar[wg], 64 * 128 * 2);
+            cumm_mbar_expect(&cbar[wg], (BN >= 128 ? 2 : 1) * 8192);
             CUMM_LOAD(cs, &tmC, bn0, bm0 + wrow, z, &cbar[wg]);
-            CUMM_LOAD(cs + 8192, &tmC, bn0 + 64, bm0 + wrow, z, &cbar[wg]);
+            if (BN >= 128) CUMM_LOAD(cs + 8192, &tmC, bn0 + 64, bm0 + wrow, z, &cbar[wg]);
         }
 #endif
         float d[MT][BN / 2];
@@ -350,16 +350,17 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         // the predicated direct stores below (a lab variant measured +2 % at bf16 3000 x 5000 x 2000 with the
         // edge tiles stored so; the shapes table moved within its spread).
         if (ctma) {
-            // Through shared memory and the copy engine: each warpgroup writes its 64 rows, 128 columns at a time,
-            // as two 64 x 64 boxes in the 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8): the 8 rows
-            // of a warp's stores hit different banks), and one thread stores them. The consumers go on to the
-            // next tile while the stores drain. With beta != 0 the chunk of C is loaded into the same place
-            // first (the same swizzle: each thread reads the values it then overwrites).
+            // Through shared memory and the copy engine: each warpgroup writes its 64 rows, 128 columns at a time
+            // (a last chunk of 64 when BN % 128 == 64), as 64 x 64 boxes in the 128-byte-swizzled layout (chunk c
+            // of row r at c ^ (r % 8): the 8 rows of a warp's stores hit different banks), and one thread stores
+            // them. The consumers go on to the next tile while the stores drain. With beta != 0 the chunk of C is
+            // loaded into the same place first (the same swizzle: each thread reads the values it then overwrites).
             const int wtid = tid % 128;
 #pragma unroll
             for (int m = 0; m < MT; ++m)
 #pragma unroll
-                for (int half = 0; half < BN / 128; ++half) {
+                for (int half = 0; half < (BN + 127) / 128; ++half) {
+                    const int nb = BN - half * 128 >= 128 ? 2 : 1;  // 64-column boxes in this chunk
                     // thread (warp, g, t4)'s pair of columns j of row r: 4-byte word t4 of 16-byte chunk j % 8 (of
                     // box j / 8), swizzled
                     auto at = [&](int jj, int r) {
@@ -372,21 +373,24 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 #pragma unroll
                             for (int h = 0; h < 2; ++h) {
                                 const int j = half * 16 + jj;
-                                v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
+                                if (jj < 8 * nb)  // (a last chunk of 64 columns: the first 8 only)
+                                    v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
                             }
                         if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
                         asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 #pragma unroll
                         for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
-                            for (int h = 0; h < 2; ++h) *at(jj, warp * 16 + g + 8 * h) = v[jj][h];
+                            for (int h = 0; h < 2; ++h)
+                                if (jj < 8 * nb) *at(jj, warp * 16 + g + 8 * h) = v[jj][h];
                     } else {  // beta != 0: chunk 0 came with the mainloop; the others are loaded once the
                         // buffer is free (the last chunk's stores have read it)
                         if (wtid == 0 && m + half > 0) {
                             cumm_tma_store_wait_read();
-                            cumm_mbar_expect(&cbar[wg], 64 * 128 * 2);
+                            cumm_mbar_expect(&cbar[wg], nb * 8192);
                             CUMM_LOAD(cs, &tmC, bn0 + half * 128, bm0 + wrow + m * 64, z, &cbar[wg]);
-                            CUMM_LOAD(cs + 8192, &tmC, bn0 + half * 128 + 64, bm0 + wrow + m * 64, z, &cbar[wg]);
+                            if (nb == 2)
+                                CUMM_LOAD(cs + 8192, &tmC, bn0 + half * 128 + 64, bm0 + wrow + m * 64, z, &cbar[wg]);
                         }
                         cumm_mbar_wait(&cbar[wg], cph++ & 1);
 #pragma unroll
@@ -394,6 +398,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 #pragma unroll
                             for (int h = 0; h < 2; ++h) {
                                 const int j = half * 16 + jj;
+                                if (jj >= 8 * nb) continue;  // a last chunk of 64 columns
                                 unsigned* const p = at(jj, warp * 16 + g + 8 * h);
                                 const unsigned c = *p;
                                 *p = cumm_f2h2(alpha * d[m][4 * j + 2 * h] + beta * cumm_h2f((cumm_h16)(c & 0xffffu)),
@@ -405,7 +410,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     if (wtid == 0) {
                         const int row0 = bm0 + wrow + m * 64;
                         CUMM_STORE(&tmC, cs, bn0 + half * 128, row0, z);
-                        CUMM_STORE(&tmC, cs + 8192, bn0 + half * 128 + 64, row0, z);
+                        if (nb == 2) CUMM_STORE(&tmC, cs + 8192, bn0 + half * 128 + 64, row0, z);
                         cumm_tma_store_commit();
                     }
                 }

@@ -1,0 +1,156 @@
+"""wgmma_ws with 128 x 192 tiles: where 128 x 256 tiles leave multiprocessors idle in their last round (1024 x 3072:
+96 tiles on 132 multiprocessors), 128 narrower tiles fill the GPU in the same one round. cumm picks them through the
+spec's shape_config; the TMA-store epilogue stores a 192-column tile as a 128-column chunk and a 64-column one.
+On the CPU: the rule, the configurations it leaves alone, offline compiles. On the GPU: 128 x 192 tiles against
+float64 on odd shapes (whole tiles, stream-K, a half result through the copy engine, beta), and the call's
+decision with and without a configuration given."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+import cumm
+from cumm._matmul import decision
+
+from .test_half import _cublas, _dtype, _err, _inputs, _ref
+
+SPEC = cumm.kernel_spec("wgmma_ws")
+CFG = SPEC.default_config(90)
+
+
+@pytest.mark.parametrize(
+    "shape, want",
+    [
+        ((1024, 3072, 4096), {"BN": 192}),  # 96 tiles -> 128: one round either way, each 3/4 of the work
+        ((768, 4096, 4096), {"BN": 192}),  # 96 -> 132
+        ((2048, 3072, 4096), {"BN": 192}),  # 192 -> 256 tiles: two rounds either way
+        ((3072, 2048, 1024), {"BN": 192}),  # 192 -> 264 tiles: two rounds (K plays no part)
+        ((2048, 2048, 4096), {}),  # 128 tiles, one round; 176 narrow ones would take two
+        ((4096, 4096, 4096), {}),  # 4 rounds of wide tiles against 6 of narrow ones
+        ((3000, 5000, 2000), {}),  # 5 rounds of narrow tiles against 4 of wide: 0.94, not a fifth less
+        ((1024, 1024, 8192), {}),  # 32 tiles: stream-K shares out their slabs
+        ((512, 3072, 4096), {}),  # 48 tiles: fewer than half the multiprocessors (one warpgroup's tiles)
+    ],
+)
+def test_narrow_tiles_where_the_rounds_drop_by_a_fifth(shape, want):
+    assert SPEC.shape_config(CFG, *shape, 132) == want
+
+
+def test_the_rule_leaves_other_tiles_alone():
+    for over in ({"WGS": 1, "NUM_THREADS": 256, "BN": 128}, {"CL": 2}, {"BN": 128}, {"BM": 256, "BN": 128}):
+        assert SPEC.shape_config({**CFG, **over}, 1024, 3072, 4096, 132) == {}, over
+    # the count of multiprocessors decides: on 96 of them the wide tiles fill one whole round
+    assert SPEC.shape_config(CFG, 1024, 3072, 4096, 96) == {}
+
+
+def test_narrow_tiles_are_in_the_tuners_space_and_keep_clusters_out():
+    assert 192 in SPEC.space["BN"]
+    cumm.compile("wgmma_ws", dict(BN=192, EPI=1), arch="sm_90a")  # a valid configuration
+    with pytest.raises(cumm.ConfigError, match=r"CL = 2 splits B's 64-column boxes"):
+        cumm.compile("wgmma_ws", dict(BN=192, CL=2), arch="sm_90a")
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [(1, 1, 1, 0, 1), (1, 1, 1, 0, 2), (1, 1, 1, 1, 1), (1, 1, 1, 0, 2, 2), (1, 1, 0, 0, 1)],
+    ids=["bf16", "fp16", "batched", "transposed_b", "c_unaligned"],
+)
+@pytest.mark.parametrize("sk", [0, 4])
+def test_narrow_tiles_compile_without_spills(flags, sk):
+    from cumm._compile import compile_offline
+
+    k = compile_offline(SPEC, SPEC.resolve(dict(BN=192, SK=sk), 90), "sm_90a", flags)
+    assert k.spill_stores == 0 and k.spill_loads == 0 and k.registers == 168, k
+
+
+# --- on the GPU ---
+
+HALF = ("float16", "bfloat16")
+# one tile, primes, K = 7, M = 1 and N = 1, a last tile of 64 columns or fewer (N = 200: 192 + 8; N = 4104), fewer
+# tiles than multiprocessors (their slabs shared out: 1000 x 1000 x 2000), a stream-K tail behind a whole round
+# (1152 x 3840 x 2056: 180 tiles, 48 in the second round)
+SHAPES = [
+    (1, 1, 1),
+    (127, 131, 137),
+    (4097, 200, 7),
+    (1, 4104, 520),
+    (300, 1, 72),
+    (1000, 1000, 2000),
+    (1152, 3840, 2056),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("sk", [0, 4])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_narrow_tiles_against_float64(shape, sk, dt, rng):
+    import cupy
+
+    M, N, K = shape
+    a, b = _inputs(rng, M, N, K, dt)
+    ref = _ref(a, b)
+    cfg = dict(BN=192, SK=sk)
+    for _ in range(3):  # stream-K's flags are lowered by each launch: later launches find them so
+        out = cupy.full((M, N), math.nan, dtype=cupy.float32)
+        cumm.matmul(a, b, kernel="wgmma_ws", config=cfg, out=out)
+        assert _err(out, ref) < 1e-5, (shape, sk)  # FP32 sums of products exact in FP32: only their order differs
+    theirs = _err(_cublas(a, b), ref)
+    half = cupy.full((M, N), math.nan, dtype=a.dtype)  # a half result through the TMA-store epilogue
+    cumm.matmul(a, b, kernel="wgmma_ws", config=cfg, out=half)
+    assert _err(half, ref) <= 1.5 * theirs + 1e-7, (shape, sk, _err(half, ref), theirs)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("shape", [(1000, 1000, 100), (2048, 3072, 136), (127, 131, 137)], ids=str)
+def test_narrow_tiles_with_beta_and_a_half_result(shape, dt, rng):
+    """beta != 0 through the TMA epilogue: C's last 64-column chunk is loaded as one box; columns past N stay."""
+    import cupy
+
+    M, N, K = shape
+    a, b = _inputs(rng, M, N, K, dt)
+    c0 = rng.standard_normal((M, N), dtype="float32").astype(_dtype(dt))
+    big = cupy.full((M, N + 8), 7.0, dtype=a.dtype)  # a guard band past column N
+    out = big[:, :N]
+    out[...] = c0
+    ref = 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float64)
+    cumm.matmul(a, b, kernel="wgmma_ws", config=dict(BN=192, SK=0), out=out, alpha=0.5, beta=-1.5)
+    rounded = _err(ref.astype(cupy.float32).astype(a.dtype), ref)  # rounding the exact result to the half dtype
+    assert _err(out, ref) <= 1.5 * rounded + 1e-7, (_err(out, ref), rounded)
+    assert bool((big[:, N:] == 7.0).all()), "columns past N were written"
+
+
+@pytest.fixture
+def untuned():
+    """wgmma_ws under a name without tuned entries, so that it runs its defaults (and the rule) on any GPU."""
+    spec = cumm.register(dataclasses.replace(SPEC, name="wgmma_ws_untuned"))
+    yield spec.name
+    cumm.unregister(spec.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
+@pytest.mark.parametrize("dt", HALF)
+def test_cumm_picks_narrow_tiles_by_the_rounds(untuned, dt, rng):
+    """Without a configuration the call runs what the rule says for this GPU's multiprocessors; with one given it
+    runs as given."""
+    import cupy
+
+    from cumm._auto import _sms
+
+    sms = _sms(cupy.cuda.Device().id)
+    for M, N in ((1024, 3072), (2048, 2048)):
+        a, b = _inputs(rng, M, N, 64, dt)
+        out = cupy.full((M, N), math.nan, dtype=a.dtype)
+        cumm.matmul(a, b, kernel=untuned, out=out)
+        narrow = SPEC.shape_config(CFG, M, N, 64, sms) == {"BN": 192}
+        assert ("BN=192" in decision(a, b, out, kernel=untuned)) == narrow, (M, N, sms)
+        assert _err(out, _ref(a, b)) <= 1.5 * _err(_cublas(a, b), _ref(a, b)) + 1e-7
+        given = dict(BN=256)
+        assert "BN=192" not in decision(a, b, out, kernel=untuned, config=given)
