@@ -215,8 +215,9 @@ def _multicast_rows_off_32(cfg, pitch_a: int, pitch_b: int) -> dict[str, int]:
     from the SMs against 2.8 M at a pitch of 3072, 1.25x the time); multicast halves the requests each block makes
     (4.4 M). Measured on the H100 (bf16, bench x cuBLAS, 128 x 256 tiles, CL = 1 -> CL = 2, both whole tiles):
     2048 x 3000 x 4096 0.74 -> 0.86, 3000 x 5000 x 2000 0.86 -> 0.94, 8192 x 3000 x 4096 0.86 -> 0.98; on aligned
-    pitches CL = 2 ran 0.89-0.92x where CL = 1 ran 0.92-0.95x, so it stays off there."""
-    return {"CL": 2} if pitch_b % 32 and cfg["WGS"] == 2 and cfg["BN"] % 128 == 0 else {}
+    pitches CL = 2 ran 0.89-0.92x where CL = 1 ran 0.92-0.95x, so it stays off there. With an odd count of B boxes
+    (BN = 192, 64) the first block of the pair loads one more."""
+    return {"CL": 2} if pitch_b % 32 and cfg["WGS"] == 2 else {}
 
 
 def _narrow_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
@@ -227,9 +228,9 @@ def _narrow_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
     same single round, each 3/4 of the work. Measured on the H100 (bf16, bench x cuBLAS, 128 x 256 -> 128 x 192):
     1024 x 3072 x 4096 0.89 -> 1.01, 768 x 4096 x 4096 0.85 -> 0.96, 1536 x 2048 x 4096 0.87 -> 0.97, 2048 x 3072
     x 4096 (192 -> 256 tiles: two rounds either way) 0.92 -> 0.97; where the rounds do not drop the wide tiles win
-    (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). Clusters of two (CL = 2, which pitch_config
-    gives first where B's rows start off 32 bytes) keep their tiles: at 1024 x 3000 x 4096 either measured 0.83-0.84,
-    and multicast is what rows off 32 bytes need (3000 x 5000 x 2000: 0.94 with CL = 2, 0.79 with 128 x 192)."""
+    (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). Applied before pitch_config, which then
+    gives B's rows off 32 bytes clusters of two on the narrow tiles (CL = 2 with 128 x 256 -> 128 x 192, bf16:
+    1024 x 3000 x 4096 0.86 -> 0.97, 2000 x 3000 x 4000 0.94 -> 1.02, 2048 x 3000 x 4096 0.88 -> 0.96)."""
     if cfg["BN"] != 256 or cfg["WGS"] != 2 or cfg["CL"] != 1:
         return {}
     wide = cdiv(M, cfg["BM"]) * cdiv(N, 256)
@@ -538,7 +539,6 @@ for _spec in [
             *positive("GM"),
             *_WS_CONSTRAINTS,
             C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
-            C("CL == 1 or BN % 128 == 0", "CL = 2 splits B's 64-column boxes between two blocks: BN % 128 == 0"),
             C(
                 "PP == 0",
                 "PP = 1 (ping-pong consumers) is correct but measured 0.85-0.87x PP = 0 at 4096^3 on the H200: PP = 0",

@@ -906,10 +906,10 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         (a, lda), (b, ldb), ta, tb = row_major(a, "a", True), row_major(b, "b", True), 0, 0
         flags0 = (aligned(a, lda), aligned(b, ldb), flags0[2])
     layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
-    if chosen and not layout and spec.pitch_config is not None:
-        config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
     if chosen and spec.shape_config is not None:
         config = _adjusted(spec, config, dev, spec.shape_config, M, N, K, _auto._sms(dev))
+    if chosen and not layout and spec.pitch_config is not None:
+        config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
     # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
     # registers; the copy-engine rungs and the half rungs run as one launch.
     plain = half or spec.tensor_maps is not None

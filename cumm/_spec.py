@@ -122,8 +122,8 @@ class KernelSpec:
     pitch_config: Callable[[Config, int, int], Mapping[str, int]] | None = None
     # Changes to the chosen configuration for the exact shape: shape_config(cfg, M, N, K, sms) gives parameter
     # overrides ({} for none) for a 2-D product whose configuration cumm chose (a tuned entry is tuned at its
-    # bucket's shape, the heuristic's defaults at none), on a GPU with `sms` multiprocessors; applied after
-    # pitch_config (to its result), and only when the result keeps every constraint.
+    # bucket's shape, the heuristic's defaults at none), on a GPU with `sms` multiprocessors; applied before
+    # pitch_config (which sees its result), and only when the result keeps every constraint.
     shape_config: Callable[[Config, int, int, int, int], Mapping[str, int]] | None = None
     # The template's text itself, instead of a file (then ``template`` defaults to "<name>.cu").
     source: str | None = field(default=None, repr=False)

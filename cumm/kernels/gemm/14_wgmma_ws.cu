@@ -103,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                 const __grid_constant__ CummTmap tmC, float* __restrict__ skw) {
     constexpr int MT = PP ? BM / 64 : BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     static_assert(MT * 64 * (PP ? 1 : WGS) == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
-    static_assert(CL == 1 || (CL == 2 && BN % 128 == 0), "CL = 2 splits the B boxes between the two blocks");
+    static_assert(CL == 1 || CL == 2, "CL = 2: clusters of two blocks split the B boxes (an odd count: rank 0 one more)");
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
     static_assert(SK == 0 || PP == 0, "stream-K hands out k-ranges to blocks (or clusters) in turn");
     static_assert(!CUMM_BATCHED || CL == 1, "batched products run CL = 1: a batch's tiles are walked one at a time");
