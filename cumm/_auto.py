@@ -50,6 +50,7 @@ DTYPE = "float32"  # the ladder of TOP_BY_CC; float16 and bfloat16 take top_for'
 SPLIT_MIN_K = 512  # no split for shallower products
 SPLIT_K_RATIO = 4  # ... nor unless K >= SPLIT_K_RATIO * max(M, N): the product is deep, not wide
 SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole slabs)
+SHARE_OUT_K = 8192  # from this depth few default tiles sharing out their k-slabs beat much smaller tiles (_filling)
 
 _sm_count: dict[int, int] = {}
 _device_keys: dict[int, tuple[str, int]] = {}
@@ -202,14 +203,14 @@ def select(
     kernel = top(cc, batched, split=split_k is not None and split_k > 1)
     given = config is not None
     if not given:
-        config = _small(kernel, M, N, device_id, max(1, int(batched)))
+        config = _small(kernel, M, N, device_id, max(1, int(batched)), K)
     if split_k is not None or batched:
         return kernel, config, 1 if batched else split_k
     bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
     splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
     if splits > 1 and not REGISTRY[kernel].split_k:  # deep and narrow: a rung that splits K
         kernel = top(cc, split=True)
-        config = config if given else _small(kernel, M, N, device_id)
+        config = config if given else _small(kernel, M, N, device_id, K=K)
         bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
         splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
     return kernel, config, splits
@@ -234,28 +235,36 @@ def _half_batch(
     return best, config if config is not None else named(best, M, N, K, device_id, count, dtype), 1
 
 
-def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1) -> Mapping[str, int] | None:
+def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1, K: int = 0) -> Mapping[str, int] | None:
     """The kernel's "small" tiles when 128 x 128 tiles would give fewer than two blocks per multiprocessor; for a
     persistent kernel (one block per multiprocessor walks the tiles), when its default tiles are fewer than the
     multiprocessors (H100, 2048^3: wgmma_tf32x3's 256 default tiles ran at 93.7 TFLOP/s, its small ones at 76.8).
-    ``count``: the products of a batch, whose tiles add up."""
+    ``count``: the products of a batch, whose tiles add up; ``K``: the depth (0: unknown), which _filling weighs."""
     spec = REGISTRY[kernel]
     if spec.persistent:
         tiles = count * cdiv(M, spec.defaults["BM"]) * cdiv(N, spec.defaults["BN"])
         if kernel not in SMALL_TILES:  # (a chain kernel named to matmul keeps None: get_plan says what it is)
-            return _filling(spec, M, N, count, _sms(device_id)) if spec.kind == "gemm" else None
+            return _filling(spec, M, N, K, count, _sms(device_id)) if spec.kind == "gemm" else None
         return SMALL_TILES.get(kernel) if tiles < _sms(device_id) else None
     return SMALL_TILES.get(kernel) if count * cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
 
 
-def _filling(spec, M: int, N: int, count: int, sms: int) -> Mapping[str, int] | None:
+def _filling(spec, M: int, N: int, K: int, count: int, sms: int) -> Mapping[str, int] | None:
     """A persistent kernel without a "small" configuration (wgmma_ws): its defaults when their tiles give at least
     half the multiprocessors a block (stream-K shares out a partial last wave), else the named configuration with
     the largest tiles that does, else the one with the most tiles. Without a tuned entry on the H100 (bf16, bench x
     cuBLAS): 512 x 3072 x 4096 0.68 on the defaults' 48 tiles, 0.91 on 128 x 128's 96; 512 x 3000 x 4096 0.82 and
     1.03; but 1024 x 3000 x 4096 (96 default tiles) 0.88 on the defaults and 0.64 on 128 x 128. On the H200 the
     tuner's winners follow the same rule: 64 x 64 at 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at
-    512 x 4096 x 4096, 256 x 8192 x 8192 and 8192 x 256 x 8192."""
+    512 x 4096 x 4096, 256 x 8192 x 8192 and 8192 x 256 x 8192.
+
+    Tiles of less than half the defaults' area (64 x 64 against 128 x 256) do a quarter of the work per byte they
+    load: on a deep product (K >= SHARE_OUT_K) that is not thin (M and N above the default BM) the defaults' few
+    tiles with their k-slabs shared out over every block (a kernel with a workspace: stream-K) do better. H100,
+    bf16 x cuBLAS, 64 x 64 against the defaults: 1024 x 1024 x 8192 0.67 / 0.83, 2048 x 512 x 8192 0.65 / 0.80,
+    256 x 4096 x 8192 0.75 / 0.85, 256 x 4096 x 16384 0.68 / 0.92, 512 x 2048 x 16384 0.62 / 0.91; but the thin
+    128 x 8192 x 8192 0.86 / 0.77, and at K = 4096 1024 x 1024 0.66 / 0.66 (the H200 tuner's entry at 1024 x 1024 x
+    8192 is the defaults with stream-K too)."""
 
     def tiles(over: Mapping[str, int]) -> int:
         cfg = {**spec.defaults, **over}
@@ -267,9 +276,14 @@ def _filling(spec, M: int, N: int, count: int, sms: int) -> Mapping[str, int] | 
 
     if not spec.configs or "BM" not in spec.defaults or 2 * tiles({}) >= sms:
         return None
+    share_out = spec.workspace is not None and K >= SHARE_OUT_K and min(M, N) > spec.defaults["BM"]
     named = sorted(spec.configs.values(), key=area, reverse=True)
-    fills = [c for c in named if 2 * tiles(c) >= sms]
-    return dict(fills[0] if fills else max(named, key=lambda c: (tiles(c), -area(c))))  # most tiles, least padding
+    fills = [c for c in named if 2 * tiles(c) >= sms and (not share_out or 2 * area(c) >= area({}))]
+    if fills:
+        return dict(fills[0])
+    if share_out:  # the defaults' few tiles, their slabs shared out over every block
+        return None
+    return dict(max(named, key=lambda c: (tiles(c), -area(c))))  # most tiles, least padding
 
 
 def top_for(dtype: str, cc: int) -> str:
@@ -303,7 +317,7 @@ def named(
     if "BM" not in spec.defaults or "BN" not in spec.defaults:
         return None
     if spec.persistent:  # the rule auto uses for it (_small; _filling for one without a "small" configuration)
-        small = _small(kernel, M, N, device_id, count)
+        small = _small(kernel, M, N, device_id, count, K)
         return dict(small) if small is not None else None
     small = spec.configs.get("small")
     if small is None:
