@@ -7,7 +7,9 @@
    the kernel and its configuration. See ``_store`` for the format and for how entries are made. A lower
    rung's entry is used only if it won a race against ``top(cc)`` as that rung's template is now (the entry's
    ``"raced"`` field, or the top rung's own entry in the same bucket); one tuned before the top rung existed
-   or changed is not: its winner never raced the rung the heuristic runs.
+   or changed is not: its winner never raced the rung the heuristic runs. An entry whose tiles fitted one wave
+   where it was tuned (a branch rung's, or few tiles of a persistent rung's) serves a bucket only while its grid
+   there still does (``one_wave``).
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
    64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor (a
    persistent rung without a "small" configuration, wgmma_ws: the named configuration whose tiles give at least
@@ -117,10 +119,13 @@ def _lookup(
         gpu, cc = device_key(device_id)
         entry = _store.lookup(gpu, cc, dtype, *b, kernel=kernel)
         best = top(cc) if dtype == DTYPE else top_for(dtype, cc)
-        if entry is not None and kernel is None and not one_wave(entry, b, device_id):
-            # a branch rung's win (few tiles) serves nearby shapes only while its grid still fits in one wave
-            # (bf16 2048 x 2048 x 8192 would have taken 1024 x 1024 x 8192's entry: 512 blocks of clusters)
-            entry = _store.lookup(gpu, cc, dtype, *b, kernel=best)
+        if entry is not None and not one_wave(entry, b, device_id):
+            # a configuration chosen for few tiles serves nearby shapes only while its grid still fits in one wave
+            # (bf16 2048 x 2048 x 8192 would have taken 1024 x 1024 x 8192's branch entry: 512 blocks of clusters;
+            # 1024 x 3072 x 4096, 512 x 4096 x 4096's one-warpgroup 128 x 128 tiles: 192 of them, two rounds)
+            entry = _store.lookup(gpu, cc, dtype, *b, kernel=best) if kernel is None else None
+            if entry is not None and not one_wave(entry, b, device_id):
+                entry = None  # the heuristic: tiles for this shape
         if entry is not None and kernel is None and entry["kernel"] != best and not _raced(entry, best):
             # A table without the top rung at this bucket predates it (tuned before the rung existed, or with
             # another template): its winner was never raced against the rung the heuristic would run.
@@ -142,13 +147,23 @@ def _lookup(
 
 
 def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
-    """True unless ``entry`` is a branch rung's whose grid over the shape ``b`` has more blocks than the device
-    has multiprocessors."""
+    """False when ``entry``'s grid over the shape ``b`` has more blocks than the device has multiprocessors, and the
+    entry is a branch rung's (a win with few tiles) or a persistent rung's whose grid fitted one wave at the shape it
+    was tuned at (its tiles chosen to fill the GPU once: one warpgroup's 128 x 128 or 64 x 64); True otherwise.
+    On the H100 the one-warpgroup 128 x 128 tiles ran 0.64x cuBLAS at 1024 x 3000 x 4096 (192 of them, two rounds),
+    where they won at 512 rows; the heuristic's tiles there ran 0.88x (0.97x since: 128 x 192 and CL = 2)."""
     spec = REGISTRY.get(entry["kernel"])
-    if spec is None or not spec.branch:
+    if spec is None or not (spec.branch or spec.persistent):
         return True
-    gx, gy, gz = spec.grid(entry["config"], *b)
-    return gx * gy * gz <= _sms(device_id)
+
+    def blocks(shape) -> int:
+        gx, gy, gz = spec.grid(entry["config"], *shape)
+        return gx * gy * gz
+
+    sms = _sms(device_id)
+    if not spec.branch and blocks(entry.get("shape") or entry["bucket"]) > sms:
+        return True  # tuned for whole rounds: nearby shapes too
+    return blocks(b) <= sms
 
 
 def _raced(entry: Mapping, kernel: str) -> bool:

@@ -573,6 +573,25 @@ def test_a_branch_win_serves_nearby_shapes_while_its_grid_fits_one_wave(cache, f
     assert _auto.select(2048, 1024, 8192, 0, dtype="bfloat16")[:2] == (top, tcfg)  # 256 blocks of the branch
 
 
+def test_a_few_tile_entry_serves_nearby_shapes_while_its_grid_fits_one_wave(cache, fake_device):
+    """The H200's entry at 512 x 4096 x 4096 (one warpgroup's 128 x 128 tiles: 128 of them, one wave) serves
+    600 x 4000 x 4000 (the same bucket); at 1024 x 4096 x 4096 (256 tiles, the nearest bucket still) the heuristic
+    runs instead: the default tiles. An entry tuned for many waves serves nearby shapes as before."""
+    top = _auto.top_for("bfloat16", CC)
+    spec = get_spec(top)
+    one128 = spec.resolve(dict(spec.configs["one_warpgroup_128x128"]), CC)
+    _store.save_entries([_store.make_entry(GPU, CC, top, "bfloat16", (512, 4096, 4096), one128, 0.03, 570.0)])
+    assert _auto.select(512, 4096, 4096, 0, dtype="bfloat16")[:2] == (top, one128)
+    assert _auto.select(600, 4000, 4000, 0, dtype="bfloat16")[:2] == (top, one128)
+    assert _auto.named(top, 512, 4096, 4096, 0, dtype="bfloat16") == one128
+    assert _auto.select(1024, 4096, 4096, 0, dtype="bfloat16")[:2] == (top, None)
+    assert _auto.named(top, 1024, 4096, 4096, 0, dtype="bfloat16") is None
+    many = spec.resolve(dict(GM=4), CC)  # 4096^3: 512 tiles, four waves
+    _store.save_entries([_store.make_entry(GPU, CC, top, "bfloat16", (4096, 4096, 4096), many, 0.2, 690.0)])
+    _auto.clear_cache()
+    assert _auto.select(2048, 4096, 4096, 0, dtype="bfloat16")[:2] == (top, many)
+
+
 @pytest.mark.parametrize("winner", ["wgmma_ws", "wgmma"])
 def test_a_race_saves_every_rung_s_best_and_marks_the_winner(winner, cache, fake_device, monkeypatch, capsys):
     """tune_shapes without a GPU (tune faked): each raced rung's best is saved, only the winner carries "raced";
