@@ -218,14 +218,14 @@ def select(
     kernel = top(cc, batched, split=split_k is not None and split_k > 1)
     given = config is not None
     if not given:
-        config = _small(kernel, M, N, device_id, max(1, int(batched)), K)
+        config = _small(kernel, M, N, K, device_id, max(1, int(batched)))
     if split_k is not None or batched:
         return kernel, config, 1 if batched else split_k
     bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
     splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
     if splits > 1 and not REGISTRY[kernel].split_k:  # deep and narrow: a rung that splits K
         kernel = top(cc, split=True)
-        config = config if given else _small(kernel, M, N, device_id, K=K)
+        config = config if given else _small(kernel, M, N, K, device_id)
         bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
         splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
     return kernel, config, splits
@@ -250,11 +250,11 @@ def _half_batch(
     return best, config if config is not None else named(best, M, N, K, device_id, count, dtype), 1
 
 
-def _small(kernel: str, M: int, N: int, device_id: int, count: int = 1, K: int = 0) -> Mapping[str, int] | None:
+def _small(kernel: str, M: int, N: int, K: int, device_id: int, count: int = 1) -> Mapping[str, int] | None:
     """The kernel's "small" tiles when 128 x 128 tiles would give fewer than two blocks per multiprocessor; for a
     persistent kernel (one block per multiprocessor walks the tiles), when its default tiles are fewer than the
     multiprocessors (H100, 2048^3: wgmma_tf32x3's 256 default tiles ran at 93.7 TFLOP/s, its small ones at 76.8).
-    ``count``: the products of a batch, whose tiles add up; ``K``: the depth (0: unknown), which _filling weighs."""
+    ``count``: the products of a batch, whose tiles add up; ``K``: the depth, which _filling weighs."""
     spec = REGISTRY[kernel]
     if spec.persistent:
         tiles = count * cdiv(M, spec.defaults["BM"]) * cdiv(N, spec.defaults["BN"])
@@ -332,7 +332,7 @@ def named(
     if "BM" not in spec.defaults or "BN" not in spec.defaults:
         return None
     if spec.persistent:  # the rule auto uses for it (_small; _filling for one without a "small" configuration)
-        small = _small(kernel, M, N, device_id, count, K)
+        small = _small(kernel, M, N, K, device_id, count)
         return dict(small) if small is not None else None
     small = spec.configs.get("small")
     if small is None:
