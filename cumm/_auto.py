@@ -52,7 +52,9 @@ DTYPE = "float32"  # the ladder of TOP_BY_CC; float16 and bfloat16 take top_for'
 SPLIT_MIN_K = 512  # no split for shallower products
 SPLIT_K_RATIO = 4  # ... nor unless K >= SPLIT_K_RATIO * max(M, N): the product is deep, not wide
 SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole slabs)
-SHARE_OUT_K = 8192  # from this depth few default tiles sharing out their k-slabs beat much smaller tiles (_filling)
+# From this depth the defaults' few tiles, their k-slabs shared out (stream-K), beat tiles of an eighth of their
+# area; tiles of a quarter of it hold out to twice this depth (_filling)
+SHARE_OUT_K = 8192
 
 _sm_count: dict[int, int] = {}
 _device_keys: dict[int, tuple[str, int]] = {}
@@ -273,13 +275,15 @@ def _filling(spec, M: int, N: int, K: int, count: int, sms: int) -> Mapping[str,
     tuner's winners follow the same rule: 64 x 64 at 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at
     512 x 4096 x 4096, 256 x 8192 x 8192 and 8192 x 256 x 8192.
 
-    Tiles of less than half the defaults' area (64 x 64 against 128 x 256) do a quarter of the work per byte they
-    load: on a deep product (K >= SHARE_OUT_K) that is not thin (M and N above the default BM) the defaults' few
-    tiles with their k-slabs shared out over every block (a kernel with a workspace: stream-K) do better. H100,
-    bf16 x cuBLAS, 64 x 64 against the defaults: 1024 x 1024 x 8192 0.67 / 0.83, 2048 x 512 x 8192 0.65 / 0.80,
-    256 x 4096 x 8192 0.75 / 0.85, 256 x 4096 x 16384 0.68 / 0.92, 512 x 2048 x 16384 0.62 / 0.91; but the thin
-    128 x 8192 x 8192 0.86 / 0.77, and at K = 4096 1024 x 1024 0.66 / 0.66 (the H200 tuner's entry at 1024 x 1024 x
-    8192 is the defaults with stream-K too)."""
+    Small tiles do less work per byte they load: on a deep product that is not thin (M and N above the default BM)
+    the defaults' few tiles with their k-slabs shared out over every block (a kernel with a workspace: stream-K) do
+    better, from a depth that grows with the tile's area: SHARE_OUT_K for an eighth of the defaults' (64 x 64
+    against 128 x 256), twice that for a quarter (128 x 64), and so on. H100, bf16 x cuBLAS, against the defaults:
+    64 x 64 at 1024 x 1024 x 8192 0.67 / 0.83, 2048 x 512 x 8192 0.65 / 0.80, 256 x 4096 x 16384 0.68 / 0.92, but
+    1024 x 1024 x 4096 0.66 / 0.66; 128 x 64 at 2048 x 512 x 8192 0.91 / 0.82, 256 x 4096 x 8192 0.90 / 0.76,
+    1024 x 1024 x 8192 0.83-0.90 / 0.79-0.80, but 1024 x 1024 x 16384 0.85 / 0.93 and 512 x 2048 x 16384 0.87 /
+    0.92. A thin product is bound by the other operand's traffic: 128 x 8192 x 8192 ran 0.99 on 128 x 64, 0.87 on
+    64 x 64 and 0.78 on the defaults."""
 
     def tiles(over: Mapping[str, int]) -> int:
         cfg = {**spec.defaults, **over}
@@ -289,14 +293,17 @@ def _filling(spec, M: int, N: int, K: int, count: int, sms: int) -> Mapping[str,
         cfg = {**spec.defaults, **over}
         return cfg["BM"] * cfg["BN"]
 
+    def shares_out(over: Mapping[str, int]) -> bool:  # the defaults' shared-out slabs beat these tiles
+        deep = K * area({}) >= 8 * SHARE_OUT_K * area(over)
+        return spec.workspace is not None and min(M, N) > spec.defaults["BM"] and deep
+
     if not spec.configs or "BM" not in spec.defaults or 2 * tiles({}) >= sms:
         return None
-    share_out = spec.workspace is not None and K >= SHARE_OUT_K and min(M, N) > spec.defaults["BM"]
     named = sorted(spec.configs.values(), key=area, reverse=True)
-    fills = [c for c in named if 2 * tiles(c) >= sms and (not share_out or 2 * area(c) >= area({}))]
+    fills = [c for c in named if 2 * tiles(c) >= sms and not shares_out(c)]
     if fills:
         return dict(fills[0])
-    if share_out:  # the defaults' few tiles, their slabs shared out over every block
+    if any(shares_out(c) for c in named):  # the defaults' few tiles, their slabs shared out over every block
         return None
     return dict(max(named, key=lambda c: (tiles(c), -area(c))))  # most tiles, least padding
 

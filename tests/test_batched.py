@@ -157,6 +157,7 @@ HALF_CONFIGS = [
     {"SK": 0, "BN": 128, "GM": 4},
     {"EPI": 0},  # direct stores
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_64x64"]),
+    dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_128x64"]),
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_128x128"]),
 ]
 

@@ -95,17 +95,17 @@ def test_half_against_float64_and_cublas(kernel, shape, dt, rng):
     assert fresh.dtype == a.dtype and _err(fresh, ref) <= 1.5 * theirs + 1e-7
 
 
-# wgmma_ws with one consumer warpgroup (64-row tiles, whole tiles: for products with few tiles), with direct and
-# TMA-store epilogues
+# wgmma_ws with one consumer warpgroup (whole tiles: for products with few tiles), with direct and TMA-store
+# epilogues: every named configuration (the ones auto takes for few tiles) and two more 64-row tiles
 ONE_WG = [
-    dict(WGS=1, NUM_THREADS=256, BM=64, BN=64, EPI=0, STAGES=8, SK=0),
+    *(dict(c) for c in cumm.kernel_spec("wgmma_ws").configs.values() if c.get("WGS") == 1),
     dict(WGS=1, NUM_THREADS=256, BM=64, BN=128, EPI=1, STAGES=6, SK=0),
     dict(WGS=1, NUM_THREADS=256, BM=64, BN=256, EPI=1, STAGES=4, SK=0),
 ]
 
 
 @pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("config", ONE_WG, ids=lambda c: f"BN{c['BN']}_EPI{c['EPI']}")
+@pytest.mark.parametrize("config", ONE_WG, ids=lambda c: f"{c['BM']}x{c['BN']}_EPI{c['EPI']}_S{c['STAGES']}")
 @pytest.mark.parametrize("shape", [*SHAPES, (128, 4096, 4096), (2112, 4000, 776)], ids=lambda s: "x".join(map(str, s)))
 def test_one_consumer_warpgroup(shape, config, dt, rng, sm90):
     import cupy

@@ -512,22 +512,28 @@ def test_half_auto_without_entries_fills_the_gpu_with_named_tiles(cache, fake_de
 
 
 def test_half_auto_without_entries_shares_deep_slabs_out(cache, fake_device):
-    """A deep product (K >= 8192) that is not thin keeps the default tiles, their k-slabs shared out over every block
-    by stream-K, rather than 64 x 64 tiles; 128 x 128 tiles that fill half the GPU still win, and so do 64 x 64 ones
-    for a thin product or at K = 4096."""
+    """A deep product that is not thin keeps the default tiles, their k-slabs shared out over every block by
+    stream-K, rather than small tiles: 64 x 64 from K = 8192, 128 x 64 (a quarter of the defaults' area) from
+    K = 16384; 128 x 128 tiles that fill half the GPU still win there, and so do small tiles for a thin product."""
     top = _auto.top_for("bfloat16", CC)
     spec = get_spec(top)
     one64, one128 = dict(spec.configs["one_warpgroup_64x64"]), dict(spec.configs["one_warpgroup_128x128"])
+    quarter = dict(spec.configs["one_warpgroup_128x64"])
 
     def ran(M, N, K):
         return _auto.named(top, M, N, K, 0, dtype="bfloat16")
 
-    for M, N, K in ((1024, 1024, 8192), (2048, 512, 8192), (256, 4096, 16384), (512, 2048, 16384)):
+    for M, N, K in ((1024, 1024, 16384), (256, 4096, 16384), (512, 2048, 16384), (512, 1024, 8192)):
         assert ran(M, N, K) is None, (M, N, K)
+    assert ran(512, 1024, 4096) == one64  # 64 x 64 fills, not yet deep enough to share out
+    for M, N, K in ((1024, 1024, 8192), (2048, 512, 8192), (256, 4096, 8192), (1024, 1024, 4096), (768, 1024, 4096)):
+        assert ran(M, N, K) == quarter, (M, N, K)
     assert ran(512, 4096, 8192) == one128 and ran(256, 5000, 8192) == one128
-    assert ran(128, 8192, 8192) == one64  # thin: bound by B's traffic
-    assert ran(1024, 1024, 4096) == one64
-    assert _auto.select(1024, 1024, 8192, 0, dtype="bfloat16")[:2] == (top, None)
+    assert ran(8192, 256, 16384) == one128  # half the defaults' area: shared out only from K = 32768
+    assert ran(8192, 256, 32768) is None
+    assert ran(128, 8192, 16384) == quarter  # thin: bound by B's traffic
+    assert _auto.select(1024, 1024, 16384, 0, dtype="bfloat16")[:2] == (top, None)
+    assert _auto.select(1024, 1024, 8192, 0, dtype="bfloat16")[:2] == (top, quarter)
 
 
 def test_a_half_batch_takes_the_entry_of_one_product_as_tall_as_the_batch(cache, fake_device):
