@@ -158,6 +158,24 @@ _WS_CONSTRAINTS = [
         "registers: BM * BN <= 16384 WGS",
     ),
 ]
+# wgmma_ws also takes three consumer warpgroups (192-row tiles), at 152 registers a thread (14_wgmma_ws.cu)
+_WS3_CONSTRAINTS = [
+    C(
+        "WGS in (1, 2, 3)",
+        "one, two or three consumer warpgroups: with more, their registers (setmaxnreg: 232 a thread for one or "
+        "two, 152 for three) and the producer's 40 exceed the 65536 registers of a multiprocessor",
+    ),
+    *_WS_CONSTRAINTS[1:3],
+    C(
+        "BM * BN <= (128 * 128 if WGS < 3 else 64 * 128) * WGS",
+        "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill under 232 registers "
+        "(one or two warpgroups), more than 64 under 152 (three): BM * BN <= 16384 WGS, or 8192 WGS for WGS = 3",
+    ),
+    C(
+        "WGS < 3 or (SK == 0 and PP == 0 and CL == 1)",
+        "three consumer warpgroups run whole tiles: SK = 0, PP = 0, CL = 1",
+    ),
+]
 
 
 def _half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
@@ -220,24 +238,39 @@ def _multicast_rows_off_32(cfg, pitch_a: int, pitch_b: int) -> dict[str, int]:
     return {"CL": 2} if pitch_b % 32 and cfg["WGS"] == 2 else {}
 
 
-def _narrow_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
-    """wgmma_ws's shape_config: 128 x 192 tiles instead of 128 x 256 when the narrower tiles' whole rounds cost at
-    least a fifth less (rounds of tiles on `sms` blocks times the tile's width), and the wide tiles give at least
-    half the multiprocessors a block (fewer tiles are shared out by stream-K, or run one warpgroup's tiles). At
-    1024 x 3072 x 4096 the 96 wide tiles leave 36 of 132 multiprocessors idle; 128 narrow ones fill 128 in the
-    same single round, each 3/4 of the work. Measured on the H100 (bf16, bench x cuBLAS, 128 x 256 -> 128 x 192):
+# Tiles of three quarters of the defaults' area that _tiles_for_waves weighs against 128 x 256 (the first wins a tie)
+_WAVE_TILES = (
+    dict(BN=192),  # 128 x 192, two consumer warpgroups
+    dict(BM=192, BN=128, WGS=3, NUM_THREADS=512, SK=0),  # 192 x 128, three consumer warpgroups
+)
+
+
+def _tiles_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
+    """wgmma_ws's shape_config: tiles of 3/4 the area instead of 128 x 256 ones when their whole rounds cost at
+    least a fifth less (rounds of tiles on `sms` blocks times the tile's area), and the wide tiles give at least
+    half the multiprocessors a block (fewer tiles are shared out by stream-K, or run one warpgroup's tiles):
+    128 x 192 (narrower), else 192 x 128 (taller: three consumer warpgroups). At 1024 x 3072 x 4096 the 96 wide
+    tiles leave 36 of 132 multiprocessors idle; 128 narrow ones fill 128 in the same single round, each 3/4 of the
+    work; at 3072 x 1024 x 4096, 128 tall ones. Measured on the H100 (bf16, bench x cuBLAS, 128 x 256 -> 128 x 192):
     1024 x 3072 x 4096 0.89 -> 1.01, 768 x 4096 x 4096 0.85 -> 0.96, 1536 x 2048 x 4096 0.87 -> 0.97, 2048 x 3072
     x 4096 (192 -> 256 tiles: two rounds either way) 0.92 -> 0.97; where the rounds do not drop the wide tiles win
-    (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). Applied before pitch_config, which then
-    gives B's rows off 32 bytes clusters of two on the narrow tiles (CL = 2 with 128 x 256 -> 128 x 192, bf16:
-    1024 x 3000 x 4096 0.86 -> 0.97, 2000 x 3000 x 4000 0.94 -> 1.02, 2048 x 3000 x 4096 0.88 -> 0.96)."""
-    if cfg["BN"] != 256 or cfg["WGS"] != 2 or cfg["CL"] != 1:
+    (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). 128 x 256 -> 192 x 128: 3072 x 1024 x 4096
+    0.85 -> 0.97, 6144 x 1024 x 4096 0.88 -> 0.98, 3072 x 1024 x 1024 0.96 -> 1.07; where both kinds cut the rounds
+    alike, 128 x 192 mostly won (1536 x 2048 x 4096 0.96 against 0.94, 3072 x 2048 x 4096 0.98 / 0.96, 1536 x 4096
+    x 4096 0.98 / 0.96; 3072 x 3072 x 4096 0.97 / 0.99). Applied before pitch_config, which then gives B's rows off
+    32 bytes clusters of two on the narrow tiles (CL = 2 with 128 x 256 -> 128 x 192, bf16: 1024 x 3000 x 4096
+    0.86 -> 0.97, 2000 x 3000 x 4000 0.94 -> 1.02, 2048 x 3000 x 4096 0.88 -> 0.96)."""
+    if cfg["BM"] != 128 or cfg["BN"] != 256 or cfg["WGS"] != 2 or cfg["CL"] != 1:
         return {}
-    wide = cdiv(M, cfg["BM"]) * cdiv(N, 256)
-    if 2 * wide < sms:
+
+    def cost(bm: int, bn: int) -> int:  # rounds of tiles times the tile's area
+        return cdiv(cdiv(M, bm) * cdiv(N, bn), sms) * bm * bn
+
+    if 2 * cdiv(M, 128) * cdiv(N, 256) < sms:
         return {}
-    narrow = cdiv(M, cfg["BM"]) * cdiv(N, 192)
-    return {"BN": 192} if 5 * cdiv(narrow, sms) * 192 <= 4 * cdiv(wide, sms) * 256 else {}
+    wide = cost(128, 256)
+    best = min(_WAVE_TILES, key=lambda o: cost(o.get("BM", 128), o["BN"]))
+    return dict(best) if 5 * cost(best.get("BM", 128), best["BN"]) <= 4 * wide else {}
 
 
 def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
@@ -533,15 +566,20 @@ for _spec in [
         block=lambda c: (c["NUM_THREADS"], 1, 1),
         grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
         workspace=_stream_k_workspace,
-        shape_config=_narrow_for_waves,
+        shape_config=_tiles_for_waves,
         pitch_config=_multicast_rows_off_32,
         smem=lambda c: (
-            c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384
+            c["STAGES"] * (c["BM"] + c["BN"]) * 128
+            + 1024
+            + 16 * c["STAGES"]
+            + 32
+            + 8 * (c["WGS"] // 3)
+            + c["EPI"] * c["WGS"] * 16384
         ),
         constraints=[
             *_WGMMA_CONSTRAINTS,
             *positive("GM"),
-            *_WS_CONSTRAINTS,
+            *_WS3_CONSTRAINTS,
             C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
             C(
                 "PP == 0",
@@ -555,23 +593,24 @@ for _spec in [
                 "its 40 registers",
             ),
             C(
-                "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
+                "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + 8 * (WGS // 3) + EPI * WGS * 16384 <= 232448",
                 "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
             ),
         ],
         space=dict(
             # WGS = 1 (one consumer warpgroup, 64-row tiles): twice the tiles for products with few of them (H200,
-            # bf16, graph-timed: 256 x 8192 x 8192 60.6 against 68.4 us, 128 x 4096 x 4096 15.2 against 16.4)
-            BM=(64, 128, 256),
+            # bf16, graph-timed: 256 x 8192 x 8192 60.6 against 68.4 us, 128 x 4096 x 4096 15.2 against 16.4);
+            # WGS = 3 (three, 192-row tiles of at most 128 columns: _tiles_for_waves)
+            BM=(64, 128, 192, 256),
             BN=(64, 128, 192, 256),
             STAGES=(3, 4, 5, 6, 8),
-            WGS=(1, 2),
+            WGS=(1, 2, 3),
             GM=(4, 8, 16),
             CL=(1,),
             EPI=(0, 1),
             PP=(0,),
             SK=(0, 4),
-            NUM_THREADS=(256, 384),
+            NUM_THREADS=(256, 384, 512),
         ),
     ),
     # FP32 accuracy on Hopper's warpgroup tensor cores: tf32x3's split with wgmma_ws's machinery.

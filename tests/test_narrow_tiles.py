@@ -1,7 +1,8 @@
-"""wgmma_ws with 128 x 192 tiles: where 128 x 256 tiles leave multiprocessors idle in their last round (1024 x 3072:
-96 tiles on 132 multiprocessors), 128 narrower tiles fill the GPU in the same one round. cumm picks them through the
-spec's shape_config; the TMA-store epilogue stores a 192-column tile as a 128-column chunk and a 64-column one.
-On the CPU: the rule, the configurations it leaves alone, offline compiles. On the GPU: 128 x 192 tiles against
+"""wgmma_ws with tiles of 3/4 the defaults' area: where 128 x 256 tiles leave multiprocessors idle in their last
+round (1024 x 3072: 96 tiles on 132 multiprocessors), 128 narrower 128 x 192 tiles fill the GPU in the same one
+round; at 3072 x 1024, 128 taller 192 x 128 tiles (three consumer warpgroups) do. cumm picks them through the spec's
+shape_config; the TMA-store epilogue stores a 192-column tile as a 128-column chunk and a 64-column one.
+On the CPU: the rule, the configurations it leaves alone, offline compiles. On the GPU: both tiles against
 float64 on odd shapes (whole tiles, stream-K, a half result through the copy engine, beta), and the call's
 decision with and without a configuration given."""
 
@@ -19,6 +20,7 @@ from .test_half import _cublas, _dtype, _err, _inputs, _ref
 
 SPEC = cumm.kernel_spec("wgmma_ws")
 CFG = SPEC.default_config(90)
+TALL = dict(BM=192, BN=128, WGS=3, NUM_THREADS=512, SK=0)  # three consumer warpgroups of 64 rows
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,9 @@ CFG = SPEC.default_config(90)
         ((3000, 5000, 2000), {}),  # 5 rounds of narrow tiles against 4 of wide: 0.94, not a fifth less
         ((1024, 1024, 8192), {}),  # 32 tiles: stream-K shares out their slabs
         ((512, 3072, 4096), {}),  # 48 tiles: fewer than half the multiprocessors (one warpgroup's tiles)
+        ((3072, 1024, 4096), TALL),  # 96 wide tiles -> 128 tall ones (144 narrow ones would take two rounds)
+        ((6144, 1024, 1024), TALL),  # 192 -> 256: two rounds, each 3/4 of the work
+        ((3072, 3072, 4096), {"BN": 192}),  # both cut 3 rounds of wide tiles to 3 of smaller ones: the first wins
     ],
 )
 def test_narrow_tiles_where_the_rounds_drop_by_a_fifth(shape, want):
@@ -47,9 +52,21 @@ def test_the_rule_leaves_other_tiles_alone():
 
 
 def test_narrow_tiles_are_in_the_tuners_space():
-    assert 192 in SPEC.space["BN"]
+    assert 192 in SPEC.space["BN"] and 192 in SPEC.space["BM"] and 3 in SPEC.space["WGS"]
     k = cumm.compile("wgmma_ws", dict(BN=192, EPI=1), arch="sm_90a")  # a valid configuration
     assert k.spill_bytes == 0
+
+
+def test_three_warpgroups_run_whole_tiles_of_at_most_64_accumulators_a_thread():
+    for bad, what in (
+        ({"SK": 4}, "SK = 0"),
+        ({"CL": 2}, "CL = 1"),
+        ({"BN": 256}, "8192 WGS for WGS = 3"),
+        ({"NUM_THREADS": 384}, "NUM_THREADS is a producer and WGS consumer"),
+        ({"WGS": 4, "NUM_THREADS": 640, "BM": 256}, "one, two or three consumer warpgroups"),
+    ):
+        with pytest.raises(cumm.ConfigError, match=what):
+            SPEC.resolve({**TALL, **bad}, 90)
 
 
 @pytest.mark.parametrize(
@@ -63,6 +80,9 @@ def test_narrow_tiles_compile_without_spills(flags, sk):
 
     k = compile_offline(SPEC, SPEC.resolve(dict(BN=192, SK=sk), 90), "sm_90a", flags)
     assert k.spill_stores == 0 and k.spill_loads == 0 and k.registers == 168, k
+    if sk == 0:  # the tall tiles: 512 threads, 128 registers at launch
+        k = compile_offline(SPEC, SPEC.resolve(TALL, 90), "sm_90a", flags)
+        assert k.spill_stores == 0 and k.spill_loads == 0 and k.registers == 128, k
 
 
 # --- on the GPU ---
@@ -70,7 +90,7 @@ def test_narrow_tiles_compile_without_spills(flags, sk):
 HALF = ("float16", "bfloat16")
 # one tile, primes, K = 7, M = 1 and N = 1, a last tile of 64 columns or fewer (N = 200: 192 + 8; N = 4104), fewer
 # tiles than multiprocessors (their slabs shared out: 1000 x 1000 x 2000), a stream-K tail behind a whole round
-# (1152 x 3840 x 2056: 180 tiles, 48 in the second round)
+# (1152 x 3840 x 2056: 180 tiles, 48 in the second round); and 3100 x 1000: a last row of 28 in the tall tiles
 SHAPES = [
     (1, 1, 1),
     (127, 131, 137),
@@ -82,33 +102,37 @@ SHAPES = [
 ]
 
 
+TILES = {"narrow": dict(BN=192, SK=0), "narrow_sk": dict(BN=192, SK=4), "tall": TALL}
+
+
 @pytest.mark.gpu
 @pytest.mark.usefixtures("sm90")
 @pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("sk", [0, 4])
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_narrow_tiles_against_float64(shape, sk, dt, rng):
+@pytest.mark.parametrize("tiles", TILES)
+@pytest.mark.parametrize("shape", [*SHAPES, (3100, 1000, 136)], ids=lambda s: "x".join(map(str, s)))
+def test_narrow_tiles_against_float64(shape, tiles, dt, rng):
     import cupy
 
     M, N, K = shape
     a, b = _inputs(rng, M, N, K, dt)
     ref = _ref(a, b)
-    cfg = dict(BN=192, SK=sk)
+    cfg = TILES[tiles]
     for _ in range(3):  # stream-K's flags are lowered by each launch: later launches find them so
         out = cupy.full((M, N), math.nan, dtype=cupy.float32)
         cumm.matmul(a, b, kernel="wgmma_ws", config=cfg, out=out)
-        assert _err(out, ref) < 1e-5, (shape, sk)  # FP32 sums of products exact in FP32: only their order differs
+        assert _err(out, ref) < 1e-5, (shape, tiles)  # FP32 sums of products exact in FP32: only their order differs
     theirs = _err(_cublas(a, b), ref)
     half = cupy.full((M, N), math.nan, dtype=a.dtype)  # a half result through the TMA-store epilogue
     cumm.matmul(a, b, kernel="wgmma_ws", config=cfg, out=half)
-    assert _err(half, ref) <= 1.5 * theirs + 1e-7, (shape, sk, _err(half, ref), theirs)
+    assert _err(half, ref) <= 1.5 * theirs + 1e-7, (shape, tiles, _err(half, ref), theirs)
 
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("sm90")
 @pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("tiles", ["narrow", "tall"])
 @pytest.mark.parametrize("shape", [(1000, 1000, 100), (2048, 3072, 136), (127, 131, 137)], ids=str)
-def test_narrow_tiles_with_beta_and_a_half_result(shape, dt, rng):
+def test_narrow_tiles_with_beta_and_a_half_result(shape, tiles, dt, rng):
     """beta != 0 through the TMA epilogue: C's last 64-column chunk is loaded as one box; columns past N stay."""
     import cupy
 
@@ -119,7 +143,7 @@ def test_narrow_tiles_with_beta_and_a_half_result(shape, dt, rng):
     out = big[:, :N]
     out[...] = c0
     ref = 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float64)
-    cumm.matmul(a, b, kernel="wgmma_ws", config=dict(BN=192, SK=0), out=out, alpha=0.5, beta=-1.5)
+    cumm.matmul(a, b, kernel="wgmma_ws", config=TILES[tiles], out=out, alpha=0.5, beta=-1.5)
     rounded = _err(ref.astype(cupy.float32).astype(a.dtype), ref)  # rounding the exact result to the half dtype
     assert _err(out, ref) <= 1.5 * rounded + 1e-7, (_err(out, ref), rounded)
     assert bool((big[:, N:] == 7.0).all()), "columns past N were written"

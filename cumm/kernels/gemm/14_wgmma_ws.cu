@@ -40,6 +40,9 @@
 // - WGS = 1: one consumer warpgroup and 64-row tiles (256 threads), twice the tiles of 128-row ones for products
 //   with few tiles (bf16 256 x 8192 x 8192: 128 whole tiles of 64 x 256 instead of 64 of 128 x 256 shared out by
 //   stream-K, 60.6 against 68.4 us). Whole tiles only (SK = 0): with stream-K the producer spills under 40 registers.
+// - WGS = 3: three consumer warpgroups of 64 rows (512 threads, 152 registers each under setmaxnreg), for 192-row
+//   tiles: 192 x 128 tiles fill a round where 128 x 256 ones leave multiprocessors idle (3072 x 1024: 128 tiles
+//   against 96). Whole tiles only (SK = 0).
 // - PP = 1 (experimental): ping-pong; each consumer warpgroup owns whole tiles and the two take turns on the
 //   mainloop, so one's epilogue overlaps the other's wgmma.
 // - Batched variant (CUMM_BATCHED): the tiles of every product of the batch form one run that the persistent
@@ -51,8 +54,8 @@
 // 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks, all multiprocessors when stream-K takes fewer
 // tiles than that; CL = 2: 2 min(tile pairs, resident clusters
 // (cuOccupancyMaxActiveClusters)) blocks, cluster dims compiled in (__cluster_dims__). NUM_THREADS =
-// 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 32 (mbarriers), plus 16384 WGS
-// with EPI = 1. Batched variant: the three maps get the batch as a third dimension (batch strides bsa, bsb, bsc;
+// 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 32 (mbarriers; 40 for WGS = 3),
+// plus 16384 WGS with EPI = 1. Batched variant: the three maps get the batch as a third dimension (batch strides bsa, bsb, bsc;
 // a broadcast operand is a batch of one), the batch count follows bsc, the grid is min(batch x tiles,
 // multiprocessors) blocks and skw is null.
 // skw (last argument): with SK > 0 and a mostly empty last wave (the spec's workspace function decides), a
@@ -64,6 +67,8 @@
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
 #define CUMM_SK_FLAGS 4096  // stream-K flags at the workspace's start (the host gives stream-K at most this many blocks)
 #define CUMM_NC (128 * WGS)  // consumer threads
+// registers a consumer thread takes (setmaxnreg) beside the producer's 40: all 65536 of a multiprocessor
+#define CUMM_CONSUMER_REGS (WGS == 3 ? 152 : 232)
 #define CUMM_SK (SK > 0 && !CUMM_BATCHED)  // stream-K compiled in (a batch runs whole tiles)
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
@@ -106,6 +111,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     static_assert(CL == 1 || CL == 2, "CL = 2: clusters of two blocks split the B boxes (an odd count: rank 0 one more)");
     static_assert(!PP || WGS == 2, "ping-pong alternates two consumer warpgroups");
     static_assert(SK == 0 || PP == 0, "stream-K hands out k-ranges to blocks (or clusters) in turn");
+    static_assert(SK == 0 || WGS <= 2, "three consumer warpgroups run whole tiles (named barrier 3 is warpgroup 2's)");
     static_assert(!CUMM_BATCHED || CL == 1, "batched products run CL = 1: a batch's tiles are walked one at a time");
     static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "transposed operands run CL = 1: each block loads its own");
     extern __shared__ unsigned char smem_raw[];
@@ -227,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         return;
     }
 
-    cumm_setmaxnreg_inc<232>();
+    cumm_setmaxnreg_inc<CUMM_CONSUMER_REGS>();
     const int wg = tid / 128 - 1, warp = tid % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t4 = lane % 4;
     int it = 0;  // slabs consumed (the ring's position)
