@@ -53,7 +53,7 @@ SPLIT_MIN_K = 512  # no split for shallower products
 SPLIT_K_RATIO = 4  # ... nor unless K >= SPLIT_K_RATIO * max(M, N): the product is deep, not wide
 SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole slabs)
 # From this depth the defaults' few tiles, their k-slabs shared out (stream-K), beat tiles of an eighth of their
-# area; tiles of a quarter of it hold out to twice this depth (_filling)
+# area; tiles under half of it hold out to twice this depth, larger ones to four times (_filling)
 SHARE_OUT_K = 8192
 
 _sm_count: dict[int, int] = {}
@@ -268,22 +268,28 @@ def _small(kernel: str, M: int, N: int, K: int, device_id: int, count: int = 1) 
 
 def _filling(spec, M: int, N: int, K: int, count: int, sms: int) -> Mapping[str, int] | None:
     """A persistent kernel without a "small" configuration (wgmma_ws): its defaults when their tiles give at least
-    half the multiprocessors a block (stream-K shares out a partial last wave), else the named configuration with
-    the largest tiles that does, else the one with the most tiles. Without a tuned entry on the H100 (bf16, bench x
-    cuBLAS): 512 x 3072 x 4096 0.68 on the defaults' 48 tiles, 0.91 on 128 x 128's 96; 512 x 3000 x 4096 0.82 and
-    1.03; but 1024 x 3000 x 4096 (96 default tiles) 0.88 on the defaults and 0.64 on 128 x 128. On the H200 the
-    tuner's winners follow the same rule: 64 x 64 at 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at
-    512 x 4096 x 4096, 256 x 8192 x 8192 and 8192 x 256 x 8192.
+    half the multiprocessors a block (stream-K shares out a partial last wave), else, of the named configurations
+    whose tiles do, the one whose rounds of tiles times tile area are least (the larger tiles on a tie), weighing
+    only tiles of at least a quarter of the defaults' area while any of those does, else the one with the most
+    tiles. Without a tuned entry on the H100 (bf16, bench x cuBLAS): 512 x 3072 x 4096 0.68 on the defaults' 48
+    tiles, 0.91 on 128 x 128's 96; 512 x 3000 x 4096 0.82 and 1.03; but 1024 x 3000 x 4096 (96 default tiles) 0.88
+    on the defaults and 0.64 on 128 x 128. On the H200 the tuner's winners follow the same rule: 64 x 64 at
+    128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at 512 x 4096 x 4096, 256 x 8192 x 8192 and 8192 x 256 x 8192.
+    By rounds x area 192 x 64 beats 128 x 128 where its tiles fill a round the others leave part idle (3072 x 512:
+    128 tiles against 96): H100, bf16 / fp16, 192 x 64 against 128 x 128, 3072 x 512 x 4096 0.88 / 0.81 and 0.91 /
+    0.84, 768 x 1536 x 4096 0.85 / 0.75 and 0.84 / 0.77, 384 x 3072 x 4096 1.01 / 0.92 and 1.02 / 0.92; 2048 x 768 x
+    4096 0.88 / 0.89 and 0.90 / 0.86. Tiles of an eighth of the defaults' area (64 x 64) load twice the bytes per
+    product of 128 x 64 ones: by rounds x area they would win where they take three rounds against one.
 
     Small tiles do less work per byte they load: on a deep product that is not thin (M and N above the default BM)
     the defaults' few tiles with their k-slabs shared out over every block (a kernel with a workspace: stream-K) do
     better, from a depth that grows with the tile's area: SHARE_OUT_K for an eighth of the defaults' (64 x 64
-    against 128 x 256), twice that for a quarter (128 x 64), and so on. H100, bf16 x cuBLAS, against the defaults:
-    64 x 64 at 1024 x 1024 x 8192 0.67 / 0.83, 2048 x 512 x 8192 0.65 / 0.80, 256 x 4096 x 16384 0.68 / 0.92, but
-    1024 x 1024 x 4096 0.66 / 0.66; 128 x 64 at 2048 x 512 x 8192 0.91 / 0.82, 256 x 4096 x 8192 0.90 / 0.76,
-    1024 x 1024 x 8192 0.83-0.90 / 0.79-0.80, but 1024 x 1024 x 16384 0.85 / 0.93 and 512 x 2048 x 16384 0.87 /
-    0.92. A thin product is bound by the other operand's traffic: 128 x 8192 x 8192 ran 0.99 on 128 x 64, 0.87 on
-    64 x 64 and 0.78 on the defaults."""
+    against 128 x 256), twice that under half of it (128 x 64, 192 x 64), four times for larger tiles. H100, bf16 x
+    cuBLAS, against the defaults: 64 x 64 at 1024 x 1024 x 8192 0.67 / 0.83, 2048 x 512 x 8192 0.65 / 0.80, 256 x
+    4096 x 16384 0.68 / 0.92, but 1024 x 1024 x 4096 0.66 / 0.66; 128 x 64 at 2048 x 512 x 8192 0.91 / 0.82, 256 x
+    4096 x 8192 0.90 / 0.76, 1024 x 1024 x 8192 0.83-0.90 / 0.79-0.80, but 1024 x 1024 x 16384 0.85 / 0.93 and 512 x
+    2048 x 16384 0.87 / 0.92. A thin product is bound by the other operand's traffic: 128 x 8192 x 8192 ran 0.99 on
+    128 x 64, 0.87 on 64 x 64 and 0.78 on the defaults."""
 
     def tiles(over: Mapping[str, int]) -> int:
         cfg = {**spec.defaults, **over}
@@ -294,15 +300,17 @@ def _filling(spec, M: int, N: int, K: int, count: int, sms: int) -> Mapping[str,
         return cfg["BM"] * cfg["BN"]
 
     def shares_out(over: Mapping[str, int]) -> bool:  # the defaults' shared-out slabs beat these tiles
-        deep = K * area({}) >= 8 * SHARE_OUT_K * area(over)
-        return spec.workspace is not None and min(M, N) > spec.defaults["BM"] and deep
+        a, d = area(over), area({})
+        depth = SHARE_OUT_K if 8 * a <= d else 2 * SHARE_OUT_K if 2 * a < d else 4 * SHARE_OUT_K
+        return spec.workspace is not None and min(M, N) > spec.defaults["BM"] and K >= depth
 
     if not spec.configs or "BM" not in spec.defaults or 2 * tiles({}) >= sms:
         return None
     named = sorted(spec.configs.values(), key=area, reverse=True)
     fills = [c for c in named if 2 * tiles(c) >= sms and not shares_out(c)]
-    if fills:
-        return dict(fills[0])
+    weighed = [c for c in fills if 4 * area(c) >= area({})] or fills[:1]
+    if weighed:  # min() keeps the first (larger) of equal costs
+        return dict(min(weighed, key=lambda c: cdiv(tiles(c), sms) * area(c)))
     if any(shares_out(c) for c in named):  # the defaults' few tiles, their slabs shared out over every block
         return None
     return dict(max(named, key=lambda c: (tiles(c), -area(c))))  # most tiles, least padding

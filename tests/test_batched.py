@@ -158,6 +158,7 @@ HALF_CONFIGS = [
     {"EPI": 0},  # direct stores
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_64x64"]),
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_128x64"]),
+    dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_192x64"]),
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_128x128"]),
 ]
 

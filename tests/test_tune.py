@@ -504,6 +504,11 @@ def test_half_auto_without_entries_fills_the_gpu_with_named_tiles(cache, fake_de
     assert ran(128, 4096) == spec.resolve(one64, CC)  # 16 -> 32 (still under 66) -> 128
     assert ran(4096, 128) == spec.resolve(one64, CC)
     assert ran(64, 64) == spec.resolve(one64, CC)  # nothing fills: the most tiles
+    # rounds x area: 128 tiles of 192 x 64 in one round against 96 of 128 x 128 (24 of 32 rows, 3/4 the area)
+    tall = spec.resolve(dict(spec.configs["one_warpgroup_192x64"]), CC)
+    assert ran(3072, 512) == tall and ran(768, 1536) == tall and ran(384, 3072) == tall
+    assert ran(2048, 1024) == spec.resolve(one128, CC)  # 128 tiles either way: the larger
+    assert ran(256, 6144) == spec.resolve(one128, CC)  # 64 x 64 in three rounds is not weighed against it
     assert ran(128, 4096, count=8) is not None and _auto.named(top, 1024, 4096, 4096, 0, dtype="bfloat16") is None
     assert _auto.select(512, 4096, 4096, 0, dtype="bfloat16")[:2] == (
         top,
@@ -513,8 +518,8 @@ def test_half_auto_without_entries_fills_the_gpu_with_named_tiles(cache, fake_de
 
 def test_half_auto_without_entries_shares_deep_slabs_out(cache, fake_device):
     """A deep product that is not thin keeps the default tiles, their k-slabs shared out over every block by
-    stream-K, rather than small tiles: 64 x 64 from K = 8192, 128 x 64 (a quarter of the defaults' area) from
-    K = 16384; 128 x 128 tiles that fill half the GPU still win there, and so do small tiles for a thin product."""
+    stream-K, rather than small tiles: 64 x 64 from K = 8192, 128 x 64 and 192 x 64 (under half the defaults'
+    area) from K = 16384, 128 x 128 from 32768; small tiles still win for a thin product."""
     top = _auto.top_for("bfloat16", CC)
     spec = get_spec(top)
     one64, one128 = dict(spec.configs["one_warpgroup_64x64"]), dict(spec.configs["one_warpgroup_128x128"])
