@@ -259,7 +259,8 @@ def _tiles_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
     (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). 128 x 256 -> 192 x 128: 3072 x 1024 x 4096
     0.85 -> 0.97, 6144 x 1024 x 4096 0.88 -> 0.98, 3072 x 1024 x 1024 0.96 -> 1.07; where both kinds cut the rounds
     alike, 128 x 192 mostly won (1536 x 2048 x 4096 0.96 against 0.94, 3072 x 2048 x 4096 0.98 / 0.96, 1536 x 4096
-    x 4096 0.98 / 0.96; 3072 x 3072 x 4096 0.97 / 0.99). Applied before pitch_config, which then gives B's rows off
+    x 4096 0.98 / 0.96; 3072 x 3072 x 4096 0.97 / 0.99). A batch is weighed as one product nb M rows tall (its
+    tiles are one run): 4 x 768 x 3072 x 4096 0.78 -> 0.99. Applied before pitch_config, which then gives B's rows off
     32 bytes clusters of two on the narrow tiles (CL = 2 with 128 x 256 -> 128 x 192, bf16: 1024 x 3000 x 4096
     0.86 -> 0.97, 2000 x 3000 x 4000 0.94 -> 1.02, 2048 x 3000 x 4096 0.88 -> 0.96)."""
     if cfg["BM"] != 128 or cfg["BN"] != 256 or cfg["WGS"] != 2 or cfg["CL"] != 1:

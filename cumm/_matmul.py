@@ -787,6 +787,7 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
     nb = math.prod(batch)
     dt = a.dtype.name
     kernel_arg = kernel
+    chosen = config is None  # cumm chooses the configuration (spec.shape_config may adjust it)
     kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
     spec = get_spec(kernel)
     in_place = spec.reads_transposed and supports_batch(spec)  # column-major batches read as they are
@@ -835,6 +836,9 @@ def _decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple
         (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _batch_operand(a, batch, "a"), _batch_operand(b, batch, "b")
         flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), flags[2], 1)
     layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
+    if chosen and spec.schedules_batch and spec.shape_config is not None:
+        # the batch's tiles are one run, as those of one product nb times as tall (as for the tuned lookup)
+        config = _adjusted(spec, config, dev, spec.shape_config, nb * M, N, K, _auto._sms(dev))
     if nb > 65535 and not spec.schedules_batch:  # grid z over the batch
         raise ValueError(
             f"a batch of {nb} products is more than CUDA's 65535 blocks in z (kernel {kernel!r}): split the batch"

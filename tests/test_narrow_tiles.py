@@ -177,3 +177,34 @@ def test_cumm_picks_narrow_tiles_by_the_rounds(untuned, dt, rng):
         assert _err(out, _ref(a, b)) <= 1.5 * _err(_cublas(a, b), _ref(a, b)) + 1e-7
         given = dict(BN=256)
         assert "BN=192" not in decision(a, b, out, kernel=untuned, config=given)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("sm90")
+@pytest.mark.parametrize("dt", HALF)
+def test_a_batch_takes_the_tiles_of_one_product_as_tall_as_the_batch(untuned, dt, rng):
+    """wgmma_ws walks a batch's tiles as one run: the rule weighs them as those of one product nb times as tall
+    (4 x 768 x 3072 -> 3072 x 3072: 128 x 192 tiles; 8 x 384 x 1024 -> 3072 x 1024: 192 x 128), on this GPU's
+    multiprocessors; each product right against float64 (a float32 result: FP32 sums of exact products)."""
+    import cupy
+
+    from cumm._auto import _sms
+
+    sms = _sms(cupy.cuda.Device().id)
+    for nb, M, N in ((4, 768, 3072), (8, 384, 1024), (3, 100, 200)):
+        K = 72
+        a = rng.standard_normal((nb, M, K), dtype="float32").astype(_dtype(dt))
+        b = rng.standard_normal((nb, K, N), dtype="float32").astype(_dtype(dt))
+        out = cupy.full((nb, M, N), math.nan, dtype=cupy.float32)
+        cumm.matmul(a, b, kernel=untuned, out=out)
+        ref = a.astype(cupy.float32).astype(cupy.float64) @ b.astype(cupy.float32).astype(cupy.float64)
+        assert _err(out, ref) < 1e-5, (nb, M, N)
+        want = SPEC.shape_config(CFG, nb * M, N, K, sms)
+        ran = decision(a, b, out, kernel=untuned)
+        for k, v in want.items():
+            assert f"{k}={v}" in ran, (nb, M, N, ran, want)
+        if not want:
+            assert "BN=192" not in ran and "WGS=3" not in ran, ran
+        cumm.matmul(a, b, kernel=untuned, out=out, config=dict(BN=256))  # a given configuration runs as given
+        given = decision(a, b, out, kernel=untuned, config=dict(BN=256))
+        assert given and "BN=192" not in given and "WGS=3" not in given, given
