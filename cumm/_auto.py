@@ -12,8 +12,9 @@
    there still does (``one_wave``).
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
    64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor (a
-   persistent rung without a "small" configuration, wgmma_ws: the named configuration whose tiles give at least
-   half the multiprocessors a block, ``_filling``).
+   persistent rung without a "small" configuration, wgmma_ws: of the named configurations whose tiles give at
+   least half the multiprocessors a block, the one with the fewest rounds x tile area, ``_filling``); then the
+   spec's shape rule (``shape_config``, applied by the caller) may trade 128 x 256 tiles for smaller ones.
 
 ``top(cc)`` is the first rung of ``TOP_BY_CC`` that runs on compute capability ``cc``: ``wgmma_tf32x3`` on
 Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32 tensor cores (8.0+:
