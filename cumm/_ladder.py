@@ -144,14 +144,17 @@ _WGMMA_CONSTRAINTS = [
 
 # The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
 # consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
+_WS_SHAPE = [
+    C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
+    C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+]
 _WS_CONSTRAINTS = [
     C(
         "WGS in (1, 2)",
         "one or two consumer warpgroups: with more, their 232 registers a thread (setmaxnreg) and the producer's 40 "
         "exceed the 65536 registers of a multiprocessor",
     ),
-    C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
-    C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+    *_WS_SHAPE,
     C(
         "BM * BN <= 128 * 128 * WGS",
         "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill under its 232 "
@@ -165,7 +168,7 @@ _WS3_CONSTRAINTS = [
         "one, two or three consumer warpgroups: with more, their registers (setmaxnreg: 232 a thread for one or "
         "two, 152 for three) and the producer's 40 exceed the 65536 registers of a multiprocessor",
     ),
-    *_WS_CONSTRAINTS[1:3],
+    *_WS_SHAPE,
     C(
         "BM * BN <= (128 * 128 if WGS < 3 else 64 * 128) * WGS",
         "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill under 232 registers "
@@ -173,10 +176,7 @@ _WS3_CONSTRAINTS = [
         "registers a thread of 512 and ran correct, but 0.89x cuBLAS at bf16 4096^3 on the H100 where 128 x 256 ran "
         "0.97x): BM * BN <= 16384 WGS, or 8192 WGS for WGS = 3",
     ),
-    C(
-        "WGS < 3 or (SK == 0 and PP == 0 and CL == 1)",
-        "three consumer warpgroups run whole tiles: SK = 0, PP = 0, CL = 1",
-    ),
+    C("WGS < 3 or CL == 1", "three consumer warpgroups load their own B: CL = 1"),
 ]
 
 
@@ -595,7 +595,8 @@ for _spec in [
             C(
                 "SK == 0 or WGS == 2",
                 "one consumer warpgroup (WGS = 1) runs whole tiles: with stream-K (SK > 0) its producer spills under "
-                "its 40 registers",
+                "its 40 registers; three (WGS = 3) run whole tiles too, SK = 0 (warpgroup 2 owns stream-K's named "
+                "barrier)",
             ),
             C(
                 "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + 8 * (WGS // 3) + EPI * WGS * 16384 <= 232448",

@@ -121,8 +121,9 @@ class KernelSpec:
     # chose (not one given with config=); an override that breaks a constraint is not applied.
     pitch_config: Callable[[Config, int, int], Mapping[str, int]] | None = None
     # Changes to the chosen configuration for the exact shape: shape_config(cfg, M, N, K, sms) gives parameter
-    # overrides ({} for none) for a 2-D product whose configuration cumm chose (a tuned entry is tuned at its
-    # bucket's shape, the heuristic's defaults at none), on a GPU with `sms` multiprocessors; applied before
+    # overrides ({} for none) for a product whose configuration cumm chose (a tuned entry is tuned at its
+    # bucket's shape, the heuristic's defaults at none), on a GPU with `sms` multiprocessors; a batch of nb
+    # products of a spec that schedules batches is weighed as one product nb M rows tall. Applied before
     # pitch_config (which sees its result), and only when the result keeps every constraint.
     shape_config: Callable[[Config, int, int, int, int], Mapping[str, int]] | None = None
     # The template's text itself, instead of a file (then ``template`` defaults to "<name>.cu").
