@@ -170,11 +170,10 @@ _WS3_CONSTRAINTS = [
     ),
     *_WS_SHAPE,
     C(
-        "BM * BN <= (128 * 128 if WGS < 3 else 64 * 128) * WGS",
+        "BM * BN <= (128 * 128 if WGS < 3 else 96 * 128) * WGS",
         "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill under 232 registers "
-        "(one or two warpgroups); three warpgroups take at most 64 (192 x 128, 192 x 64: 192 x 192's 96 fit the 128 "
-        "registers a thread of 512 and ran correct, but 0.89x cuBLAS at bf16 4096^3 on the H100 where 128 x 256 ran "
-        "0.97x): BM * BN <= 16384 WGS, or 8192 WGS for WGS = 3",
+        "(one or two warpgroups); three warpgroups take at most 96 (192 x 192, 192 x 128, 192 x 64), which fit the "
+        "128 registers a thread of 512 at launch: BM * BN <= 16384 WGS, or 12288 WGS for WGS = 3",
     ),
     C("WGS < 3 or CL == 1", "three consumer warpgroups load their own B: CL = 1"),
 ]
@@ -240,29 +239,39 @@ def _multicast_rows_off_32(cfg, pitch_a: int, pitch_b: int) -> dict[str, int]:
     return {"CL": 2} if pitch_b % 32 and cfg["WGS"] == 2 else {}
 
 
-# Tiles of three quarters of the defaults' area that _tiles_for_waves weighs against 128 x 256 (the first wins a tie)
+# Tiles that _tiles_for_waves weighs against 128 x 256 (the first wins a tie): two of three quarters its area, one of
+# nine eighths
 _WAVE_TILES = (
     dict(BN=192),  # 128 x 192, two consumer warpgroups
     dict(BM=192, BN=128, WGS=3, NUM_THREADS=512, SK=0),  # 192 x 128, three consumer warpgroups
+    # 192 x 192, three consumer warpgroups of 64 x 192 (96 accumulators a thread), three stages (cuBLAS's tile at
+    # 1536 x 3072 x 4096 on the H100: nvjet_sm90_tst_192x192_64x3_2x1)
+    dict(BM=192, BN=192, WGS=3, NUM_THREADS=512, SK=0, STAGES=3),
 )
 
 
 def _tiles_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
-    """wgmma_ws's shape_config: tiles of 3/4 the area instead of 128 x 256 ones when their whole rounds cost at
-    least a fifth less (rounds of tiles on `sms` blocks times the tile's area), and the wide tiles give at least
-    half the multiprocessors a block (fewer tiles are shared out by stream-K, or run one warpgroup's tiles):
-    128 x 192 (narrower), else 192 x 128 (taller: three consumer warpgroups). At 1024 x 3072 x 4096 the 96 wide
-    tiles leave 36 of 132 multiprocessors idle; 128 narrow ones fill 128 in the same single round, each 3/4 of the
-    work; at 3072 x 1024 x 4096, 128 tall ones. Measured on the H100 (bf16, bench x cuBLAS, 128 x 256 -> 128 x 192):
-    1024 x 3072 x 4096 0.89 -> 1.01, 768 x 4096 x 4096 0.85 -> 0.96, 1536 x 2048 x 4096 0.87 -> 0.97, 2048 x 3072
-    x 4096 (192 -> 256 tiles: two rounds either way) 0.92 -> 0.97; where the rounds do not drop the wide tiles win
-    (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). 128 x 256 -> 192 x 128: 3072 x 1024 x 4096
-    0.85 -> 0.97, 6144 x 1024 x 4096 0.88 -> 0.98, 3072 x 1024 x 1024 0.96 -> 1.07; where both kinds cut the rounds
-    alike, 128 x 192 mostly won (1536 x 2048 x 4096 0.96 against 0.94, 3072 x 2048 x 4096 0.98 / 0.96, 1536 x 4096
-    x 4096 0.98 / 0.96; 3072 x 3072 x 4096 0.97 / 0.99). A batch is weighed as one product nb M rows tall (its
-    tiles are one run): 4 x 768 x 3072 x 4096 0.78 -> 0.99. Applied before pitch_config, which then gives B's rows off
-    32 bytes clusters of two on the narrow tiles (CL = 2 with 128 x 256 -> 128 x 192, bf16: 1024 x 3000 x 4096
-    0.86 -> 0.97, 2000 x 3000 x 4000 0.94 -> 1.02, 2048 x 3000 x 4096 0.88 -> 0.96)."""
+    """wgmma_ws's shape_config: other tiles instead of 128 x 256 ones when their whole rounds cost at least a fifth
+    less (rounds of tiles on `sms` blocks times the tile's area), and the wide tiles give at least half the
+    multiprocessors a block (fewer tiles are shared out by stream-K, or run one warpgroup's tiles): of 3/4 the area,
+    128 x 192 (narrower), else 192 x 128 (taller: three consumer warpgroups); of 9/8, 192 x 192 (three warpgroups of
+    64 x 192, three stages). At 1024 x 3072 x 4096 the 96 wide tiles leave 36 of 132 multiprocessors idle; 128
+    narrow ones fill 128 in the same single round, each 3/4 of the work; at 3072 x 1024 x 4096, 128 tall ones; at
+    1536 x 3072 x 4096, 128 square ones do in one round what 144 wide ones need two for. Measured on the H100 (bf16,
+    bench x cuBLAS, 128 x 256 -> 128 x 192): 1024 x 3072 x 4096 0.89 -> 1.01, 768 x 4096 x 4096 0.85 -> 0.96, 1536 x
+    2048 x 4096 0.87 -> 0.97, 2048 x 3072 x 4096 (192 -> 256 tiles: two rounds either way) 0.92 -> 0.97; where the
+    rounds do not drop the wide tiles win (2048 x 2048 x 4096 0.96 against 0.83, 4096^3 0.97 against 0.92). 128 x
+    256 -> 192 x 128: 3072 x 1024 x 4096 0.85 -> 0.97, 6144 x 1024 x 4096 0.88 -> 0.98, 3072 x 1024 x 1024 0.96 ->
+    1.07; where both kinds cut the rounds alike, 128 x 192 mostly won (1536 x 2048 x 4096 0.96 against 0.94, 3072 x
+    2048 x 4096 0.98 / 0.96, 1536 x 4096 x 4096 0.98 / 0.96; 3072 x 3072 x 4096 0.97 / 0.99). 128 x 192 -> 192 x
+    192, bf16 / fp16: 1536 x 3072 x 4096 0.84 -> 0.96 / 0.84 -> 0.93, 1152 x 4096 x 4096 0.84 -> 0.95 / 0.87 ->
+    0.96, 768 x 6144 x 4096 0.88 -> 0.95 / 0.86 -> 0.97, 2048 x 2304 x 4096 0.87 -> 0.97 / 0.85 -> 0.95, 1536 x 3072
+    x 1024 0.80 -> 0.93 / 0.87 -> 1.05, 1536 x 3072 x 8192 0.86 -> 0.94 / 0.85 -> 0.96; where its two rounds cost
+    what three of 128 x 192 do they ran alike (1536 x 6144 x 4096, 0.97 each), and where 128 x 256 tiles take as
+    many rounds it lost (2304 x 3072 x 4096 0.87 against 0.97, 4096^3 0.88 against 0.99). A batch is weighed as one
+    product nb M rows tall (its tiles are one run): 4 x 768 x 3072 x 4096 0.78 -> 0.99. Applied before pitch_config,
+    which then gives B's rows off 32 bytes clusters of two on the narrow tiles (CL = 2 with 128 x 256 -> 128 x 192,
+    bf16: 1024 x 3000 x 4096 0.86 -> 0.97, 2000 x 3000 x 4000 0.94 -> 1.02, 2048 x 3000 x 4096 0.88 -> 0.96)."""
     if cfg["BM"] != 128 or cfg["BN"] != 256 or cfg["WGS"] != 2 or cfg["CL"] != 1:
         return {}
 

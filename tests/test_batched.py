@@ -160,6 +160,8 @@ HALF_CONFIGS = [
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_128x64"]),
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_192x64"]),
     dict(cumm.kernel_spec("wgmma_ws").configs["one_warpgroup_128x128"]),
+    dict(BM=192, BN=128, WGS=3, NUM_THREADS=512, SK=0),  # three consumer warpgroups (the tiles the rounds pick)
+    dict(BM=192, BN=192, WGS=3, NUM_THREADS=512, SK=0, STAGES=3),
 ]
 
 

@@ -1,7 +1,8 @@
 """wgmma_ws with tiles of 3/4 the defaults' area: where 128 x 256 tiles leave multiprocessors idle in their last
 round (1024 x 3072: 96 tiles on 132 multiprocessors), 128 narrower 128 x 192 tiles fill the GPU in the same one
-round; at 3072 x 1024, 128 taller 192 x 128 tiles (three consumer warpgroups) do. cumm picks them through the spec's
-shape_config; the TMA-store epilogue stores a 192-column tile as a 128-column chunk and a 64-column one.
+round; at 3072 x 1024, 128 taller 192 x 128 tiles (three consumer warpgroups) do; at 1536 x 3072, where 144 wide
+tiles take two rounds, 128 tiles of 192 x 192 (three warpgroups, 9/8 the area) take one. cumm picks them through the
+spec's shape_config; the TMA-store epilogue stores a 192-column tile as a 128-column chunk and a 64-column one.
 On the CPU: the rule, the configurations it leaves alone, offline compiles. On the GPU: both tiles against
 float64 on odd shapes (whole tiles, stream-K, a half result through the copy engine, beta), and the call's
 decision with and without a configuration given."""
@@ -21,6 +22,7 @@ from .test_half import _cublas, _dtype, _err, _inputs, _ref
 SPEC = cumm.kernel_spec("wgmma_ws")
 CFG = SPEC.default_config(90)
 TALL = dict(BM=192, BN=128, WGS=3, NUM_THREADS=512, SK=0)  # three consumer warpgroups of 64 rows
+SQUARE = dict(BM=192, BN=192, WGS=3, NUM_THREADS=512, SK=0, STAGES=3)  # three of 64 x 192, three stages
 
 
 @pytest.mark.parametrize(
@@ -38,6 +40,12 @@ TALL = dict(BM=192, BN=128, WGS=3, NUM_THREADS=512, SK=0)  # three consumer warp
         ((3072, 1024, 4096), TALL),  # 96 wide tiles -> 128 tall ones (144 narrow ones would take two rounds)
         ((6144, 1024, 1024), TALL),  # 192 -> 256: two rounds, each 3/4 of the work
         ((3072, 3072, 4096), {"BN": 192}),  # both cut 3 rounds of wide tiles to 3 of smaller ones: the first wins
+        ((1536, 3072, 4096), SQUARE),  # 144 wide tiles (two rounds) -> 128 of 192 x 192 (one)
+        ((3072, 1536, 1024), SQUARE),  # the same, transposed (K plays no part)
+        ((768, 6144, 4096), SQUARE),  # 144 -> 128
+        ((1152, 4096, 4096), SQUARE),  # 144 -> 132
+        ((1536, 6144, 4096), {"BN": 192}),  # 2 rounds of 192 x 192 cost as much as 3 of 128 x 192: the first wins
+        ((2304, 3072, 4096), {}),  # 216 wide tiles and 192 square ones both take two rounds
     ],
 )
 def test_narrow_tiles_where_the_rounds_drop_by_a_fifth(shape, want):
@@ -57,11 +65,13 @@ def test_narrow_tiles_are_in_the_tuners_space():
     assert k.spill_bytes == 0
 
 
-def test_three_warpgroups_run_whole_tiles_of_at_most_64_accumulators_a_thread():
+def test_three_warpgroups_run_whole_tiles_of_at_most_96_accumulators_a_thread():
+    assert not SPEC.violations({**CFG, **SQUARE})
     for bad, what in (
         ({"SK": 4}, "SK = 0"),
         ({"CL": 2}, "CL = 1"),
-        ({"BN": 256}, "8192 WGS for WGS = 3"),
+        ({"BN": 256}, "12288 WGS for WGS = 3"),
+        ({"BN": 192, "STAGES": 4}, "fit in 227 KB"),
         ({"NUM_THREADS": 384}, "NUM_THREADS is a producer and WGS consumer"),
         ({"WGS": 4, "NUM_THREADS": 640, "BM": 256}, "one, two or three consumer warpgroups"),
     ):
@@ -80,9 +90,10 @@ def test_narrow_tiles_compile_without_spills(flags, sk):
 
     k = compile_offline(SPEC, SPEC.resolve(dict(BN=192, SK=sk), 90), "sm_90a", flags)
     assert k.spill_stores == 0 and k.spill_loads == 0 and k.registers == 168, k
-    if sk == 0:  # the tall tiles: 512 threads, 128 registers at launch
-        k = compile_offline(SPEC, SPEC.resolve(TALL, 90), "sm_90a", flags)
-        assert k.spill_stores == 0 and k.spill_loads == 0 and k.registers == 128, k
+    if sk == 0:  # the tall and square tiles: 512 threads, 128 registers at launch
+        for tiles in (TALL, SQUARE):
+            k = compile_offline(SPEC, SPEC.resolve(tiles, 90), "sm_90a", flags)
+            assert k.spill_stores == 0 and k.spill_loads == 0 and k.registers == 128, (tiles, k)
 
 
 # --- on the GPU ---
@@ -102,7 +113,7 @@ SHAPES = [
 ]
 
 
-TILES = {"narrow": dict(BN=192, SK=0), "narrow_sk": dict(BN=192, SK=4), "tall": TALL}
+TILES = {"narrow": dict(BN=192, SK=0), "narrow_sk": dict(BN=192, SK=4), "tall": TALL, "square": SQUARE}
 
 
 @pytest.mark.gpu
@@ -130,7 +141,7 @@ def test_narrow_tiles_against_float64(shape, tiles, dt, rng):
 @pytest.mark.gpu
 @pytest.mark.usefixtures("sm90")
 @pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("tiles", ["narrow", "tall"])
+@pytest.mark.parametrize("tiles", ["narrow", "tall", "square"])
 @pytest.mark.parametrize("shape", [(1000, 1000, 100), (2048, 3072, 136), (127, 131, 137)], ids=str)
 def test_narrow_tiles_with_beta_and_a_half_result(shape, tiles, dt, rng):
     """beta != 0 through the TMA epilogue: C's last 64-column chunk is loaded as one box; columns past N stay."""

@@ -42,8 +42,10 @@
 //   stream-K, 60.6 against 68.4 us). Whole tiles only (SK = 0): with stream-K the producer spills under 40 registers.
 // - WGS = 3: three consumer warpgroups of 64 rows (512 threads, 152 registers each under setmaxnreg), for 192-row
 //   tiles: 192 x 128 tiles fill a round where 128 x 256 ones leave multiprocessors idle (3072 x 1024: 128 tiles
-//   against 96). Whole tiles only (SK = 0). ptxas fits the consumers in the 128 registers a thread of 512 at
-//   launch (192 x 128: 64 accumulators); the setmaxnreg values only share the register file out as for WGS <= 2.
+//   against 96), and 192 x 192 ones (three stages) do one round's work where 128 x 256 ones need two (1536 x
+//   3072: 128 tiles against 144). Whole tiles only (SK = 0). ptxas fits the consumers in the 128 registers a
+//   thread of 512 at launch (192 x 192: 96 accumulators); the setmaxnreg values only share the register file out
+//   as for WGS <= 2.
 // - PP = 1 (experimental): ping-pong; each consumer warpgroup owns whole tiles and the two take turns on the
 //   mainloop, so one's epilogue overlaps the other's wgmma.
 // - Batched variant (CUMM_BATCHED): the tiles of every product of the batch form one run that the persistent
