@@ -568,9 +568,10 @@ for _spec in [
         # one consumer warpgroup, for products with few tiles (the tuner times these first; H200 winners: 64 x 64
         # at bf16 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at 512 x 4096 x 4096 and 8192 x 256 x 8192).
         # Six and eight stages: on the H100 (bf16, bench x cuBLAS) 128 x 128 with 6 stages against 4 ran 0.95 /
-        # 0.84 at 8192 x 256 x 8192, 1.00 / 0.94 at 256 x 8192 x 8192; 128 x 64 (cuBLAS's own tile there) 0.93 at
-        # 1024 x 1024 x 4096 and 1.22 at 768 x 1024 x 4096, where 64 x 64 ran 0.69 and 0.87; 192 x 64 (three m64
-        # blocks a thread) 0.88 at 3072 x 512 x 4096 and 0.85 at 768 x 1536 x 4096, where 128 x 128 ran 0.81, 0.75.
+        # 0.84 at 8192 x 256 x 8192, 1.00 / 0.94 at 256 x 8192 x 8192; 128 x 64 (as many tiles as cuBLAS's 64 x 128
+        # there) 0.93 at 1024 x 1024 x 4096 and 1.22 at 768 x 1024 x 4096, where 64 x 64 ran 0.69 and 0.87; 192 x 64
+        # (three m64 blocks a thread) 0.88 at 3072 x 512 x 4096 and 0.85 at 768 x 1536 x 4096, where 128 x 128 ran
+        # 0.81, 0.75.
         configs={
             "one_warpgroup_64x64": dict(BM=64, BN=64, STAGES=8, WGS=1, GM=4, EPI=0, SK=0, NUM_THREADS=256),
             "one_warpgroup_128x64": dict(BM=128, BN=64, STAGES=8, WGS=1, GM=4, EPI=1, SK=0, NUM_THREADS=256),
