@@ -616,7 +616,7 @@ for _spec in [
         space=dict(
             # WGS = 1 (one consumer warpgroup, 64-row tiles): twice the tiles for products with few of them (H200,
             # bf16, graph-timed: 256 x 8192 x 8192 60.6 against 68.4 us, 128 x 4096 x 4096 15.2 against 16.4);
-            # WGS = 3 (three, 192-row tiles of at most 128 columns: _tiles_for_waves)
+            # WGS = 3 (three, 192-row tiles of at most 192 columns: _tiles_for_waves)
             BM=(64, 128, 192, 256),
             BN=(64, 128, 192, 256),
             STAGES=(3, 4, 5, 6, 8),

@@ -57,10 +57,10 @@
 // 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks, all multiprocessors when stream-K takes fewer
 // tiles than that; CL = 2: 2 min(tile pairs, resident clusters
 // (cuOccupancyMaxActiveClusters)) blocks, cluster dims compiled in (__cluster_dims__). NUM_THREADS =
-// 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 32 (mbarriers; 40 for WGS = 3),
-// plus 16384 WGS with EPI = 1. Batched variant: the three maps get the batch as a third dimension (batch strides bsa, bsb, bsc;
-// a broadcast operand is a batch of one), the batch count follows bsc, the grid is min(batch x tiles,
-// multiprocessors) blocks and skw is null.
+// 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 32 (mbarriers; 40 for WGS =
+// 3), plus 16384 WGS with EPI = 1. Batched variant: the three maps get the batch as a third dimension (batch
+// strides bsa, bsb, bsc; a broadcast operand is a batch of one), the batch count follows bsc, the grid is
+// min(batch x tiles, multiprocessors) blocks and skw is null.
 // skw (last argument): with SK > 0 and a mostly empty last wave (the spec's workspace function decides), a
 // workspace of CUMM_SK_FLAGS int flags, zero at launch and left so, then blocks x BM x BN floats; else null. The
 // flags sit at a fixed place whatever the tile shape: one buffer serves every configuration on a stream, and a
