@@ -313,7 +313,7 @@ def _warptile_block(c):
 for _spec in [
     KernelSpec(
         name="naive",
-        template="gemm/01_naive.cu",
+        template="gemm/01_naive/kernel.cu",
         summary="one thread per element of C; threads run down columns (uncoalesced)",
         defaults=dict(BS=32),
         block=lambda c: (c["BS"], c["BS"], 1),
@@ -323,7 +323,7 @@ for _spec in [
     ),
     KernelSpec(
         name="coalesced",
-        template="gemm/02_coalesced.cu",
+        template="gemm/02_coalesced/kernel.cu",
         summary="consecutive threads along a row of C: B loads and C stores coalesce",
         defaults=dict(BS=32),
         block=lambda c: (c["BS"] * c["BS"], 1, 1),
@@ -333,7 +333,7 @@ for _spec in [
     ),
     KernelSpec(
         name="smem",
-        template="gemm/03_smem.cu",
+        template="gemm/03_smem/kernel.cu",
         summary="shared-memory cache blocking with BS x BS tiles",
         defaults=dict(BS=32),
         block=lambda c: (c["BS"] * c["BS"], 1, 1),
@@ -343,7 +343,7 @@ for _spec in [
     ),
     KernelSpec(
         name="blocktile_1d",
-        template="gemm/04_blocktile_1d.cu",
+        template="gemm/04_blocktile_1d/kernel.cu",
         summary="each thread computes TM results down a column of C",
         defaults=dict(BM=64, BN=64, BK=8, TM=8),
         block=lambda c: (c["BM"] * c["BN"] // c["TM"], 1, 1),
@@ -358,7 +358,7 @@ for _spec in [
     ),
     KernelSpec(
         name="blocktile_2d",
-        template="gemm/05_blocktile_2d.cu",
+        template="gemm/05_blocktile_2d/kernel.cu",
         summary="each thread computes a TM x TN tile as outer products from shared memory",
         defaults=dict(BM=128, BN=128, BK=32, TM=8, TN=8),
         block=lambda c: ((c["BM"] // c["TM"]) * (c["BN"] // c["TN"]), 1, 1),
@@ -375,7 +375,7 @@ for _spec in [
         name="vectorized",
         # No stage_out: its scalar-store variant runs faster than its 16-byte one (H200, 4096^3: 3.43 against
         # 3.61 ms, the codegen of the main loop differs), so an unaligned C is best written in place.
-        template="gemm/06_vectorized.cu",
+        template="gemm/06_vectorized/kernel.cu",
         vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
         summary="16-byte global loads/stores; A transposed in shared memory, read as float4",
         defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
@@ -397,7 +397,7 @@ for _spec in [
     KernelSpec(
         name="bank_conflict_free",
         stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-        template="gemm/07_bank_conflict_free.cu",
+        template="gemm/07_bank_conflict_free/kernel.cu",
         vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
         summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",
         defaults=dict(BM=128, BN=128, BK=16, TM=8, TN=8, SWIZZLE=1, PAD=4),
@@ -425,7 +425,7 @@ for _spec in [
     KernelSpec(
         name="warptile",
         stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-        template="gemm/08_warptile.cu",
+        template="gemm/08_warptile/kernel.cu",
         split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
         vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
         summary="block -> warp -> thread tiling; conflict-free LDS.128 per warp sub-tile",
@@ -442,7 +442,7 @@ for _spec in [
     KernelSpec(
         name="double_buffer",
         stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-        template="gemm/09_double_buffer.cu",
+        template="gemm/09_double_buffer/kernel.cu",
         split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
         vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
         summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
@@ -459,7 +459,7 @@ for _spec in [
     KernelSpec(
         name="tf32x3",
         stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
-        template="gemm/10_tf32x3.cu",
+        template="gemm/10_tf32x3/kernel.cu",
         headers=("include/tf32x3_tile.cuh",),
         min_cc=80,  # mma.sync with TF32 operands
         split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
@@ -490,7 +490,7 @@ for _spec in [
     # or float32). Their primitives: include/tc16.cuh (mma.sync) and include/sm90.cuh (TMA, wgmma).
     KernelSpec(
         name="mma",
-        template="gemm/11_mma.cu",
+        template="gemm/11_mma/kernel.cu",
         headers=("include/tc16.cuh",),
         dtypes=HALF,
         min_cc=80,  # mma.sync m16n8k16 with bfloat16, ldmatrix
@@ -506,7 +506,7 @@ for _spec in [
     ),
     KernelSpec(
         name="mma_swizzled_pipeline",
-        template="gemm/12_mma_swizzled_pipeline.cu",
+        template="gemm/12_mma_swizzled_pipeline/kernel.cu",
         headers=("include/tc16.cuh",),
         dtypes=HALF,
         min_cc=80,
@@ -537,7 +537,7 @@ for _spec in [
     ),
     KernelSpec(
         name="wgmma",
-        template="gemm/13_wgmma.cu",
+        template="gemm/13_wgmma/kernel.cu",
         **_hopper_half(),
         summary="Hopper: TMA into 128-byte-swizzled shared memory, mbarrier stages, wgmma m64nNk16 by WGS warpgroups",
         defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, NUM_THREADS=256),
@@ -557,7 +557,7 @@ for _spec in [
     ),
     KernelSpec(
         name="wgmma_ws",
-        template="gemm/14_wgmma_ws.cu",
+        template="gemm/14_wgmma_ws/kernel.cu",
         **_hopper_half(),
         persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
         schedules_batch=True,  # and a batch's tiles as one run
@@ -632,7 +632,7 @@ for _spec in [
     # FP32 accuracy on Hopper's warpgroup tensor cores: tf32x3's split with wgmma_ws's machinery.
     KernelSpec(
         name="wgmma_tf32x3",
-        template="gemm/15_wgmma_tf32x3.cu",
+        template="gemm/15_wgmma_tf32x3/kernel.cu",
         headers=("include/sm90.cuh",),
         min_cc=90,
         arch_specific=True,  # wgmma, setmaxnreg: sm_90a only
@@ -665,7 +665,7 @@ for _spec in [
     # each tile's K split over a cluster, the partial sums added in distributed shared memory.
     KernelSpec(
         name="wgmma_cluster_split_k",
-        template="gemm/16_wgmma_cluster_split_k.cu",
+        template="gemm/16_wgmma_cluster_split_k/kernel.cu",
         **_hopper_half(),
         branch=True,  # auto runs it where the tuned table says it won (few tiles, deep K), never as the top rung
         summary="wgmma_ws's warp specialization with each tile's K split over a cluster of KS blocks, the partial"
@@ -707,7 +707,7 @@ for _spec in [
     # of the second product; the grid depends on m alone (CL blocks, one cluster, per BM-row panel).
     KernelSpec(
         name="fused3",
-        template="chain/fused3.cu",
+        template="chain/fused3/kernel.cu",
         headers=("include/cluster.cuh",),
         summary="A @ B @ C in one kernel: a cluster of CL blocks per BM-row panel, T = A @ B kept on chip",
         kind="chain",
@@ -767,7 +767,7 @@ for _spec in [
     ),
     KernelSpec(
         name="fused3_tc",
-        template="chain/fused3_tc.cu",
+        template="chain/fused3_tc/kernel.cu",
         headers=("include/tf32x3_tile.cuh", "include/grid_barrier.cuh"),
         min_cc=80,
         summary="A @ B @ C in one persistent tensor-core launch (tf32x3 tiles): T = A @ B via L2, a grid barrier",
@@ -807,7 +807,7 @@ for _spec in [
     ),
     KernelSpec(
         name="fused3_wg",
-        template="chain/fused3_wg.cu",
+        template="chain/fused3_wg/kernel.cu",
         headers=("include/cluster.cuh", "include/grid_barrier.cuh", "include/sm90.cuh"),
         min_cc=90,
         arch_specific=True,  # wgmma: sm_90a only

@@ -26,7 +26,7 @@ def _forget_registrations(clean_registry):
 def register_copy(tmp_path: Path, name: str, rung: str, edit=None, **over) -> cumm.KernelSpec:
     """``rung``'s template copied to tmp_path (edited) and registered as ``name`` with the rung's spec values."""
     base = cumm.kernel_spec(rung)
-    text = (GEMM / Path(base.template).name).read_text()
+    text = (GEMM.parent / base.template).read_text()
     if edit is not None:
         edited = edit(text)
         assert edited != text, "the edit changed nothing"

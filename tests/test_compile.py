@@ -231,7 +231,7 @@ def broken_template(monkeypatch):
     original.cache_clear()
     _render.template_hash.cache_clear()
     broken = 'extern "C" __global__ void CUMM_KERNEL(CUMM_GEMM_ARGS) { this_is_not_cuda(; }\n'
-    monkeypatch.setattr(_render, "template_text", lambda f: broken if f == "gemm/01_naive.cu" else original(f))
+    monkeypatch.setattr(_render, "template_text", lambda f: broken if f == "gemm/01_naive/kernel.cu" else original(f))
     yield broken
     monkeypatch.undo()
     original.cache_clear()
@@ -244,7 +244,7 @@ def test_broken_template_raises_compile_error_with_nvrtc_log(broken_template):
     err = e.value
     assert isinstance(err, RuntimeError)
     assert err.log.strip(), "CompileError.log must carry NVRTC's log"
-    assert "error" in err.log.lower() and "01_naive.cu" in err.log, err.log
+    assert "error" in err.log.lower() and "01_naive/kernel.cu" in err.log, err.log
     assert err.log.strip() in str(err), "the message must contain NVRTC's log"
     assert "'naive'" in str(err) and "sm_90" in str(err)
     assert broken_template in err.source and "#define BS 32" in err.source

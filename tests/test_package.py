@@ -87,10 +87,10 @@ def test_spec_repr_is_short_and_readable():
 
 def test_kernel_tree_shows_the_ladder():
     """kernels/gemm holds the ladder's templates numbered in ladder order; every template and header is used."""
-    gemm = sorted(p.name for p in (PACKAGE / "kernels" / "gemm").glob("*.cu"))
+    gemm = sorted(p.parent.name for p in (PACKAGE / "kernels" / "gemm").glob("*/kernel.cu"))
     assert [n.split("_", 1)[0] for n in gemm] == [f"{i:02d}" for i in range(1, len(gemm) + 1)]
     registered = [cumm.kernel_spec(n).template for n in cumm.kernels()]
-    assert registered == [f"gemm/{n}" for n in gemm][: len(registered)]
+    assert registered == [f"gemm/{n}/kernel.cu" for n in gemm][: len(registered)]
     for n in cumm.kernels("chain"):
         assert cumm.kernel_spec(n).template.startswith("chain/")
 

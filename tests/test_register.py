@@ -18,7 +18,7 @@ from cumm._new import new, spec_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "cumm"
-NAIVE = PACKAGE / "kernels" / "gemm" / "01_naive.cu"
+NAIVE = PACKAGE / "kernels" / "gemm" / "01_naive" / "kernel.cu"
 
 
 @pytest.fixture(autouse=True)
@@ -109,8 +109,8 @@ def test_relative_template_path_is_taken_from_the_working_directory(tmp_path, mo
 
 
 def test_a_package_path_names_a_rung_template():
-    spec = cumm.register(naive_like("naive16", "gemm/01_naive.cu"))
-    assert spec.template == "gemm/01_naive.cu"
+    spec = cumm.register(naive_like("naive16", "gemm/01_naive/kernel.cu"))
+    assert spec.template == "gemm/01_naive/kernel.cu"
     assert _render.template_hash(spec) == _render.template_hash(cumm.kernel_spec("naive"))
 
 

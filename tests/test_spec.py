@@ -117,7 +117,12 @@ def test_cc_defaults_and_space_name_known_parameters(spec):
 def test_spec_rejects_unknown_parameters_in_cc_defaults_and_space():
     base = REGISTRY["naive"]
     common = dict(
-        name="x", template="gemm/01_naive.cu", summary="s", defaults=dict(BS=32), block=base.block, grid=base.grid
+        name="x",
+        template="gemm/01_naive/kernel.cu",
+        summary="s",
+        defaults=dict(BS=32),
+        block=base.block,
+        grid=base.grid,
     )
     with pytest.raises(ValueError, match=r"cc_defaults\[90\].*\['BX'\]"):
         KernelSpec(**common, cc_defaults={90: {"BX": 16}})

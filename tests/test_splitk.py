@@ -111,7 +111,7 @@ def test_split_spec_needs_bk():
     with pytest.raises(ValueError, match="BK"):
         type(base)(
             name="x",
-            template="gemm/03_smem.cu",
+            template="gemm/03_smem/kernel.cu",
             summary="",
             defaults=dict(BS=32),
             block=base.block,

@@ -54,7 +54,7 @@ def test_a_tail_of_short_tiles_is_not_split():
 def test_the_flags_sit_where_no_tile_shape_puts_partials():
     """One buffer serves every configuration on a stream: the flags come first, at the same place for every tile
     shape (they came after the partials, where another shape's partial sums read as raised flags)."""
-    src = (Path(cumm.__file__).parent / "kernels" / "gemm" / "14_wgmma_ws.cu").read_text()
+    src = (Path(cumm.__file__).parent / "kernels" / "gemm" / "14_wgmma_ws" / "kernel.cu").read_text()
     assert "int* const flag = reinterpret_cast<int*>(skw);" in src and "#define CUMM_SK_FLAGS 4096" in src
     for bm, bn in ((128, 128), (128, 256), (256, 128)):
         cfg = {**SPEC.default_config(90), "BM": bm, "BN": bn}

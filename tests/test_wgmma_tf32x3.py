@@ -1,4 +1,4 @@
-"""wgmma_tf32x3 (gemm/15_wgmma_tf32x3.cu) on its copy-engine path: odd shapes through padded leading dimensions,
+"""wgmma_tf32x3 (gemm/15_wgmma_tf32x3/kernel.cu) on its copy-engine path: odd shapes through padded leading dimensions,
 accuracy against cuBLAS FP32 and float64, wide dynamic range, what runs when the copy engine cannot read an
 operand, and what auto picks on sm_90. (test_matmul covers it among all rungs on contiguous operands.)"""
 
