@@ -16,7 +16,7 @@ gets the same view).
 
 For each kernel: ``cumm.matmul`` on a (batch, n, n) @ (batch, n, n) product (one launch) against ``batch`` calls
 of ``cumm.matmul`` on the 2-D slices, each timed as a user sees it (wall clock of the Python call with the
-device synchronized, cumm._timing.host_us), after both were checked against float64; then cupy.matmul on the
+device synchronized, cumm.runtime.timing.host_us), after both were checked against float64; then cupy.matmul on the
 same batch for reference.
 """
 
@@ -26,7 +26,7 @@ import argparse
 import sys
 
 import cumm
-from cumm import _timing
+from cumm.runtime import timing as _timing
 
 
 def main(argv=None) -> int:
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
 
         t_b = _timing.host_us(lambda k=k, out=out: cumm.matmul(x, y, kernel=k, out=out), a.calls, 20)
         t_l = _timing.host_us(loop, max(5, a.calls // 10), 3)
-        from cumm._matmul import decision
+        from cumm.api.matmul import decision
 
         print(f"{k:<16} {t_b:>10.1f} {t_l:>10.1f} {t_l / t_b:>12.1f}x {err:>11.1e}  {decision(x, y, out, kernel=k)}")
     t_c = _timing.host_us(lambda: cupy.matmul(x, y), a.calls, 20)
@@ -128,7 +128,7 @@ def _device_rows(
 
     import cupy
 
-    from cumm._matmul import decision
+    from cumm.api.matmul import decision
 
     xs = [_cast(rng.standard_normal((nb, M, K), dtype=cupy.float32), dt) for _ in range(2)]
     if transposed_b:

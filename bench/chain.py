@@ -13,7 +13,7 @@ the L2 cache.
 Before anything is timed, every method is checked against a float64 product (its output NaN-poisoned first; a
 relative error not below 1e-5 is FAIL and is not timed) and then warmed up: WARM_S of calls each, so that
 one-time costs (cuBLAS handle and heuristics, CuPy's pool growth, kernel compiles, plan caches) are paid by
-every method before any is timed. Three timings (cumm._timing):
+every method before any is timed. Three timings (cumm.runtime.timing):
 
 * loop: wall-clock time per call of a Python loop of calls, the GPU synchronized at both ends
   (``host_us``): what a caller sees, the host included. Measured in ROUNDS interleaved rounds (each round
@@ -41,7 +41,7 @@ import time
 import cupy
 
 import cumm
-from cumm import _timing
+from cumm.runtime import timing as _timing
 
 SQUARE = (128, 256, 512, 1024, 2048, 4096)
 EXTRA = [(4096, 64, 4096, 64)]

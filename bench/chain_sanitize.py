@@ -6,7 +6,7 @@ CuPy's memory pool is off so each array is its own allocation and memcheck sees 
 kernels' per-stream scratch is dropped before each call, so it too is allocated at its exact size); the
 16-byte paths (contiguous operands) and the scalar paths (views one float past a 16-byte boundary) run, each
 multi_dot twice: checked, then by its fast path; then each named configuration of every chain kernel the device
-runs (``cumm.kernel_spec(k).configs``), whichever the size rules would pick, through ``cumm._chain.plans.fused``.
+runs (``cumm.kernel_spec(k).configs``), whichever the size rules would pick, through ``cumm.plan.chain_plans.fused``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import cupy
 from sanitize import finish, record  # bench/ is this script's directory: the same checks and verdict
 
 import cumm
-from cumm._chain import plans
+from cumm.plan import chain_plans as plans
 
 cupy.cuda.set_allocator(None)
 # odd chains; the last two have every leading dimension a multiple of 4, so their "aligned" runs take the copy

@@ -46,7 +46,7 @@ def _skip_reason(config) -> str | None:
         return "pytest-benchmark is not installed: pip install 'cumm[test]'"
     if not config.getoption("benchmark_only", default=False):
         return "benchmarks run only with --benchmark-only"
-    from cumm._timing import gpu_unavailable
+    from cumm.runtime.timing import gpu_unavailable
 
     return gpu_unavailable()
 

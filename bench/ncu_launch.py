@@ -5,7 +5,7 @@
 TARGET is a GEMM rung with optional tile overrides, ``double_buffer`` or ``vectorized:BK=16`` (cumm.matmul on
 N x N x N, N default 4096), or a chain kernel, ``fused3_wg`` (cumm.multi_dot(kernel=...), which picks the
 configuration by its size rule; N x N x N x N, N default 512), optionally with one of its named configurations
-and overrides, ``fused3_wg:kw64x32`` or ``fused3_wg:kw64x32,TMA=0`` (run through ``cumm._chain.plans.fused``).
+and overrides, ``fused3_wg:kw64x32`` or ``fused3_wg:kw64x32,TMA=0`` (run through ``cumm.plan.chain_plans.fused``).
 ``--print-regex`` prints the ncu kernel filter that selects TARGET's kernel (``regex:^cumm_NAME_[A-Z]``) and exits.
 ``--dtype float16|bfloat16`` multiplies GEMM operands of that dtype (torch tensors when torch is importable);
 TARGET ``cublas`` is then torch.matmul at that dtype (else cupy.matmul), filter ``regex:^(nvjet|sm90_|cutlass)``:
@@ -68,7 +68,7 @@ def main() -> None:
         for _ in range(a.calls):
             cumm.multi_dot(x, kernel=kernel, out=out)
     else:
-        from cumm._chain import plans
+        from cumm.plan import chain_plans as plans
 
         spec = cumm.kernel_spec(kernel)
         if name is None:
@@ -96,7 +96,7 @@ def _half_or_cublas(kernel: str, over: dict[str, int], n: int, dtype: str, calls
         torch.backends.cuda.matmul.allow_tf32 = False
         ref = torch.matmul
     except ImportError:
-        from cumm._bench import np_dtype
+        from cumm.tools.bench import np_dtype
 
         cdt = np_dtype(dtype)
         rng = cupy.random.default_rng(0)

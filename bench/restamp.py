@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def variants(entries: dict) -> set[tuple]:
     """(kernel, config items, flags) of every variant the sm_90 entries can run."""
-    from cumm._ladder import REGISTRY
-    from cumm._render import dtype_flag, supports_batch
+    from cumm.ladder.ladder import REGISTRY
+    from cumm.runtime.render import dtype_flag, supports_batch
 
     jobs = set()
     for e in entries.values():
@@ -53,9 +53,9 @@ def dump(table: str, out: str) -> None:
     """Run under the tree on PYTHONPATH: the sha256 of each variant's cubin, and the kernels' template hashes."""
     from cupy.cuda import nvrtc
 
-    from cumm._compile import NVRTC_OPTIONS, _nvrtc_compile
-    from cumm._ladder import REGISTRY
-    from cumm._render import render, template_hash
+    from cumm.ladder.ladder import REGISTRY
+    from cumm.runtime.compile import NVRTC_OPTIONS, _nvrtc_compile
+    from cumm.runtime.render import render, template_hash
 
     def one(job):
         kernel, cfg, cc, flags = job

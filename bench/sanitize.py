@@ -23,7 +23,7 @@ import argparse
 import cupy
 
 import cumm
-from cumm import _repack
+from cumm.plan import repack as _repack
 
 cupy.cuda.set_allocator(None)
 DEFAULT_FRACTION = _repack.MAX_COPY_FRACTION
@@ -71,7 +71,7 @@ def main() -> None:
 def half(a) -> None:
     """The half-precision rungs: aligned operands, and views one element past a 16-byte boundary (the TMA rungs
     then run their fallback), against float64 of the rounded inputs, with the benchmark's tolerance."""
-    from cumm import _bench
+    from cumm.tools import bench as _bench
 
     rng = cupy.random.default_rng(0)
     dt = _bench.np_dtype(a.dtype)

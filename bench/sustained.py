@@ -24,7 +24,7 @@ import time
 import cupy
 
 import cumm
-from cumm._bench import parse_shape
+from cumm.tools.bench import parse_shape
 
 
 def parse_candidate(text: str) -> tuple[str, dict[str, int] | None]:
@@ -68,7 +68,7 @@ def _operands(shape: tuple[int, int, int], dtype: str, use_torch: bool):
             tuple(torch.randn(r, c, device="cuda", generator=g).to(tdt) for r, c in ((m, k), (k, n))) for _ in range(2)
         ]
         return sets, torch.empty(m, n, device="cuda", dtype=tdt)
-    from cumm._bench import np_dtype
+    from cumm.tools.bench import np_dtype
 
     cdt = np_dtype(dtype)
     rng = cupy.random.default_rng(0)
@@ -142,7 +142,7 @@ def main() -> None:
     p.add_argument("--markdown", default=None)
     a = p.parse_args()
     if a.kernel_file:
-        from cumm._cli import load_kernel_files
+        from cumm.tools.cli import load_kernel_files
 
         load_kernel_files(a.kernel_file)
     try:

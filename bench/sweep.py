@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python3 bench/sweep.py --sizes 4096,4095,4097 [--only double_buffer]
 
-CUDA events (cumm._timing.sample_ms), warm-up excluded, median of --repeat runs, inputs rotated over enough
+CUDA events (cumm.runtime.timing.sample_ms), warm-up excluded, median of --repeat runs, inputs rotated over enough
 sets to exceed L2. Its findings are in docs/performance.md; `python -m cumm bench` is the user-facing benchmark.
 """
 
@@ -15,7 +15,7 @@ import statistics
 import cupy
 
 import cumm
-from cumm import _timing
+from cumm.runtime import timing as _timing
 
 W = dict(BM=128, BN=128, BK=16, WM=64, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=256, MINB=2)
 CANDIDATES = {
@@ -59,7 +59,7 @@ CANDIDATES = {
 
 
 def timed(fn, sets, repeat: int) -> float:
-    """Median ms of ``fn`` over ``repeat`` CUDA-event timed calls (cumm._timing.sample_ms), rotating the sets."""
+    """Median ms of ``fn`` over ``repeat`` CUDA-event timed calls (cumm.runtime.timing.sample_ms), rotating the sets."""
     it = itertools.cycle(sets)
     return statistics.median(_timing.sample_ms(lambda: fn(*next(it)), warmup=3, repeat=repeat))
 

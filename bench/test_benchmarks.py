@@ -23,7 +23,8 @@ import cupy
 import pytest
 
 import cumm
-from cumm import _bench, _timing
+from cumm.runtime import timing as _timing
+from cumm.tools import bench as _bench
 
 ROUND_S = 0.02  # GPU work per round: long enough that two synchronizations are noise
 ROUNDS = 20

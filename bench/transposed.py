@@ -21,7 +21,7 @@ import argparse
 import statistics
 import sys
 
-from cumm import _timing
+from cumm.runtime import timing as _timing
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 

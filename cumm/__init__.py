@@ -18,20 +18,20 @@ except ImportError as e:  # pragma: no cover - exercised only without CuPy
 
 from collections.abc import Mapping as _Mapping
 
-from ._bench import bench
-from ._chain import multi_dot
-from ._check import CheckReport, check
-from ._compile import CompiledKernel
-from ._compile import compile_offline as _compile_offline
-from ._errors import CompileError, ConfigError, SharedMemoryError
-from ._ladder import REGISTRY as _REGISTRY
-from ._ladder import get_spec as _get_spec
-from ._matmul import matmul
-from ._new import kernel_source
-from ._operands import SUPPORTED_DTYPES
-from ._register import register, unregister
-from ._spec import Constraint, KernelSpec
-from ._tune import tune
+from .api.matmul import matmul
+from .api.multi_dot import multi_dot
+from .core.errors import CompileError, ConfigError, SharedMemoryError
+from .core.spec import Constraint, KernelSpec
+from .ladder.ladder import REGISTRY as _REGISTRY
+from .ladder.ladder import get_spec as _get_spec
+from .ladder.registry import register, unregister
+from .plan.operands import SUPPORTED_DTYPES
+from .runtime.compile import CompiledKernel
+from .runtime.compile import compile_offline as _compile_offline
+from .tools.bench import bench
+from .tools.check import CheckReport, check
+from .tools.new import kernel_source
+from .tools.tune import tune
 
 __version__ = "0.1.0"
 

@@ -1,8 +1,8 @@
-"""``python -m cumm``: the command line (see ``cumm._cli``)."""
+"""``python -m cumm``: the command line (see ``cumm.tools.cli``)."""
 
 import sys
 
-from ._cli import main
+from .tools.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(prog="python -m cumm"))

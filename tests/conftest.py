@@ -7,7 +7,7 @@ import pytest
 
 
 def _gpu_skip_reason() -> str | None:
-    from cumm._timing import gpu_unavailable
+    from cumm.runtime.timing import gpu_unavailable
 
     return gpu_unavailable()
 
@@ -91,7 +91,8 @@ def rel_err(c, ref) -> float:
 @pytest.fixture
 def clean_registry():
     """Whatever a test registers is gone afterwards (other tests iterate over the kernels)."""
-    from cumm import _register, _render
+    from cumm.ladder import registry as _register
+    from cumm.runtime import render as _render
 
     before = dict(_register.REGISTRY)
     yield

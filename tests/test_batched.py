@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cumm
-from cumm._render import supports_batch
+from cumm.runtime.render import supports_batch
 
 from .conftest import rel_err
 
@@ -89,7 +89,7 @@ def test_half_batches_under_auto(dt, rng, sm90):
     out= and beta, torch."""
     import cupy
 
-    from cumm._matmul import decision
+    from cumm.api.matmul import decision
 
     from .test_half import _cublas, _dtype, _err
 
@@ -234,7 +234,7 @@ def test_a_batch_times_one_matrix_runs_as_one_product(dt, rng):
     2-D products; a's matrices not stacked (every other one): the batched path."""
     import cupy
 
-    from cumm._matmul import decision
+    from cumm.api.matmul import decision
 
     from .test_half import _cublas, _dtype, _err
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from cumm import _bench
-from cumm._bench import BenchError, make_row
+from cumm.tools import bench as _bench
+from cumm.tools.bench import BenchError, make_row
 
 DEVICE = {"device": "NVIDIA H200", "cc": "9.0", "cupy": "14.2.0", "cuda": "13.0"}
 
@@ -311,7 +311,7 @@ def test_hold_runs_the_call_back_to_back_for_the_time_given(monkeypatch):
 
     import cupy
 
-    from cumm import _timing
+    from cumm.runtime import timing as _timing
 
     syncs = []
 

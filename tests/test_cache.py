@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm import _compile
-from cumm._ladder import get_spec
-from cumm._render import template_hash
+from cumm.ladder.ladder import get_spec
+from cumm.runtime import compile as _compile
+from cumm.runtime.render import template_hash
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +44,7 @@ def test_eight_threads_compile_a_new_configuration_once():
 
 _CHILD = """
 import json, time, cupy, cumm
-from cumm import _compile
+from cumm.runtime import compile as _compile
 a = cupy.random.default_rng(1).standard_normal((300, 200), dtype=cupy.float32)
 t0 = time.perf_counter()
 cumm.matmul(a, a.T.copy(), kernel="double_buffer")

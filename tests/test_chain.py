@@ -21,10 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cumm
-from cumm import _chain, _operands
-from cumm import _tmaps as tmaps
-from cumm._chain import launch, order, plans, rules
-from cumm._ladder import get_spec
+from cumm.api import multi_dot as _chain
+from cumm.ladder.ladder import get_spec
+from cumm.plan import chain_order as order
+from cumm.plan import chain_plans as plans
+from cumm.plan import chain_rules as rules
+from cumm.plan import operands as _operands
+from cumm.runtime import launch, tmaps
 
 from .conftest import rel_err
 
@@ -833,7 +836,7 @@ def test_launch_structures_match_cuda_h():
 def test_persistent_kernels_wait_first(kernel):
     """A PDL launch may start while its predecessor still runs: every persistent kernel's first statement must be
     the dependency wait (before it reads its inputs, the barrier word or the scratch the predecessor uses)."""
-    from cumm._render import render
+    from cumm.runtime.render import render
 
     spec = cumm.kernel_spec(kernel)
     _, src = render(spec, spec.resolve({}, 90), (1, 1, 1))

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm import _check, _cli
-from cumm._check import CheckReport, CheckRow
+from cumm.tools import check as _check
+from cumm.tools import cli as _cli
+from cumm.tools.check import CheckReport, CheckRow
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMM = ROOT / "cumm" / "kernels" / "gemm"
@@ -128,7 +129,7 @@ def test_check_takes_the_registered_spec_only(tmp_path):
 
 
 def _no_gpu() -> bool:
-    from cumm._timing import gpu_unavailable
+    from cumm.runtime.timing import gpu_unavailable
 
     return gpu_unavailable() is not None
 
@@ -254,7 +255,7 @@ def test_unwritten_rows_are_located(tmp_path):
 
 @pytest.mark.gpu
 def test_cli_check_of_a_kernel_file(tmp_path, capsys):
-    from cumm._new import new
+    from cumm.tools.new import new
 
     _, py = new("cli_ok", "smem", tmp_path)
     assert _cli.main(["check", "--kernel-file", str(py), "--shapes", "127x131x137,1x1x1"]) == 0

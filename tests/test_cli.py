@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm import _bench, _cli
+from cumm.tools import bench as _bench
+from cumm.tools import cli as _cli
 
 from .test_bench import DEVICE, fake_results
 
@@ -250,15 +251,15 @@ def test_bench_exit_1_when_a_kernel_fails(fake_gpu, monkeypatch, capsys):
 @pytest.fixture
 def fake_tune(monkeypatch):
     calls = []
-    mod = types.ModuleType("cumm._tune")
+    mod = types.ModuleType("cumm.tools.tune")
 
     def tune_shapes(kernel, shapes, standard, max_configs, dtype="float32"):
         calls.append((kernel, shapes, standard, max_configs) + ((dtype,) if dtype != "float32" else ()))
         return 0
 
     mod.tune_shapes = tune_shapes
-    monkeypatch.setitem(sys.modules, "cumm._tune", mod)
-    monkeypatch.setattr(cumm, "_tune", mod, raising=False)
+    monkeypatch.setitem(sys.modules, "cumm.tools.tune", mod)
+    monkeypatch.setattr(cumm.tools, "tune", mod)
     return calls
 
 
@@ -287,5 +288,5 @@ def test_tune_shapes_without_a_kernel_race_the_top_rungs(fake_tune):
 
 
 def test_tune_exit_code_passes_through(fake_tune, monkeypatch):
-    monkeypatch.setattr(sys.modules["cumm._tune"], "tune_shapes", lambda **kw: 3)
+    monkeypatch.setattr(sys.modules["cumm.tools.tune"], "tune_shapes", lambda **kw: 3)
     assert _cli.main(["tune", "--standard"]) == 3

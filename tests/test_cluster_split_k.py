@@ -10,7 +10,7 @@ import math
 import pytest
 
 import cumm
-from cumm._matmul import decision
+from cumm.api.matmul import decision
 
 from .test_half import HALF, SHAPES, _cublas, _dtype, _err, _inputs, _ref
 
@@ -54,7 +54,7 @@ def test_refused_configurations(config, match):
 
 def test_a_branch_not_the_top_rung():
     """auto runs it only where a tuned entry says it won: the half ladder's top stays wgmma_ws."""
-    from cumm._auto import top_for
+    from cumm.plan.auto import top_for
 
     spec = cumm.kernel_spec(NAME)
     assert spec.branch and NAME in cumm.kernels(dtype="bfloat16")

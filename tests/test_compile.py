@@ -12,9 +12,9 @@ import uuid
 import pytest
 
 import cumm
-from cumm import _render
-from cumm._ladder import REGISTRY
-from cumm._spec import KernelSpec
+from cumm.core.spec import KernelSpec
+from cumm.ladder.ladder import REGISTRY
+from cumm.runtime import render as _render
 
 ARCHS = ("sm_80", "sm_90")
 KERNELS = list(REGISTRY)
@@ -259,7 +259,7 @@ def test_template_restored_after_broken_template_test():
 def test_missing_ptxas_report_recompiles_a_fresh_source(monkeypatch):
     """NVRTC 13 on the H200 machine returns no ptxas report for PTX the driver's compute cache holds; the
     offline compile must still report registers and spills (it recompiles with a unique unused global)."""
-    from cumm import _compile
+    from cumm.runtime import compile as _compile
 
     real = _compile._nvrtc_compile
     seen = []
@@ -284,7 +284,10 @@ def test_missing_ptxas_report_recompiles_a_fresh_source(monkeypatch):
 
 
 def test_aux_kernel_table_matches_the_modules():
-    from cumm import _compile, _edges, _repack, _splitk
+    from cumm.plan import edges as _edges
+    from cumm.plan import repack as _repack
+    from cumm.plan import splitk as _splitk
+    from cumm.runtime import compile as _compile
 
     assert _compile.AUX_KERNELS[_splitk.REDUCE_TEMPLATE] == (_splitk.REDUCE_NAME,)
     assert _compile.AUX_KERNELS[_edges.TEMPLATE] == _edges.NAMES
@@ -302,7 +305,7 @@ def test_aux_kernels_compile_offline_without_spills(template, arch):
 
     from cupy.cuda import nvrtc
 
-    from cumm._compile import AUX_KERNELS, NVRTC_OPTIONS, aux_source
+    from cumm.runtime.compile import AUX_KERNELS, NVRTC_OPTIONS, aux_source
 
     # A unique unused global makes the PTX new, so the driver's compute cache cannot serve it without running
     # ptxas (and its report): the same measure as compile_offline's retry.
@@ -334,7 +337,7 @@ BATCHABLE = [(k, a) for k, a in RUNS_ON if REGISTRY[k].kind == "gemm" and _rende
 
 @pytest.mark.parametrize(("kernel", "arch"), BATCHABLE)
 def test_batched_variants_compile_without_spills(kernel, arch):
-    from cumm._compile import compile_offline
+    from cumm.runtime.compile import compile_offline
 
     spec = REGISTRY[kernel]
     cfg = spec.default_config(_cc(arch))
@@ -352,8 +355,8 @@ def test_batched_variants_compile_without_spills(kernel, arch):
 def test_wgmma_ws_reads_transposed_operands_without_spills(layout, config):
     """The variants that read a column-major A (layout 1), B (2) or both (3) in place compile offline for sm_90a with
     the registers of the row-major variant and no spills."""
-    from cumm._compile import compile_offline
-    from cumm._render import dtype_flag
+    from cumm.runtime.compile import compile_offline
+    from cumm.runtime.render import dtype_flag
 
     spec = REGISTRY["wgmma_ws"]
     cfg = spec.resolve(config, 90)

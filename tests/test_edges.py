@@ -9,9 +9,10 @@ import re
 import pytest
 
 import cumm
-from cumm import _edges, _matmul
-from cumm._ladder import REGISTRY
-from cumm._spec import cdiv
+from cumm.api import matmul as _matmul
+from cumm.core.spec import cdiv
+from cumm.ladder.ladder import REGISTRY
+from cumm.plan import edges as _edges
 
 from .conftest import rel_err
 
@@ -98,7 +99,7 @@ def strips(monkeypatch):
 
 
 def _tile(kernel):
-    from cumm._operands import compute_capability
+    from cumm.plan.operands import compute_capability
 
     cfg = REGISTRY[kernel].resolve(None, compute_capability(0))
     return cfg["BM"], cfg["BN"]

@@ -166,9 +166,9 @@ def test_import_without_cupy_names_the_extras():
 # ----------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kernel", [n for n, s in cumm._ladder.REGISTRY.items() if s.min_cc > 75])
+@pytest.mark.parametrize("kernel", [n for n, s in cumm.ladder.ladder.REGISTRY.items() if s.min_cc > 75])
 def test_offline_compile_for_too_old_an_arch(kernel):
-    need = cumm._ladder.REGISTRY[kernel].min_cc
+    need = cumm.ladder.ladder.REGISTRY[kernel].min_cc
     with pytest.raises(
         cumm.ConfigError,
         match=rf"needs compute capability {need // 10}\.{need % 10} or newer; "
@@ -178,7 +178,7 @@ def test_offline_compile_for_too_old_an_arch(kernel):
 
 
 def test_matmul_plan_on_too_old_a_gpu(monkeypatch):
-    from cumm import _matmul
+    from cumm.api import matmul as _matmul
 
     monkeypatch.setattr(_matmul, "compute_capability", lambda device_id: 75)
     monkeypatch.setattr(_matmul, "_plans", {})  # a plan an earlier test made on this (newer) GPU is not asked
@@ -192,7 +192,7 @@ def test_matmul_plan_on_too_old_a_gpu(monkeypatch):
 
 
 def test_fused3_tc_on_too_old_a_gpu(monkeypatch):
-    from cumm._chain import plans as _chain
+    from cumm.plan import chain_plans as _chain
 
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: 75)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_tc' needs compute capability 8\.0.*use kernel='fused3'"):
@@ -201,7 +201,7 @@ def test_fused3_tc_on_too_old_a_gpu(monkeypatch):
 
 @pytest.mark.parametrize("cc", [80, 100])
 def test_fused3_wg_off_sm_90(monkeypatch, cc):
-    from cumm._chain import plans as _chain
+    from cumm.plan import chain_plans as _chain
 
     monkeypatch.setattr(_chain, "compute_capability", lambda device_id: cc)
     with pytest.raises(cumm.ConfigError, match=r"'fused3_wg'.*9\.0.*use kernel='fused3' or 'pairwise'"):

@@ -11,7 +11,7 @@ import math
 import pytest
 
 import cumm
-from cumm._matmul import decision
+from cumm.api.matmul import decision
 
 from .test_half import _dtype
 
@@ -152,7 +152,7 @@ def test_cumm_multicasts_b_rows_off_32_bytes(dt, rng):
 def test_clusters_refuse_batches_and_transposed_operands_by_name(flags):
     """CL = 2 is a configuration of 2-D row-major products: the batched variant and a transposed B (read in place)
     fail to compile with a message that says to use CL = 1 (cumm itself never picks CL = 2 for them)."""
-    from cumm._compile import compile_offline
+    from cumm.runtime.compile import compile_offline
 
     with pytest.raises(cumm.CompileError, match="run CL = 1"):
         compile_offline(SPEC, SPEC.resolve(dict(CL=2), 90), "sm_90", flags)

@@ -15,7 +15,7 @@ import math
 import pytest
 
 import cumm
-from cumm._matmul import decision
+from cumm.api.matmul import decision
 
 from .test_half import _cublas, _dtype, _err, _inputs, _ref
 
@@ -86,7 +86,7 @@ def test_three_warpgroups_run_whole_tiles_of_at_most_96_accumulators_a_thread():
 )
 @pytest.mark.parametrize("sk", [0, 4])
 def test_narrow_tiles_compile_without_spills(flags, sk):
-    from cumm._compile import compile_offline
+    from cumm.runtime.compile import compile_offline
 
     k = compile_offline(SPEC, SPEC.resolve(dict(BN=192, SK=sk), 90), "sm_90a", flags)
     assert k.spill_stores == 0 and k.spill_loads == 0 and k.registers == 168, k
@@ -176,7 +176,7 @@ def test_cumm_picks_narrow_tiles_by_the_rounds(untuned, dt, rng):
     runs as given."""
     import cupy
 
-    from cumm._auto import _sms
+    from cumm.plan.auto import _sms
 
     sms = _sms(cupy.cuda.Device().id)
     for M, N in ((1024, 3072), (2048, 2048)):
@@ -199,7 +199,7 @@ def test_a_batch_takes_the_tiles_of_one_product_as_tall_as_the_batch(untuned, dt
     multiprocessors; each product right against float64 (a float32 result: FP32 sums of exact products)."""
     import cupy
 
-    from cumm._auto import _sms
+    from cumm.plan.auto import _sms
 
     sms = _sms(cupy.cuda.Device().id)
     for nb, M, N in ((4, 768, 3072), (8, 384, 1024), (3, 100, 200)):

@@ -16,9 +16,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "cumm"
 
 
+LAYERS = {"core", "runtime", "ladder", "plan", "api", "tools"}  # the subpackages, bottom to top
+
+
 def test_namespace_is_the_public_api():
+    """What ``cumm`` holds is ``__all__`` and its layers (subpackages, internal), nothing else."""
     public = {n for n in dir(cumm) if not n.startswith("_")}
-    assert public == set(cumm.__all__), f"leaked: {sorted(public - set(cumm.__all__))}"
+    assert public - LAYERS == set(cumm.__all__), f"leaked: {sorted(public - LAYERS - set(cumm.__all__))}"
+    assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} == LAYERS
     for name in cumm.__all__:
         assert hasattr(cumm, name), name
 

@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm import _cli, _compile, _register, _render
-from cumm._new import new, spec_file
+from cumm.ladder import registry as _register
+from cumm.runtime import compile as _compile
+from cumm.runtime import render as _render
+from cumm.tools import cli as _cli
+from cumm.tools.new import new, spec_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "cumm"
@@ -80,7 +83,7 @@ def test_the_ladder_is_registered_through_the_same_path():
         "tf32x3",
     ]
     assert all(_register._BUILTIN[n] is s for n, s in _register.REGISTRY.items())
-    from cumm import _ladder
+    from cumm.ladder import ladder as _ladder
 
     assert _ladder.REGISTRY is _register.REGISTRY
 
@@ -133,7 +136,7 @@ def test_duplicate_name_needs_replace(tmp_path):
 
 
 def test_replace_forgets_what_was_memoized(tmp_path, monkeypatch):
-    from cumm import _matmul
+    from cumm.api import matmul as _matmul
 
     path = copy_naive(tmp_path)
     spec = cumm.register(naive_like("stale", path))
@@ -172,7 +175,7 @@ def test_a_registered_half_kernel_is_not_auto_s_choice():
     """auto's rung for a half dtype is the ladder's highest that takes it, not the kernel registered last."""
     import dataclasses
 
-    from cumm import _auto
+    from cumm.plan import auto as _auto
 
     before = {cc: _auto.top_for("bfloat16", cc) for cc in (80, 90)}
     assert before == {80: "mma_swizzled_pipeline", 90: "wgmma_ws"}
@@ -443,7 +446,7 @@ def test_cli_new(tmp_path, capsys):
 
 
 def _no_gpu():
-    from cumm._timing import gpu_unavailable
+    from cumm.runtime.timing import gpu_unavailable
 
     return gpu_unavailable() is not None
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from cumm import _render
-from cumm._ladder import REGISTRY
-from cumm._spec import KernelSpec
+from cumm.core.spec import KernelSpec
+from cumm.ladder.ladder import REGISTRY
+from cumm.runtime import render as _render
 
 SPECS = list(REGISTRY.values())
 ALL_FLAGS = list(itertools.product((0, 1), repeat=len(_render.FLAG_NAMES)))

@@ -10,9 +10,9 @@ from importlib import resources
 import pytest
 
 import cumm
-from cumm import _repack
-from cumm._ladder import REGISTRY
-from cumm._repack import loads_vectorized, padded_ld, repack_plan, should_repack, should_stage_out
+from cumm.ladder.ladder import REGISTRY
+from cumm.plan import repack as _repack
+from cumm.plan.repack import loads_vectorized, padded_ld, repack_plan, should_repack, should_stage_out
 
 from .conftest import rel_err
 
@@ -40,7 +40,7 @@ def test_small_products_do_not_repack(shape):
 def test_copy_engine_rows_pay_on_large_products_only():
     """Rows the copy engine cannot read are copied into rows on 16 bytes when the copy costs at most
     TMA_COPY_FRACTION of the product on the copy-engine rung (else its fallback rung runs)."""
-    from cumm._repack import pads_for_copy_engine
+    from cumm.plan.repack import pads_for_copy_engine
 
     assert pads_for_copy_engine(4096, 50257, 4096, "b", 2)  # a vocabulary-sized N: B copied
     assert pads_for_copy_engine(4096, 4097, 4096, "a", 2) and pads_for_copy_engine(4096, 4097, 4096, "a", 4)
@@ -54,8 +54,8 @@ def test_copy_engine_rows_pay_on_large_products_only():
 
 def test_copy_engine_rows_are_padded_to_128_bytes():
     """Copies for the copy engine keep the 256-byte L2 promotion: rows of 128 bytes or more padded to 128."""
-    from cumm._repack import copy_engine_ld
-    from cumm._tmaps import MapSpec, l2_promotion
+    from cumm.plan.repack import copy_engine_ld
+    from cumm.runtime.tmaps import MapSpec, l2_promotion
 
     assert copy_engine_ld(50257, 2) == 50304 and copy_engine_ld(4101, 4) == 4128 and copy_engine_ld(64, 2) == 64
     assert copy_engine_ld(7, 2) == 8 and copy_engine_ld(1, 4) == 4 and copy_engine_ld(63, 2) == 64
@@ -168,7 +168,7 @@ def test_env_switch_is_read_at_import():
     import subprocess
     import sys
 
-    code = "import cumm._repack as r; print(r.ENABLED)"
+    code = "import cumm.plan.repack as r; print(r.ENABLED)"
     env = {**os.environ, "CUMM_REPACK": "0"}
     assert (
         subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
@@ -237,7 +237,7 @@ def test_repacked_contiguous_operands(kernel, rng, forced):
 
     a = rng.standard_normal((M, K), dtype=cupy.float32)  # lda = K = 1027, ldb = N = 1029: not multiples of 4
     b = rng.standard_normal((K, N), dtype=cupy.float32)
-    from cumm import _auto
+    from cumm.plan import auto as _auto
 
     name = kernel if kernel != "auto" else _auto.select(M, N, K, a.device.id, None)[0]
     spec = cumm.kernel_spec(name)
@@ -283,7 +283,7 @@ def test_disabled_and_default_threshold_do_not_repack(rng, forced, monkeypatch):
 
     a = rng.standard_normal((M, K), dtype=cupy.float32)
     b = rng.standard_normal((K, N), dtype=cupy.float32)
-    from cumm import _matmul
+    from cumm.api import matmul as _matmul
 
     # the switch is read once, at import: calls cached before it flips (here, by the tests above) keep their
     # decisions, so each setting starts with no cached calls
@@ -360,7 +360,8 @@ def test_staged_output_with_edge_strips(rng, staging, monkeypatch):
     """Strips (forced: one block per wave) write the staging buffer too, and it all comes back."""
     import cupy
 
-    from cumm import _edges, _matmul
+    from cumm.api import matmul as _matmul
+    from cumm.plan import edges as _edges
 
     monkeypatch.setattr(_matmul.Plan, "slots", lambda self, dev: 1)
     monkeypatch.setattr(_edges, "ENABLED", True)
@@ -433,7 +434,7 @@ def _transposed_shapes():
 def test_transposed_copy_is_the_row_major_matrix(dtype, shape, rng):
     import cupy
 
-    from cumm._bench import np_dtype
+    from cumm.tools.bench import np_dtype
 
     rows, cols = shape
     w = rng.standard_normal((cols + 3, rows + 1), dtype=cupy.float32).astype(np_dtype(dtype))[1 : cols + 1, :rows]
@@ -482,7 +483,7 @@ def test_products_of_transposed_views(dtype, kernel, shape, rng, monkeypatch):
     rung does not read in place goes through the tiled copy (not CuPy's strided one)."""
     import cupy
 
-    from cumm._bench import np_dtype
+    from cumm.tools.bench import np_dtype
 
     M, N, K = shape
     name = kernel if kernel == "auto" else ("wgmma_ws" if dtype != "float32" else "warptile")
@@ -516,7 +517,7 @@ def test_batched_product_of_transposed_views(dtype, rng, monkeypatch):
     the rung does not read it in place (float32; bf16 on wgmma_ws reads it as it is)."""
     import cupy
 
-    from cumm._bench import TOLERANCES, np_dtype
+    from cumm.tools.bench import TOLERANCES, np_dtype
 
     dt = np_dtype(dtype)
     seen = _spy_transposes(monkeypatch)
@@ -552,7 +553,7 @@ def test_wgmma_ws_reads_transposed_views_in_place(dtype, config, shape, rng, mon
     float32 out too; called twice (the second call runs cached)."""
     import cupy
 
-    from cumm._bench import np_dtype
+    from cumm.tools.bench import np_dtype
 
     if cupy.cuda.Device().compute_capability < "90":
         pytest.skip("wgmma_ws needs sm_90")
@@ -597,8 +598,8 @@ def test_auto_reads_a_transposed_weight_in_place(rng, monkeypatch):
     same weight with rows off 16 bytes is copied for the rung (decision() says so)."""
     import cupy
 
-    from cumm._bench import np_dtype
-    from cumm._matmul import decision
+    from cumm.api.matmul import decision
+    from cumm.tools.bench import np_dtype
 
     if cupy.cuda.Device().compute_capability < "90":
         pytest.skip("wgmma_ws needs sm_90")
@@ -632,7 +633,7 @@ def test_wgmma_ws_reads_batched_transposed_views_in_place(dtype, shape, rng, mon
     NaN-poisoned, beta != 0, called twice (the second call runs cached)."""
     import cupy
 
-    from cumm._bench import np_dtype
+    from cumm.tools.bench import np_dtype
 
     if cupy.cuda.Device().compute_capability < "90":
         pytest.skip("wgmma_ws needs sm_90")
@@ -684,8 +685,8 @@ def test_large_products_of_rows_the_copy_engine_cannot_read_stay_on_it(dtype, rn
     (half: within 1.5x cuBLAS's error), out NaN-poisoned, beta != 0. A small product keeps the fallback."""
     import cupy
 
-    from cumm._bench import np_dtype
-    from cumm._matmul import decision
+    from cumm.api.matmul import decision
+    from cumm.tools.bench import np_dtype
 
     if cupy.cuda.Device().compute_capability < "90":
         pytest.skip("the copy-engine rungs need sm_90")

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cumm
-from cumm._ladder import REGISTRY
-from cumm._spec import Constraint, KernelSpec
+from cumm.core.spec import Constraint, KernelSpec
+from cumm.ladder.ladder import REGISTRY
 
 SPECS = list(REGISTRY.values())
 WARP_SPECS = [REGISTRY[n] for n in ("warptile", "double_buffer")]

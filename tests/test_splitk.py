@@ -8,10 +8,12 @@ import re
 import pytest
 
 import cumm
-from cumm import _auto, _splitk, _store
-from cumm._ladder import REGISTRY, get_spec
-from cumm._render import template_text
-from cumm._spec import cdiv
+from cumm.core.spec import cdiv
+from cumm.ladder.ladder import REGISTRY, get_spec
+from cumm.plan import auto as _auto
+from cumm.plan import splitk as _splitk
+from cumm.plan import store as _store
+from cumm.runtime.render import template_text
 
 from .conftest import check_alpha_beta, rel_err
 
@@ -197,7 +199,7 @@ def test_select_splits_the_motivating_case(fake_h200):
 
 
 def test_select_batched_takes_a_rung_that_runs_batches(fake_h200):
-    from cumm._render import supports_batch
+    from cumm.runtime.render import supports_batch
 
     kernel, _, splits = _auto.select(64, 64, 4096, 0, batched=8)
     assert supports_batch(get_spec(kernel)) and splits == 1  # deep and narrow, but a batch is not split
@@ -377,8 +379,8 @@ def test_empty_slices_write_zeros(kernel, rng):
     import cupy
     import numpy as np
 
-    from cumm._matmul import get_plan
-    from cumm._operands import aligned as _aligned
+    from cumm.api.matmul import get_plan
+    from cumm.plan.operands import aligned as _aligned
 
     M, N, K, S = 33, 20, 4099, 64
     a, b, ref = _operands(rng, M, N, K)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cumm._tmaps import MapSpec
+from cumm.runtime.tmaps import MapSpec
 
 
 def test_a_map_over_a_batch_and_a_broadcast_operand():
@@ -17,7 +17,7 @@ def test_a_map_over_a_batch_and_a_broadcast_operand():
 def test_l2_promotion_only_for_rows_on_128_byte_boundaries():
     """256-byte L2 promotion where every row starts on a 128-byte boundary; none where the pitch would start box
     rows inside lines (the reads then fetched about twice the sectors: see l2_promotion)."""
-    from cumm._tmaps import l2_promotion
+    from cumm.runtime.tmaps import l2_promotion
 
     half = dict(swizzle=3, elem=2, dtype=1)
     assert l2_promotion(MapSpec(1, 5120, 2048, 5120, 64, 64, **half)) == 3  # 10240-byte rows
@@ -31,8 +31,8 @@ def test_l2_promotion_only_for_rows_on_128_byte_boundaries():
 def test_transposed_operands_get_maps_in_their_own_layout():
     """wgmma_ws's maps of a column-major A (dims M x K, boxes 64 x 64) and B (dims K x N, boxes 64 x 64), their
     column strides as ld; row-major operands keep theirs."""
-    from cumm._ladder import REGISTRY
-    from cumm._render import TRANSPOSED_A, TRANSPOSED_B
+    from cumm.ladder.ladder import REGISTRY
+    from cumm.runtime.render import TRANSPOSED_A, TRANSPOSED_B
 
     spec = REGISTRY["wgmma_ws"]
     assert spec.reads_transposed and not REGISTRY["wgmma"].reads_transposed

@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm import _auto, _bench, _cli, _space, _store, _tune
-from cumm._bench import np_dtype
-from cumm._ladder import REGISTRY, get_spec
+from cumm.ladder.ladder import REGISTRY, get_spec
+from cumm.plan import auto as _auto
+from cumm.plan import store as _store
+from cumm.tools import bench as _bench
+from cumm.tools import cli as _cli
+from cumm.tools import space as _space
+from cumm.tools import tune as _tune
+from cumm.tools.bench import np_dtype
 
 from .conftest import GPU_SKIP_REASON
 
@@ -297,8 +302,8 @@ def test_concurrent_writers_threads_and_processes(cache):
 
     code = (
         "import math, sys\n"
-        "from cumm import _store\n"
-        "from cumm._ladder import get_spec\n"
+        "from cumm.plan import store as _store\n"
+        "from cumm.ladder.ladder import get_spec\n"
         "i = int(sys.argv[1])\n"
         f"for j in range({per}):\n"
         "    s = (2 ** (i + 1), 2 ** (j + 1), 64)\n"
@@ -468,7 +473,7 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     _store.save_entries([low])
     assert _auto.select(2048, 2048, 2048, 0, dtype="float16")[0] == _auto.top_for("float16", CC)
     # ... unless it won a race against the top rung as the top rung's template is now (the tuner's "raced")
-    from cumm._render import template_hash
+    from cumm.runtime.render import template_hash
 
     raced = {top: template_hash(get_spec(top)), "wgmma": template_hash(get_spec("wgmma"))}
     _store.save_entries([dict(low, raced=raced)])
@@ -544,7 +549,7 @@ def test_half_auto_without_entries_shares_deep_slabs_out(cache, fake_device):
 def test_a_half_batch_takes_the_entry_of_one_product_as_tall_as_the_batch(cache, fake_device):
     """A batch of 32 products of 2048 x 128 x 2048 looks up 65536 x 128 x 2048 (wgmma_ws walks the batch's tiles as
     one run); an entry of a rung without batches (the cluster split-K branch) is passed over for the top rung."""
-    from cumm._render import supports_batch, template_hash
+    from cumm.runtime.render import supports_batch, template_hash
 
     top = _auto.top_for("bfloat16", CC)
     assert supports_batch(get_spec(top)) and get_spec(top).schedules_batch
@@ -568,7 +573,7 @@ def test_a_branch_win_serves_nearby_shapes_while_its_grid_fits_one_wave(cache, f
     """The cluster split-K branch's entry at 1024 x 1024 x 8192 (128 x 128 tiles, KS = 2: 128 blocks) serves
     1000 x 1000 x 8000; at 2048 x 2048 x 8192, the nearest bucket too, it would launch 512 blocks: the top rung's
     own entry runs there."""
-    from cumm._render import template_hash
+    from cumm.runtime.render import template_hash
 
     br, top = "wgmma_cluster_split_k", _auto.top_for("bfloat16", CC)
     bcfg = get_spec(br).resolve(dict(WGS=1, NUM_THREADS=256, STAGES=4), CC)

@@ -9,7 +9,7 @@ import math
 import pytest
 
 import cumm
-from cumm._matmul import decision
+from cumm.api.matmul import decision
 
 from .conftest import check_alpha_beta, rel_err
 
@@ -184,7 +184,8 @@ def test_auto_runs_it_on_large_aligned_float32(rng):
     """Without a tuned entry for this GPU near the shape, auto's heuristic runs wgmma_tf32x3 on sm_90."""
     import cupy
 
-    from cumm import _auto, _store
+    from cumm.plan import auto as _auto
+    from cumm.plan import store as _store
 
     a = rng.standard_normal((2048, 2048), dtype=cupy.float32)
     out = cupy.empty((2048, 2048), dtype=cupy.float32)

@@ -18,9 +18,9 @@ import math
 import operator
 from collections.abc import Mapping
 
-from ._compile import aux_kernels, aux_source
-from ._ladder import REGISTRY, get_spec
-from ._spec import cdiv
+from ..core.spec import cdiv
+from ..ladder.ladder import REGISTRY, get_spec
+from ..runtime.compile import aux_kernels, aux_source
 
 MAX_SPLITS = 65535  # gridDim.z limit
 REDUCE_TEMPLATE = "auxiliary/splitk_reduce.cu"

@@ -15,10 +15,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ._errors import CompileError, ConfigError, SharedMemoryError
-from ._render import ALIGNED, render, template_hash
-from ._spec import Config, KernelSpec
-from ._store import cache_dir
+from ..core.errors import CompileError, ConfigError, SharedMemoryError
+from ..core.spec import Config, KernelSpec
+from ..plan.store import cache_dir
+from .render import ALIGNED, render, template_hash
 
 # CuPy adds -ftz=true and its own -arch when it compiles; offline compiles add the same so that the
 # register report matches what runs.
@@ -290,7 +290,7 @@ AUX_KERNELS: dict[str, tuple[str, ...]] = {
 
 def aux_source(template: str) -> str:
     """common.cuh, then ``template`` (a file of cumm/kernels): the whole source of an auxiliary kernel."""
-    from ._render import COMMON_HEADER, template_text
+    from .render import COMMON_HEADER, template_text
 
     return "\n".join(
         [f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER), f'#line 1 "{template}"', template_text(template)]

@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import _splitk
-from ._compile import aux_kernels, aux_source
-from ._spec import cdiv
+from ..core.spec import cdiv
+from ..runtime.compile import aux_kernels, aux_source
+from . import splitk as _splitk
 
 ENABLED = os.environ.get("CUMM_EDGES", "1").strip() != "0"
 EDGE_ROWS = 16  # as in edge_strip.cu: the thickest strip its kernels take

@@ -15,10 +15,10 @@ import os
 import re
 from pathlib import Path
 
-from ._ladder import get_spec
-from ._register import REGISTRY, RESERVED
-from ._render import template_text
-from ._spec import KernelSpec
+from ..core.spec import KernelSpec
+from ..ladder.ladder import get_spec
+from ..ladder.registry import REGISTRY, RESERVED
+from ..runtime.render import template_text
 
 _GEOMETRY = ("block", "grid", "smem", "derived", "tensor_maps", "workspace")
 _SPEC_HELPERS = {"cdiv": "def cdiv(a, b):\n    return -(-a // b)"}  # names _ladder imports from _spec
@@ -33,7 +33,7 @@ def kernel_source(name: str) -> str:
 
 def _ladder_call(rung: str) -> tuple[str, ast.Call, dict[str, ast.AST]] | None:
     """(source of cumm/_ladder.py, the KernelSpec(...) call of ``rung``, its module-level definitions)."""
-    from . import _ladder
+    from ..ladder import ladder as _ladder
 
     try:
         src = inspect.getsource(_ladder)

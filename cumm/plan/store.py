@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
-from ._ladder import REGISTRY, get_spec
-from ._render import template_hash
+from ..ladder.ladder import REGISTRY, get_spec
+from ..runtime.render import template_hash
 
 try:
     import fcntl

@@ -14,7 +14,7 @@ import os
 import re
 from importlib import resources
 
-from ._spec import Config, KernelSpec
+from ..core.spec import Config, KernelSpec
 
 COMMON_HEADER = "include/common.cuh"
 # Alignment flags, in order: 16-byte accesses on A, B, C are legal (see common.cuh); an optional fourth flag

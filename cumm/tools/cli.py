@@ -18,8 +18,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from . import _bench
-from ._ladder import gemm_kernels
+from ..ladder.ladder import gemm_kernels
+from . import bench as _bench
 
 
 def _kernel_list(text: str) -> list[str]:
@@ -301,7 +301,7 @@ def _config(text: str) -> dict[str, int]:
 def load_kernel_files(paths: Sequence[str]) -> list[str]:
     """Import each Python file (it registers kernels); returns the kernels registered or replaced by them.
     Raises SystemExit(2) with the file's traceback when one cannot be imported."""
-    from ._register import REGISTRY
+    from ..ladder.registry import REGISTRY
 
     before = dict(REGISTRY)
     for path in paths:
@@ -349,7 +349,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
             os.environ["CUMM_TUNE_OUT"] = os.path.abspath(args.out)
         if args.budget is not None:
             os.environ["CUMM_TUNE_BUDGET_S"] = str(args.budget)
-        from . import _tune  # lazily: the tuner's imports are needed only here
+        from . import tune as _tune  # lazily: the tuner's imports are needed only here
 
         if args.plan:
             return _tune.print_plan(
@@ -441,7 +441,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
 
 
 def _run_new(args: argparse.Namespace, prog: str) -> int:
-    from ._new import new
+    from .new import new
 
     try:
         cu, py = new(args.name, args.rung, args.dir, force=args.force)
@@ -455,7 +455,7 @@ def _run_new(args: argparse.Namespace, prog: str) -> int:
 
 
 def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequence[str], prog: str) -> int:
-    from . import _check
+    from . import check as _check
 
     kernels = args.kernel or [n for n in registered if n != "auto"]
     if not kernels:

@@ -36,11 +36,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 
-from . import _store
-from ._ladder import REGISTRY
-from ._register import _BUILTIN
-from ._spec import cdiv
-from ._store import bucket
+from ..core.spec import cdiv
+from ..ladder.ladder import REGISTRY
+from ..ladder.registry import _BUILTIN
+from . import store as _store
+from .store import bucket
 
 # Fastest rung per compute capability on the H200 (docs/performance.md); tuned entries override.
 TOP_BY_CC = ((90, "wgmma_tf32x3"), (80, "tf32x3"), (0, "warptile"))  # (minimum cc, kernel), first match wins
@@ -100,7 +100,7 @@ def split_count(M: int, N: int, K: int, bm: int, bn: int, sms: int) -> int:
 def top(cc: int, batched: bool = False, split: bool = False) -> str:
     """The kernel the heuristic (and a caller's bare configuration) runs on for compute capability ``cc``; for a
     batched product, or one split over K, the first that can run it."""
-    from ._render import supports_batch
+    from ..runtime.render import supports_batch
 
     for min_cc, k in TOP_BY_CC:
         spec = REGISTRY[k]
@@ -172,7 +172,7 @@ def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
 def _raced(entry: Mapping, kernel: str) -> bool:
     """Whether ``entry`` won a race against ``kernel`` as its template is now (the tuner's ``"raced"`` field, which
     only the winner of a race carries: rung -> template hash)."""
-    from ._render import template_hash
+    from ..runtime.render import template_hash
 
     raced = entry.get("raced")
     return isinstance(raced, dict) and raced.get(kernel) == template_hash(REGISTRY[kernel])
@@ -198,7 +198,7 @@ def select(
     when the nearest bucket's winner was a lower rung, 0.87x on the entry tuned at 128 x 4096 x 4096); no split,
     no batch.
     """
-    from ._render import supports_batch
+    from ..runtime.render import supports_batch
 
     if dtype != DTYPE and batched:
         return _half_batch(M, N, K, device_id, config, batched, dtype)
@@ -239,7 +239,7 @@ def _half_batch(
 ) -> tuple[str, Mapping[str, int] | None, int]:
     """select() for a batch of ``count`` half-precision products: a rung that runs batches, with the tiles tuned for
     one product ``count`` times as tall (wgmma_ws walks the batch's tiles as one run: the same tiles and work)."""
-    from ._render import supports_batch
+    from ..runtime.render import supports_batch
 
     if config is None:
         b = bucket(M * count, N, K)

@@ -36,10 +36,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from ._bench import TOLERANCES, np_dtype
-from ._ladder import REGISTRY, get_spec
-from ._render import dtype_flag
-from ._space import (
+from ..core.spec import cdiv
+from ..ladder.ladder import REGISTRY, get_spec
+from ..plan.store import make_entry, save_entries, user_table_path
+from ..runtime.render import dtype_flag
+from ..runtime.timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
+from .bench import TOLERANCES, np_dtype
+from .space import (
     COMPILE_SHARE,
     DEFAULT_BUDGET_S,
     H200,
@@ -54,9 +57,6 @@ from ._space import (
     config_key,
     progress_bar,
 )
-from ._spec import cdiv
-from ._store import make_entry, save_entries, user_table_path
-from ._timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
 
 DTYPES = ("float32", "float16", "bfloat16")
 TOP_RUNGS = ("warptile", "double_buffer", "tf32x3", "wgmma_tf32x3")  # each only where its min_cc allows
@@ -187,13 +187,13 @@ def tune(
     if reason:
         raise TuneError(
             f"{reason}; cumm.tune times kernels on an NVIDIA GPU (nothing was saved). "
-            "cumm._space.candidates lists what it would time, without one",
+            "cumm.tools.space.candidates lists what it would time, without one",
             [],
         )
     import cupy
 
-    from ._compile import device_kernel
-    from ._matmul import get_plan, matmul
+    from ..api.matmul import get_plan, matmul
+    from ..runtime.compile import device_kernel
 
     t0 = time.perf_counter()
     if dtype not in DTYPES:

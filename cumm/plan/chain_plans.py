@@ -17,12 +17,12 @@ from collections.abc import Mapping
 
 import cupy
 
-from .._compile import device_kernel
-from .._ladder import get_spec
-from .._operands import INT32_MAX, compute_capability, row_major
-from .._tmaps import MapSpec
-from . import launch as _launch
-from .launch import Launch, layout, pdl_safe, resident_blocks
+from ..ladder.ladder import get_spec
+from ..runtime import launch as _launch
+from ..runtime.compile import device_kernel
+from ..runtime.launch import Launch, layout, pdl_safe, resident_blocks
+from ..runtime.tmaps import MapSpec
+from .operands import INT32_MAX, compute_capability, row_major
 
 LAUNCH_CACHE_MAX = 4096
 SCRATCH_CACHE_MAX = 64 << 20  # scratch up to this size is kept per stream between calls; larger from the pool

@@ -6,8 +6,8 @@ the tuner and the CLI iterate over ``REGISTRY``; nothing else names kernels.
 
 from __future__ import annotations
 
-from ._register import REGISTRY, add
-from ._spec import Constraint, KernelSpec, at_most_1024_threads, cdiv, positive
+from ..core.spec import Constraint, KernelSpec, at_most_1024_threads, cdiv, positive
+from .registry import REGISTRY, add
 
 C = Constraint
 SMEM_STATIC_LIMIT = 48 * 1024  # static __shared__ arrays cannot opt in past 48 KB
@@ -185,8 +185,8 @@ def _half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map:
     store can run (``c_map``: EPI = 1, C 16-byte aligned with ldc % 8 == 0, a half output), else None: a zeroed
     map it never reads. ``layout`` (wgmma_ws): a column-major A (bit 1) has dims M x K and boxes 64 x 64, a
     column-major B (bit 2) dims K x N and boxes 64 x 64; lda, ldb are then their column strides."""
-    from ._render import TRANSPOSED_A, TRANSPOSED_B
-    from ._tmaps import MapSpec
+    from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B
+    from ..runtime.tmaps import MapSpec
 
     if layout & TRANSPOSED_A:
         a = MapSpec(0, M, K, lda, 64, 64, 3, 2, 1)
@@ -218,7 +218,7 @@ def _hopper_half(**fields):
 def _tf32_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool):
     """The tensor maps of wgmma_tf32x3 (15_wgmma_tf32x3.cu): A (dims K x M, boxes 32 x BM) and B (N x K, 32 x 32),
     FP32, 128-byte swizzle."""
-    from ._tmaps import MapSpec
+    from ..runtime.tmaps import MapSpec
 
     return MapSpec(0, K, M, lda, 32, cfg["BM"], 3), MapSpec(1, N, K, ldb, 32, 32, 3)
 

@@ -16,9 +16,9 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
-from .. import _tmaps as tmaps
-from .._arrays import retry_without_context
-from .._tmaps import Maps, MapSpec
+from . import tmaps
+from .arrays import retry_without_context
+from .tmaps import Maps, MapSpec
 
 
 class Launch:

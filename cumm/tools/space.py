@@ -39,12 +39,12 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from . import _auto
-from ._compile import compile_offline
-from ._ladder import get_spec
-from ._render import template_hash
-from ._spec import KernelSpec, cdiv
-from ._timing import SETTLE_S
+from ..core.spec import KernelSpec, cdiv
+from ..ladder.ladder import get_spec
+from ..plan import auto as _auto
+from ..runtime.compile import compile_offline
+from ..runtime.render import template_hash
+from ..runtime.timing import SETTLE_S
 
 DEFAULT_BUDGET_S = 150.0  # per tune() call; 30 s of headroom under the 3 minutes
 OFFLINE_SHARE = 0.4  # offline compiles not started by this share of the budget are cancelled

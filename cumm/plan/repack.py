@@ -36,8 +36,8 @@ import os
 import cupy
 import numpy as np
 
-from ._compile import aux_kernels
-from ._spec import KernelSpec
+from ..core.spec import KernelSpec
+from ..runtime.compile import aux_kernels
 
 ENABLED = os.environ.get("CUMM_REPACK", "1").strip() != "0"
 
@@ -125,9 +125,9 @@ def pads_for_copy_engine(M: int, N: int, K: int, which: str, item: int) -> bool:
 
 def copy_engine_ld(cols: int, item: int) -> int:
     """The leading dimension of a copy made for the copy engine: rows of 128 bytes or more padded to 128 bytes (so
-    that their maps keep the 256-byte L2 promotion, :func:`cumm._tmaps.l2_promotion`), shorter ones to 16. H100, bf16,
-    B copied for wgmma_ws: 4096 x 50257 x 4096 4.16 -> 3.34-3.47 ms, 4096 x 4101 x 4096 0.435 -> 0.40 ms against 16-byte
-    padding."""
+    that their maps keep the 256-byte L2 promotion, :func:`cumm.runtime.tmaps.l2_promotion`), shorter ones to
+    16. H100, bf16, B copied for wgmma_ws: 4096 x 50257 x 4096 4.16 -> 3.34-3.47 ms, 4096 x 4101 x 4096 0.435 -> 0.40
+    ms against 16-byte padding."""
     return padded_ld(cols, item) if cols * item < 128 else -(-cols * item // 128) * 128 // item
 
 

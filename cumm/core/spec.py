@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 
-from ._errors import ConfigError
+from .errors import ConfigError
 
 Config = Mapping[str, int]
 Dim3 = tuple[int, int, int]
@@ -101,11 +101,11 @@ class KernelSpec:
     # batch, with the batch count as an int argument after the batch strides (CUMM_BATCHED's extra argument).
     schedules_batch: bool = False
     # Reads column-major (transposed) A and B in place, when the copy engine can (their columns on 16 bytes): the
-    # host renders CUMM_TA / CUMM_TB and passes tensor_maps a ``layout`` (cumm._render's TRANSPOSED_A | _B bits);
+    # host renders CUMM_TA / CUMM_TB and passes tensor_maps a ``layout`` (cumm.runtime.render's TRANSPOSED_A | _B bits);
     # other kernels get a row-major copy of such an operand.
     reads_transposed: bool = False
     # Kernels that read operands through the copy engine: tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map) gives
-    # the maps (cumm._tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
+    # the maps (cumm.runtime.tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
     # engine cannot read (a pointer not 16-byte aligned, a row pitch not a multiple of 16 bytes) run ``fallback``.
     # In a batched variant each map gets the batch as a third dimension (MapSpec.batched; a batch stride that is
     # not a multiple of 16 bytes runs ``fallback``), and the kernel reads matrix z (0 for a broadcast operand).

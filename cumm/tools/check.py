@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ._spec import KernelSpec
+from ..core.spec import KernelSpec
 
 # Relative Frobenius error against the float64 product of the (rounded) inputs; a half result is rounded to 11
 # (float16) or 8 (bfloat16) significant bits (the thresholds of the benchmark's verification).
@@ -172,8 +172,8 @@ def check(
     tiles for a small product, else the defaults): the "ran" column says which. ``large=False`` leaves out
     the 2048 cube (default: left out only under compute-sanitizer). Needs a GPU.
     """
-    from ._ladder import get_spec
-    from ._timing import gpu_unavailable
+    from ..ladder.ladder import get_spec
+    from ..runtime.timing import gpu_unavailable
 
     name = kernel.name if isinstance(kernel, KernelSpec) else kernel
     spec = get_spec(name)
@@ -192,7 +192,7 @@ def check(
         spec.resolve(config)  # a bad configuration is reported before the GPU is touched
     if large is None:
         large = not os.environ.get(UNDER_SANITIZER)
-    from ._render import supports_batch
+    from ..runtime.render import supports_batch
 
     cases = standard_cases(shapes, large=large, batches=supports_batch(spec), transposed=spec.reads_transposed)
     reason = gpu_unavailable()
@@ -231,7 +231,7 @@ def _dtype(name: str):
     import cupy
 
     if name == "bfloat16":
-        from ._arrays import bfloat16  # ml_dtypes' type: CuPy >= 14 takes it as a dtype
+        from ..runtime.arrays import bfloat16  # ml_dtypes' type: CuPy >= 14 takes it as a dtype
 
         return cupy.dtype(bfloat16())
     return cupy.dtype(name)
@@ -320,7 +320,7 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow
 
     import cumm
 
-    from . import _matmul
+    from ..api import matmul as _matmul
 
     M, N, K = case.shape
     row = CheckRow(case.name, case.shape, dtype_name, None, "ok")

@@ -7,7 +7,7 @@ in the order of least multiply-adds (``order``).
 The fused kernels are the registry's chain kernels (``cumm.kernels("chain")``), each with named
 configurations in its spec; ``plans`` turns a kernel and configuration into a cached launch for a shape,
 ``launch`` launches it through the driver (programmatic dependent launch for the persistent ones) and
-``cumm._tmaps`` makes the copy engine's tensor maps. How the kernels work and what they measure: docs/chain.md.
+``cumm.runtime.tmaps`` makes the copy engine's tensor maps. How the kernels work and what they measure: docs/chain.md.
 
 A three-array call that fuses is checked and planned once per key (kernel=, the operands' shapes, strides,
 devices and pointer misalignment; see ``_fast_call``): later calls with that key test only what depends on the
@@ -22,12 +22,13 @@ from typing import NamedTuple
 import cupy
 import numpy as np
 
-from .._ladder import REGISTRY
-from .._matmul import matmul
-from .._operands import INT32_MAX, check_operand, check_out, compute_capability, span
-from . import plans, rules
-from .launch import Launch
-from .order import chain_order
+from ..ladder.ladder import REGISTRY
+from ..plan import chain_plans as plans
+from ..plan import chain_rules as rules
+from ..plan.chain_order import chain_order
+from ..plan.operands import INT32_MAX, check_operand, check_out, compute_capability, span
+from ..runtime.launch import Launch
+from .matmul import matmul
 
 __all__ = ["multi_dot"]
 

@@ -21,10 +21,12 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
-from . import _arrays, _auto, _edges, _repack, _scratch, _splitk, _tmaps
-from ._compile import device_kernel
-from ._ladder import REGISTRY, get_spec
-from ._operands import (
+from ..ladder.ladder import REGISTRY, get_spec
+from ..plan import auto as _auto
+from ..plan import edges as _edges
+from ..plan import repack as _repack
+from ..plan import splitk as _splitk
+from ..plan.operands import (
     F32,
     F32_MAX,
     INT32_MAX,
@@ -36,7 +38,11 @@ from ._operands import (
     row_major,
     span,
 )
-from ._render import TRANSPOSED_A, TRANSPOSED_B, dtype_flag, layout_of, supports_batch
+from ..runtime import arrays as _arrays
+from ..runtime import scratch as _scratch
+from ..runtime import tmaps as _tmaps
+from ..runtime.compile import device_kernel
+from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B, dtype_flag, layout_of, supports_batch
 
 
 class Plan:
@@ -982,7 +988,7 @@ def _decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
 
 
 def _in_place(x, name: str, spec) -> tuple:
-    """(operand, leading dimension, 1 when it stays column-major): a transposed view (cumm._repack.column_major)
+    """(operand, leading dimension, 1 when it stays column-major): a transposed view (cumm.plan.repack.column_major)
     that ``spec`` reads in place, when its columns start on 16 bytes (the copy engine's rule); else (row-major view
     or copy, its ld, 0)."""
     if spec.reads_transposed:

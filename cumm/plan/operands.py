@@ -11,7 +11,7 @@ import numbers
 import cupy
 import numpy as np
 
-from . import _repack
+from . import repack as _repack
 
 # The dtypes matmul takes: float32, and float16 / bfloat16 (CuPy's bfloat16 comes from ml_dtypes) for the rungs
 # that declare them (KernelSpec.dtypes; cumm.kernels(dtype=...) lists them).

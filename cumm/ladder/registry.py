@@ -15,8 +15,8 @@ import re
 import sys
 import threading
 
-from ._errors import ConfigError
-from ._spec import KernelSpec
+from ..core.errors import ConfigError
+from ..core.spec import KernelSpec
 
 REGISTRY: dict[str, KernelSpec] = {}
 _BUILTIN: dict[str, KernelSpec] = {}  # the ladder's specs, restored when a replacement is unregistered
@@ -126,7 +126,7 @@ def _template_text(spec: KernelSpec) -> str:
 
 
 def _read(path: str, what: str) -> str:
-    from ._render import template_text
+    from ..runtime.render import template_text
 
     try:
         return template_text(path)
@@ -141,7 +141,7 @@ def _read(path: str, what: str) -> str:
 
 
 def _check_parts(spec: KernelSpec, text: str) -> None:
-    from ._render import code_text
+    from ..runtime.render import code_text
 
     code = code_text(text)
     if "CUMM_KERNEL" not in code:
@@ -245,19 +245,19 @@ def _check_geometry(spec: KernelSpec) -> None:
 # Memoized state keyed by kernel name in modules that may not be imported yet (no import cycle: they import
 # the registry, so they are looked up here at run time).
 _CACHES = (
-    ("cumm._matmul", "_plans"),
-    ("cumm._matmul", "_calls"),
-    ("cumm._splitk", "_bk"),
-    ("cumm._space", "_enumerated"),
-    ("cumm._chain", "_fast"),
-    ("cumm._chain", "_chosen"),
-    ("cumm._chain.plans", "_launches"),
+    ("cumm.api.matmul", "_plans"),
+    ("cumm.api.matmul", "_calls"),
+    ("cumm.plan.splitk", "_bk"),
+    ("cumm.tools.space", "_enumerated"),
+    ("cumm.api.multi_dot", "_fast"),
+    ("cumm.api.multi_dot", "_chosen"),
+    ("cumm.plan.chain_plans", "_launches"),
 )
 
 
 def forget(name: str) -> None:
     """Drop what the process memoized for kernel ``name`` (called when it is replaced or unregistered)."""
-    from . import _render
+    from ..runtime import render as _render
 
     _render.template_hash.cache_clear()
     getattr(_render, "supports_batch", _render.template_hash).cache_clear()
@@ -265,10 +265,10 @@ def forget(name: str) -> None:
         cache = getattr(sys.modules.get(module), attr, None)
         if isinstance(cache, dict):
             cache.clear()
-    compiled = getattr(sys.modules.get("cumm._compile"), "_kernels", None)
+    compiled = getattr(sys.modules.get("cumm.runtime.compile"), "_kernels", None)
     if isinstance(compiled, dict):
         for key in [k for k in list(compiled) if k[0] == name]:
             compiled.pop(key, None)
-    store = sys.modules.get("cumm._store")
+    store = sys.modules.get("cumm.plan.store")
     if store is not None:
         store.clear_caches()  # tuned tables are filtered by the registered specs' template hashes

@@ -28,8 +28,8 @@ import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ._operands import real_scalar
-from ._timing import (  # noqa: F401 - re-exported: the benchmark's timing is _timing's
+from ..plan.operands import real_scalar
+from ..runtime.timing import (  # noqa: F401 - re-exported: the benchmark's timing is runtime.timing's
     BUDGET_S,
     DEFAULT_REPEAT,
     DEFAULT_WARMUP,
@@ -393,7 +393,7 @@ TOLERANCES = {"float32": TOLERANCE, "float16": 2e-3, "bfloat16": 1.5e-2}
 
 def np_dtype(dtype: str):
     if dtype == "bfloat16":
-        from ._arrays import bfloat16
+        from ..runtime.arrays import bfloat16
 
         return bfloat16()
     import numpy as np
@@ -574,7 +574,7 @@ def _measure_shape(
             n, shape, ms=statistics.median(samples[n]), rel_err=got, runs=len(samples[n]), tolerance=TOLERANCES[dtype]
         )
         if n != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
-            from ._matmul import decision
+            from ..api.matmul import decision
 
             row["ran"] = decision(*sets[0], kernel=n, beta=beta)
         rows.append(row)
