@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def variants(entries: dict) -> set[tuple]:
     """(kernel, config items, flags) of every variant the sm_90 entries can run."""
-    from cumm.ladder.ladder import REGISTRY
+    from cumm.ladder import REGISTRY
     from cumm.runtime.render import dtype_flag, supports_batch
 
     jobs = set()
@@ -53,7 +53,7 @@ def dump(table: str, out: str) -> None:
     """Run under the tree on PYTHONPATH: the sha256 of each variant's cubin, and the kernels' template hashes."""
     from cupy.cuda import nvrtc
 
-    from cumm.ladder.ladder import REGISTRY
+    from cumm.ladder import REGISTRY
     from cumm.runtime.compile import NVRTC_OPTIONS, _nvrtc_compile
     from cumm.runtime.render import render, template_hash
 

@@ -22,8 +22,8 @@ from .api.matmul import matmul
 from .api.multi_dot import multi_dot
 from .core.errors import CompileError, ConfigError, SharedMemoryError
 from .core.spec import Constraint, KernelSpec
-from .ladder.ladder import REGISTRY as _REGISTRY
-from .ladder.ladder import get_spec as _get_spec
+from .ladder import REGISTRY as _REGISTRY
+from .ladder import get_spec as _get_spec
 from .ladder.registry import register, unregister
 from .plan.operands import SUPPORTED_DTYPES
 from .runtime.compile import CompiledKernel

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm.ladder.ladder import get_spec
+from cumm.ladder import get_spec
 from cumm.runtime import compile as _compile
 from cumm.runtime.render import template_hash
 

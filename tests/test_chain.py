@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import cumm
 from cumm.api import multi_dot as _chain
-from cumm.ladder.ladder import get_spec
+from cumm.ladder import get_spec
 from cumm.plan import chain_order as order
 from cumm.plan import chain_plans as plans
 from cumm.plan import chain_rules as rules

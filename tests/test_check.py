@@ -83,8 +83,8 @@ def test_standard_cases():
 
 
 def test_tolerances():
-    assert _check.TOLERANCE["float32"] == 1e-5
-    assert set(_check.TOLERANCE) == {"float32", "float16", "bfloat16"}
+    assert _check.TOLERANCES["float32"] == 1e-5
+    assert set(_check.TOLERANCES) == {"float32", "float16", "bfloat16"}
 
 
 def test_report():

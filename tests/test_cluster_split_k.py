@@ -54,11 +54,11 @@ def test_refused_configurations(config, match):
 
 def test_a_branch_not_the_top_rung():
     """auto runs it only where a tuned entry says it won: the half ladder's top stays wgmma_ws."""
-    from cumm.plan.auto import top_for
+    from cumm.plan.auto import top
 
     spec = cumm.kernel_spec(NAME)
     assert spec.branch and NAME in cumm.kernels(dtype="bfloat16")
-    assert top_for("bfloat16", 90) == top_for("float16", 90) == "wgmma_ws"
+    assert top(90, dtype="bfloat16") == top(90, dtype="float16") == "wgmma_ws"
 
 
 # Operands the copy engine reads (lda, ldb % 8 == 0): these run this kernel (of SHAPES, those with K % 8 != 0 run

@@ -13,7 +13,7 @@ import pytest
 
 import cumm
 from cumm.core.spec import KernelSpec
-from cumm.ladder.ladder import REGISTRY
+from cumm.ladder import REGISTRY
 from cumm.runtime import render as _render
 
 ARCHS = ("sm_80", "sm_90")

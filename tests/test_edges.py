@@ -11,7 +11,7 @@ import pytest
 import cumm
 from cumm.api import matmul as _matmul
 from cumm.core.spec import cdiv
-from cumm.ladder.ladder import REGISTRY
+from cumm.ladder import REGISTRY
 from cumm.plan import edges as _edges
 
 from .conftest import rel_err

@@ -166,9 +166,9 @@ def test_import_without_cupy_names_the_extras():
 # ----------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kernel", [n for n, s in cumm.ladder.ladder.REGISTRY.items() if s.min_cc > 75])
+@pytest.mark.parametrize("kernel", [n for n, s in cumm.ladder.REGISTRY.items() if s.min_cc > 75])
 def test_offline_compile_for_too_old_an_arch(kernel):
-    need = cumm.ladder.ladder.REGISTRY[kernel].min_cc
+    need = cumm.ladder.REGISTRY[kernel].min_cc
     with pytest.raises(
         cumm.ConfigError,
         match=rf"needs compute capability {need // 10}\.{need % 10} or newer; "

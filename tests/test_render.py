@@ -8,7 +8,7 @@ import re
 import pytest
 
 from cumm.core.spec import KernelSpec
-from cumm.ladder.ladder import REGISTRY
+from cumm.ladder import REGISTRY
 from cumm.runtime import render as _render
 
 SPECS = list(REGISTRY.values())

@@ -10,7 +10,7 @@ from importlib import resources
 import pytest
 
 import cumm
-from cumm.ladder.ladder import REGISTRY
+from cumm.ladder import REGISTRY
 from cumm.plan import repack as _repack
 from cumm.plan.repack import loads_vectorized, padded_ld, repack_plan, should_repack, should_stage_out
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import cumm
 from cumm.core.spec import Constraint, KernelSpec
-from cumm.ladder.ladder import REGISTRY
+from cumm.ladder import REGISTRY
 
 SPECS = list(REGISTRY.values())
 WARP_SPECS = [REGISTRY[n] for n in ("warptile", "double_buffer")]

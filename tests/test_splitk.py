@@ -9,7 +9,7 @@ import pytest
 
 import cumm
 from cumm.core.spec import cdiv
-from cumm.ladder.ladder import REGISTRY, get_spec
+from cumm.ladder import REGISTRY, get_spec
 from cumm.plan import auto as _auto
 from cumm.plan import splitk as _splitk
 from cumm.plan import store as _store

@@ -12,6 +12,7 @@ import pytest
 
 import cumm
 from cumm.api.matmul import decision
+from cumm.ladder import rung_module
 
 from .test_half import _inputs  # random normal operands rounded to the dtype
 
@@ -40,7 +41,7 @@ def test_a_tail_of_short_tiles_is_not_split():
     """A tail behind whole waves is split only when its tiles have SK_MIN_SLABS k-slabs: the partial sums cost
     a few slabs' loads (H200, bf16 8192 x 8192 x 512: 0.92x cuBLAS split, 0.99x whole). Fewer tiles than blocks
     still share their slabs out, however short."""
-    from cumm.ladder.ladder import SK_MIN_SLABS
+    SK_MIN_SLABS = rung_module("wgmma_ws").SK_MIN_SLABS
 
     cfg = SPEC.default_config(90)
     assert SK_MIN_SLABS == 32

@@ -31,7 +31,7 @@ def test_l2_promotion_only_for_rows_on_128_byte_boundaries():
 def test_transposed_operands_get_maps_in_their_own_layout():
     """wgmma_ws's maps of a column-major A (dims M x K, boxes 64 x 64) and B (dims K x N, boxes 64 x 64), their
     column strides as ld; row-major operands keep theirs."""
-    from cumm.ladder.ladder import REGISTRY
+    from cumm.ladder import REGISTRY
     from cumm.runtime.render import TRANSPOSED_A, TRANSPOSED_B
 
     spec = REGISTRY["wgmma_ws"]

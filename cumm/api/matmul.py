@@ -21,7 +21,7 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
-from ..ladder.ladder import REGISTRY, get_spec
+from ..ladder import REGISTRY, get_spec
 from ..plan import auto as _auto
 from ..plan import edges as _edges
 from ..plan import repack as _repack

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import cupy
 import numpy as np
 
-from ..ladder.ladder import REGISTRY
+from ..ladder import REGISTRY
 from ..plan import chain_plans as plans
 from ..plan import chain_rules as rules
 from ..plan.chain_order import chain_order

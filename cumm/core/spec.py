@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 
+from .dtypes import DTYPES
 from .errors import ConfigError
 
 Config = Mapping[str, int]
@@ -24,9 +25,6 @@ Dim3 = tuple[int, int, int]
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
-DTYPES = ("float32", "float16", "bfloat16")  # what a spec may declare
 
 
 def package_template(path: str) -> bool:
@@ -41,7 +39,12 @@ def resolve_template(path: str) -> str:
     path = os.fspath(path)
     if package_template(path):
         return path
-    return os.path.abspath(os.path.expanduser(path))
+    path = os.path.abspath(os.path.expanduser(path))
+    kernels = os.path.join(str(resources.files("cumm")), "kernels")
+    inside = os.path.relpath(path, kernels)  # a rung's spec names its template by its own path
+    if not inside.startswith(os.pardir) and package_template(inside):
+        return inside.replace(os.sep, "/")
+    return path
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,11 @@ class KernelSpec:
     source: str | None = field(default=None, repr=False)
     # Element types of A and B the template handles (C = A @ B in the same type).
     dtypes: tuple[str, ...] = ("float32",)
+    # kernel="auto" runs it for its dtypes without a tuned entry: of the ladder's rungs marked ``top`` that take the
+    # product's dtype and run on the device (and run batches, or split K, when the product needs that), the highest.
+    top: bool = False
+    # The tuner races it for its dtypes (cumm.tune, python -m cumm tune --standard), where the device runs it.
+    raced: bool = False
     # A rung beside the ladder, for some shapes only (e.g. few tiles and a deep K): kernel="auto" runs it where a
     # tuned entry says it was fastest, never as its dtype's top rung.
     branch: bool = False
@@ -184,6 +192,8 @@ class KernelSpec:
                 "persistent",
                 "schedules_batch",
                 "reads_transposed",
+                "top",
+                "raced",
                 "branch",
             )
             if getattr(self, f)

@@ -16,9 +16,10 @@
    least half the multiprocessors a block, the one with the fewest rounds x tile area, ``_filling``); then the
    spec's shape rule (``shape_config``, applied by the caller) may trade 128 x 256 tiles for smaller ones.
 
-``top(cc)`` is the first rung of ``TOP_BY_CC`` that runs on compute capability ``cc``: ``wgmma_tf32x3`` on
-Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32 tensor cores (8.0+:
-the same split on mma.sync), else the SIMT rung ``warptile``. A product that splits K takes the first of them that
+``top(cc)`` is the highest rung whose spec says ``top`` that runs on compute capability ``cc``: for float32
+``wgmma_tf32x3`` on Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32
+tensor cores (8.0+: the same split on mma.sync), else the SIMT rung ``warptile``; for fp16 and bf16 ``wgmma_ws``
+on Hopper, else ``mma_swizzled_pipeline``. A product that splits K takes the first of them that
 can (wgmma_tf32x3 runs unsplit); a batched product, the first that runs batches (wgmma_tf32x3 does: 3-D maps).
 A batch of fp16/bf16 products takes the entry tuned for one product as tall as the batch (``_half_batch``) when its
 rung runs batches, else the dtype's top rung (wgmma_ws, which walks the batch's tiles as one run).
@@ -37,16 +38,14 @@ import warnings
 from collections.abc import Mapping
 
 from ..core.spec import cdiv
-from ..ladder.ladder import REGISTRY
+from ..ladder import REGISTRY
 from ..ladder.registry import _BUILTIN
 from . import store as _store
 from .store import bucket
 
-# Fastest rung per compute capability on the H200 (docs/performance.md); tuned entries override.
-TOP_BY_CC = ((90, "wgmma_tf32x3"), (80, "tf32x3"), (0, "warptile"))  # (minimum cc, kernel), first match wins
 # 64 x 64 tiles for grids that would not fill the GPU with the defaults: each spec's "small" configuration
 SMALL_TILES = {n: dict(s.configs["small"]) for n, s in REGISTRY.items() if "small" in s.configs}
-DTYPE = "float32"  # the ladder of TOP_BY_CC; float16 and bfloat16 take top_for's rung or their tuned entries
+DTYPE = "float32"  # the default dtype of select() and the tuned lookups
 
 # Split-K (split_count). Not yet tuned on a GPU: the depth floor keeps each slice's K loop long enough to
 # amortize its prologue and epilogue, and caps the partial sums the reduction reads.
@@ -97,16 +96,24 @@ def split_count(M: int, N: int, K: int, bm: int, bn: int, sms: int) -> int:
     return max(1, min(sms // blocks, K // SPLIT_MIN_DEPTH))
 
 
-def top(cc: int, batched: bool = False, split: bool = False) -> str:
-    """The kernel the heuristic (and a caller's bare configuration) runs on for compute capability ``cc``; for a
-    batched product, or one split over K, the first that can run it."""
+def top(cc: int, batched: bool = False, split: bool = False, dtype: str = DTYPE) -> str:
+    """The rung the heuristic (and a caller's bare configuration) runs for ``dtype`` on compute capability ``cc``:
+    the highest of the ladder's rungs whose spec says ``top`` that takes ``dtype`` and runs on ``cc`` (and runs
+    batches, or splits K, when asked). The ladder's rungs only, as registered now (a replaced rung counts as its
+    replacement); a kernel a user registers is run by name, never chosen by auto in its place."""
     from ..runtime.render import supports_batch
 
-    for min_cc, k in TOP_BY_CC:
-        spec = REGISTRY[k]
-        if cc >= min_cc and (not batched or supports_batch(spec)) and (not split or spec.split_k):
-            return k
-    raise LookupError(f"no rung of TOP_BY_CC runs on compute capability {cc} (batched={batched}, split={split})")
+    for name in reversed(list(_BUILTIN)):
+        spec = REGISTRY[name]
+        if not (_BUILTIN[name].top and spec.kind == "gemm" and dtype in spec.dtypes and spec.supports(cc)):
+            continue
+        if (not batched or supports_batch(spec)) and (not split or spec.split_k):
+            return name
+    raise TypeError(
+        f"no rung multiplies {dtype} arrays on compute capability {cc // 10}.{cc % 10}"
+        + (" in batches" if batched else "")
+        + (" split over K" if split else "")
+    )
 
 
 def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
@@ -121,7 +128,7 @@ def _lookup(
     try:
         gpu, cc = device_key(device_id)
         entry = _store.lookup(gpu, cc, dtype, *b, kernel=kernel)
-        best = top(cc) if dtype == DTYPE else top_for(dtype, cc)
+        best = top(cc, dtype=dtype)
         if entry is not None and not one_wave(entry, b, device_id):
             # a configuration chosen for few tiles serves nearby shapes only while its grid still fits in one wave
             # (bf16 2048 x 2048 x 8192 would have taken 1024 x 1024 x 8192's branch entry: 512 blocks of clusters;
@@ -216,7 +223,7 @@ def select(
             return hit if split_k is None else (hit[0], hit[1], split_k)
     cc = device_key(device_id)[1]
     if dtype != DTYPE:  # the top rung, as it runs when named: its own nearest tuned entry, else its small rule
-        best = top_for(dtype, cc)
+        best = top(cc, dtype=dtype)
         return best, config if config is not None else named(best, M, N, K, device_id, dtype=dtype), split_k
     kernel = top(cc, batched, split=split_k is not None and split_k > 1)
     given = config is not None
@@ -249,7 +256,7 @@ def _half_batch(
             hit = _tuned[key] = _lookup(device_id, b, dtype=dtype)
         if hit is not None and supports_batch(REGISTRY[hit[0]]):
             return hit[0], hit[1], 1
-    best = top_for(dtype, device_key(device_id)[1])
+    best = top(device_key(device_id)[1], dtype=dtype)
     return best, config if config is not None else named(best, M, N, K, device_id, count, dtype), 1
 
 
@@ -315,18 +322,6 @@ def _filling(spec, M: int, N: int, K: int, count: int, sms: int) -> Mapping[str,
     if any(shares_out(c) for c in named):  # the defaults' few tiles, their slabs shared out over every block
         return None
     return dict(max(named, key=lambda c: (tiles(c), -area(c))))  # most tiles, least padding
-
-
-def top_for(dtype: str, cc: int) -> str:
-    """kernel="auto" for a half-precision dtype: the highest rung of the ladder that takes ``dtype`` and runs on
-    compute capability ``cc``. The ladder's rungs only (as they are registered now: a replaced rung counts as
-    its replacement), not a branch beside it (``KernelSpec.branch``): a kernel a user registers is run by name,
-    never chosen by auto in their place."""
-    for name in reversed(list(_BUILTIN)):
-        spec = REGISTRY[name]
-        if spec.kind == "gemm" and not spec.branch and dtype in spec.dtypes and spec.supports(cc):
-            return name
-    raise TypeError(f"no rung multiplies {dtype} arrays on compute capability {cc // 10}.{cc % 10}")
 
 
 def named(

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import cupy
 
-from ..ladder.ladder import get_spec
+from ..ladder import get_spec
 from ..runtime import launch as _launch
 from ..runtime.compile import device_kernel
 from ..runtime.launch import Launch, layout, pdl_safe, resident_blocks

@@ -11,11 +11,11 @@ import numbers
 import cupy
 import numpy as np
 
-from . import repack as _repack
-
 # The dtypes matmul takes: float32, and float16 / bfloat16 (CuPy's bfloat16 comes from ml_dtypes) for the rungs
 # that declare them (KernelSpec.dtypes; cumm.kernels(dtype=...) lists them).
-SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
+from ..core.dtypes import DTYPES as SUPPORTED_DTYPES
+from . import repack as _repack
+
 INT32_MAX = 2**31 - 1
 F32 = np.dtype(np.float32)
 F32_MAX = float(np.finfo(np.float32).max)  # alpha and beta reach the kernels as float32 scalars

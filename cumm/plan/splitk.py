@@ -19,7 +19,7 @@ import operator
 from collections.abc import Mapping
 
 from ..core.spec import cdiv
-from ..ladder.ladder import REGISTRY, get_spec
+from ..ladder import REGISTRY, get_spec
 from ..runtime.compile import aux_kernels, aux_source
 
 MAX_SPLITS = 65535  # gridDim.z limit

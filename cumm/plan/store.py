@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
-from ..ladder.ladder import REGISTRY, get_spec
+from ..ladder import REGISTRY, get_spec
 from ..runtime.render import template_hash
 
 try:

@@ -28,6 +28,7 @@ import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from ..core.dtypes import TOLERANCE as TOLERANCES
 from ..plan.operands import real_scalar
 from ..runtime.timing import (  # noqa: F401 - re-exported: the benchmark's timing is runtime.timing's
     BUDGET_S,
@@ -49,7 +50,6 @@ Row = dict[str, object]
 
 CUBLAS = "cublas"  # the baseline's name in results
 DEFAULT_SIZES = (1024, 2048, 4096)
-TOLERANCE = 1e-4  # relative Frobenius error against float64; FP32 kernels land near 1e-6
 L2_FALLBACK_BYTES = 60 * 2**20  # H200; used only if the device does not report its L2 size
 TF32_VARS = ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
 HOST_OVERHEAD_SHAPE = (64, 64, 64)
@@ -136,9 +136,9 @@ def make_row(
     runs: int = 0,
     cublas_tflops: float | None = None,
     error: str | None = None,
-    tolerance: float = TOLERANCE,
+    tolerance: float = TOLERANCES["float32"],
 ) -> Row:
-    """One result. A row is "ok" only if it was verified (rel_err < TOLERANCE) and timed; otherwise it is
+    """One result. A row is "ok" only if it was verified (rel_err < its tolerance) and timed; otherwise it is
     "FAIL" and carries no time, so a wrong kernel can never show a speed."""
     M, N, K = shape
     if rel_err is not None and not math.isfinite(rel_err):
@@ -388,7 +388,6 @@ def device_info() -> dict[str, str]:
 
 # Verification threshold per dtype: relative Frobenius error against float64 of the (rounded) inputs. A half
 # result is rounded to 11 (float16) or 8 (bfloat16) significant bits, so its error is ~2^-12 or ~2^-9.
-TOLERANCES = {"float32": TOLERANCE, "float16": 2e-3, "bfloat16": 1.5e-2}
 
 
 def np_dtype(dtype: str):

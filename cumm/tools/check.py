@@ -20,11 +20,11 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..core.dtypes import TOLERANCE as TOLERANCES
 from ..core.spec import KernelSpec
 
 # Relative Frobenius error against the float64 product of the (rounded) inputs; a half result is rounded to 11
 # (float16) or 8 (bfloat16) significant bits (the thresholds of the benchmark's verification).
-TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.5e-2}
 SENTINEL = -31337.0  # the guard bands' value (exact in float32; float16 and bfloat16 keep its rounding)
 GUARD_ROWS = 3  # rows of sentinels above and below C
 GUARD_COLS = 4  # columns of sentinels left of C (keeps C 16-byte aligned) and at least this many right of it
@@ -172,7 +172,7 @@ def check(
     tiles for a small product, else the defaults): the "ran" column says which. ``large=False`` leaves out
     the 2048 cube (default: left out only under compute-sanitizer). Needs a GPU.
     """
-    from ..ladder.ladder import get_spec
+    from ..ladder import get_spec
     from ..runtime.timing import gpu_unavailable
 
     name = kernel.name if isinstance(kernel, KernelSpec) else kernel
@@ -186,8 +186,8 @@ def check(
         raise ValueError(f"kernel {name!r} is a {spec.kind} kernel; cumm.check runs matrix-product (gemm) kernels")
     dtypes = tuple(spec.dtypes if dtypes is None else ((dtypes,) if isinstance(dtypes, str) else dtypes))
     for d in dtypes:
-        if d not in TOLERANCE:
-            raise ValueError(f"dtype {d!r} is not one cumm.check knows; choose from {', '.join(TOLERANCE)}")
+        if d not in TOLERANCES:
+            raise ValueError(f"dtype {d!r} is not one cumm.check knows; choose from {', '.join(TOLERANCES)}")
     if config is not None:
         spec.resolve(config)  # a bad configuration is reported before the GPU is touched
     if large is None:
@@ -361,7 +361,7 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow
         diff = c64 - ref
         err = float(cupy.linalg.norm(diff))
         row.rel_err = err / den if den else err
-        tol = TOLERANCE[dtype_name]
+        tol = TOLERANCES[dtype_name]
         if not row.rel_err < tol:
             worst = int(cupy.argmax(cupy.abs(diff)))
             wm, wn = divmod(worst, N)

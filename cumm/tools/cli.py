@@ -18,7 +18,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from ..ladder.ladder import gemm_kernels
+from ..ladder import gemm_kernels
 from . import bench as _bench
 
 
@@ -253,10 +253,10 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     )
     n = sub.add_parser(
         "new",
-        help="write NAME.cu and NAME.py: a rung's template and spec, ready to edit",
-        description="Start a kernel of your own from a rung: NAME.cu is the rung's template, NAME.py its spec "
-        "(registered when the file is imported). Then: cumm check --kernel-file NAME.py; "
-        "cumm bench --kernel-file NAME.py --kernels RUNG,NAME.",
+        help="write NAME/kernel.cu and NAME/spec.py: a rung's folder, ready to edit",
+        description="Start a kernel of your own from a rung: NAME/kernel.cu is the rung's template, NAME/spec.py its "
+        "spec (registered when the file is imported). Then: cumm check --kernel-file NAME/spec.py; "
+        "cumm bench --kernel-file NAME/spec.py --kernels RUNG,NAME.",
     )
     n.add_argument("name", help="the new kernel's name (an identifier)")
     n.add_argument(
@@ -267,7 +267,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         help=f"the rung to start from (default double_buffer); one of {kernels}",
     )
     n.add_argument("--dir", default=".", metavar="DIR", help="where to write the files (default: here)")
-    n.add_argument("--force", action="store_true", help="overwrite NAME.cu and NAME.py if they exist")
+    n.add_argument("--force", action="store_true", help="overwrite NAME/kernel.cu and NAME/spec.py if they exist")
     for sp in (b, t, c):
         sp.add_argument(
             "--kernel-file",

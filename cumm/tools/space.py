@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from ..core.spec import KernelSpec, cdiv
-from ..ladder.ladder import get_spec
+from ..ladder import get_spec
 from ..plan import auto as _auto
 from ..runtime.compile import compile_offline
 from ..runtime.render import template_hash

@@ -20,7 +20,7 @@ compiles not started by ``OFFLINE_SHARE`` (40 %) of it are cancelled, device com
 before the budget; so one shape stays under 3 minutes on an H200 whatever the estimates say.
 :func:`tune_shapes` is ``python -m cumm tune``: several shapes, the top rungs raced, each rung's best saved (the
 winner marked with what it raced).
-float16 and bfloat16 (``dtype=``, ``--dtype``): operands of that dtype, the half rungs raced (HALF_TOP_RUNGS),
+float16 and bfloat16 (``dtype=``, ``--dtype``): operands of that dtype, the half rungs raced (``KernelSpec.raced``),
 launched through matmul's one-launch call, checked against ``_bench.TOLERANCES``.
 """
 
@@ -36,12 +36,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from ..core.dtypes import DTYPES
+from ..core.dtypes import TOLERANCE as TOLERANCES
 from ..core.spec import cdiv
-from ..ladder.ladder import REGISTRY, get_spec
+from ..ladder import REGISTRY, get_spec
 from ..plan.store import make_entry, save_entries, user_table_path
 from ..runtime.render import dtype_flag
 from ..runtime.timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
-from .bench import TOLERANCES, np_dtype
+from .bench import np_dtype
 from .space import (
     COMPILE_SHARE,
     DEFAULT_BUDGET_S,
@@ -58,11 +60,6 @@ from .space import (
     progress_bar,
 )
 
-DTYPES = ("float32", "float16", "bfloat16")
-TOP_RUNGS = ("warptile", "double_buffer", "tf32x3", "wgmma_tf32x3")  # each only where its min_cc allows
-# raced for float16 and bfloat16; a branch rung (KernelSpec.branch) only where it applies (raced_at)
-HALF_TOP_RUNGS = ("mma_swizzled_pipeline", "wgmma", "wgmma_ws", "wgmma_cluster_split_k")
-TOLERANCE = 1e-5  # float32; a half result is checked against _bench.TOLERANCES (its rounding to 11 or 8 bits)
 RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, saving)
 PRUNE_FACTOR = 1.5
 
@@ -83,14 +80,13 @@ STANDARD_SHAPES: list[tuple[int, int, int]] = [
 
 
 def top_rungs(cc: int | None = None, dtype: str = "float32") -> list[str]:
-    """The rungs raced for ``dtype`` (TOP_RUNGS, or HALF_TOP_RUNGS for float16 and bfloat16) that run on compute
-    capability ``cc`` (default: the current device's)."""
+    """The rungs raced for ``dtype`` (those whose spec says ``raced``; a branch rung, ``KernelSpec.branch``, only
+    where it applies: raced_at) that run on compute capability ``cc`` (default: the current device's)."""
     if cc is None:
         import cupy
 
         cc = int(cupy.cuda.Device().compute_capability)
-    rungs = TOP_RUNGS if dtype == "float32" else HALF_TOP_RUNGS
-    return [k for k in rungs if REGISTRY[k].min_cc <= cc and dtype in REGISTRY[k].dtypes]
+    return [k for k, s in REGISTRY.items() if s.raced and s.min_cc <= cc and dtype in s.dtypes]
 
 
 def _multiprocessors() -> int:
@@ -275,7 +271,7 @@ def tune(
         ref = As[0].astype(cupy.float64) @ Bs[0].astype(cupy.float64)
         ref_norm = float(cupy.linalg.norm(ref))
         flops = 2.0 * M * N * K
-        tolerance = TOLERANCES[dtype] if half else TOLERANCE
+        tolerance = TOLERANCES[dtype]
 
         # A rung that reads through the copy engine needs its tensor maps, and the half rungs run as one driver
         # launch: those are launched (and timed) through matmul's cached call; other rungs through their Plan.

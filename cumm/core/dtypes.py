@@ -1,0 +1,8 @@
+"""The dtypes cumm multiplies and how close a result must be to a float64 product, defined once."""
+
+DTYPES = ("float32", "float16", "bfloat16")  # what matmul takes and a spec may declare
+HALF = ("float16", "bfloat16")  # inputs rounded to 11 or 8 significant bits, FP32 accumulation
+
+# Relative Frobenius error against a float64 product of the same inputs, per input dtype. FP32 kernels (SIMT,
+# 3xTF32) land near 1e-6; a half product's error is its inputs' rounding (2^-11, 2^-8) summed over K.
+TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.5e-2}

@@ -1,0 +1,182 @@
+"""Spec pieces several rungs share: constraint families, launch geometry, the Hopper half rungs' tensor maps.
+
+A rung's own choices live in its folder's ``spec.py`` (cumm/kernels/<kind>/<NN_name>/spec.py); what two or more
+rungs declare alike is written once here, and a rung copied with ``cumm new`` imports it from here too.
+"""
+
+from __future__ import annotations
+
+from cumm.core.dtypes import HALF
+from cumm.core.spec import Constraint, at_most_1024_threads, cdiv, positive
+
+C = Constraint
+
+
+SMEM_STATIC_LIMIT = 48 * 1024  # static __shared__ arrays cannot opt in past 48 KB
+
+
+def grid_nm(bm: str, bn: str):
+    """Blocks tile C: x along N (BN columns each), y along M (BM rows each)."""
+    return lambda c, M, N, K: (cdiv(N, c[bn]), cdiv(M, c[bm]), 1)
+
+
+def static_smem(expr: str) -> Constraint:
+    return C(f"({expr}) * 4 <= {SMEM_STATIC_LIMIT}", "static shared memory is limited to 48 KB per block")
+
+
+THREADS_2D = "(BM // TM) * (BN // TN)"
+
+
+# Constraints of the register-tiled, float4 rungs (vectorized and up).
+FLOAT4_TILES = [
+    C("TM % 4 == 0 and TN % 4 == 0", "a thread's tile is read as float4s, so TM and TN are multiples of 4"),
+    C("BK % 4 == 0 and BN % 4 == 0", "tiles are fetched as float4s along K (A) and N (B)"),
+]
+
+
+SWIZZLE = [
+    C("BK in (4, 8, 16, 32)", "the A swizzle XORs by (k/4) * 128/BK, which needs BK in 4, 8, 16, 32"),
+    C("BM % 32 == 0", "the A swizzle permutes 32-column bands, so BM is a multiple of 32"),
+]
+
+
+def warptile_derived(c):
+    wmiter = (c["WM"] * c["WN"]) // (32 * c["TM"] * c["TN"] * c["WNITER"])
+    return {
+        "WMITER": wmiter,
+        "WSUBM": c["WM"] // wmiter if wmiter else 0,
+        "WSUBN": c["WN"] // c["WNITER"],
+    }
+
+
+WARPTILE_CONSTRAINTS = [
+    *positive("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "NUM_THREADS", "MINB"),
+    C("NUM_THREADS % 32 == 0", "NUM_THREADS is a whole number of warps"),
+    at_most_1024_threads("NUM_THREADS"),
+    C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+    C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS", "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    C(
+        "(WM * WN) % (32 * TM * TN * WNITER) == 0 and WMITER >= 1",
+        "WMITER = WM*WN / (32*TM*TN*WNITER) must be a positive integer",
+    ),
+    C("WM % WMITER == 0 and WN % WNITER == 0", "WMITER and WNITER split the warp tile into equal sub-tiles"),
+    C(
+        "WSUBM % TM == 0 and WSUBN % TN == 0",
+        "the warp sub-tile (WSUBM x WSUBN) must divide by the thread tile TM x TN",
+    ),
+    C("(WSUBM // TM) * (WSUBN // TN) == 32", "the 32 lanes of a warp exactly cover a warp sub-tile"),
+    *FLOAT4_TILES,
+    *SWIZZLE,
+    C(
+        "(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+        "every thread fetches the same number of float4s of the A and B tiles",
+    ),
+]
+
+
+WARPTILE_DEFAULTS = dict(BM=128, BN=128, BK=16, WM=64, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=256, MINB=2)
+
+
+WARPTILE_SPACE = dict(
+    BM=(64, 128, 256),
+    BN=(64, 128, 256),
+    BK=(8, 16, 32),
+    WM=(32, 64, 128),
+    WN=(32, 64, 128),
+    WNITER=(1, 2, 4),
+    TM=(4, 8),
+    TN=(4, 8),
+    NUM_THREADS=(128, 256),
+    MINB=(1, 2),
+)
+
+
+TF32X3_CONSTRAINTS = [
+    *positive("BM", "BN", "BK", "WM", "WN", "STAGES", "NUM_THREADS", "MINB"),
+    C("WM % 16 == 0 and WN % 8 == 0", "a warp tile is made of whole 16 x 8 mma tiles"),
+    C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+    C("(BM // WM) * (BN // WN) * 32 == NUM_THREADS", "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    at_most_1024_threads("NUM_THREADS"),
+    C("BK % 8 == 0", "a slab is a whole number of k = 8 mma steps"),
+    C("BN % 4 == 0", "B's rows are copied as 16-byte chunks"),
+    C(
+        "(BM * BK) % (4 * NUM_THREADS) == 0 and (BK * BN) % (4 * NUM_THREADS) == 0",
+        "every thread copies the same number of 16-byte chunks of the A and B tiles",
+    ),
+    C("STAGES >= 2", "the pipeline needs at least two stages"),
+    C(
+        "STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 <= 232448",
+        "the pipeline stages fit in 227 KB of shared memory per block",
+    ),
+]
+
+
+def tf32x3_smem(c):
+    return c["STAGES"] * (c["BM"] * (c["BK"] + 4) + c["BK"] * (c["BN"] + 8)) * 4
+
+
+MMA_CONSTRAINTS = [
+    *positive("BM", "BN", "BK", "WM", "WN", "NUM_THREADS"),
+    C("BK % 16 == 0 and WM % 16 == 0 and WN % 16 == 0", "mma.sync m16n8k16: BK, WM and WN are multiples of 16"),
+    C("BM % WM == 0 and BN % WN == 0", "the warp tile WM x WN divides the block tile BM x BN"),
+    C("NUM_THREADS == 32 * (BM // WM) * (BN // WN)", "one warp per warp tile: NUM_THREADS = 32 * (BM/WM) * (BN/WN)"),
+    at_most_1024_threads("NUM_THREADS"),
+]
+
+
+WGMMA_CONSTRAINTS = [
+    *positive("BM", "BN", "STAGES", "WGS"),
+    C(
+        "BN % 64 == 0 and BN <= 256",
+        "B is copied in 64-column boxes and wgmma's N is at most 256: BN % 64 == 0, BN <= 256",
+    ),
+    C("STAGES >= 2", "the pipeline needs at least two stages"),
+]
+
+
+# The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
+# consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
+WS_SHAPE = [
+    C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
+    C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
+]
+
+
+def half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
+    """The tensor maps of the TMA rungs (13_wgmma.cu, 14_wgmma_ws.cu): A (dims K x M, boxes 64 x BM), B (N x K,
+    64 x 64), 16-bit elements moved as bits, 128-byte swizzle; and for wgmma_ws C (N x M, 64 x 64) when its TMA
+    store can run (``c_map``: EPI = 1, C 16-byte aligned with ldc % 8 == 0, a half output), else None: a zeroed
+    map it never reads. ``layout`` (wgmma_ws): a column-major A (bit 1) has dims M x K and boxes 64 x 64, a
+    column-major B (bit 2) dims K x N and boxes 64 x 64; lda, ldb are then their column strides."""
+    from cumm.runtime.render import TRANSPOSED_A, TRANSPOSED_B
+    from cumm.runtime.tmaps import MapSpec
+
+    if layout & TRANSPOSED_A:
+        a = MapSpec(0, M, K, lda, 64, 64, 3, 2, 1)
+    else:
+        a = MapSpec(0, K, M, lda, 64, cfg["BM"], 3, 2, 1)
+    if layout & TRANSPOSED_B:
+        b = MapSpec(1, K, N, ldb, 64, 64, 3, 2, 1)
+    else:
+        b = MapSpec(1, N, K, ldb, 64, 64, 3, 2, 1)
+    if "EPI" not in cfg:
+        return a, b
+    return a, b, (MapSpec(2, N, M, ldc, 64, 64, 3, 2, 1) if c_map and cfg["EPI"] else None)
+
+
+def hopper_half(**fields):
+    """The fields every TMA + wgmma half rung shares (13_wgmma.cu and up): the headers, the dtypes, sm_90a only,
+    mma_swizzled_pipeline for operands the copy engine cannot read (unaligned, ld % 8 != 0), the maps."""
+    return dict(
+        headers=("include/tc16.cuh", "include/sm90.cuh"),
+        dtypes=HALF,
+        min_cc=90,
+        arch_specific=True,  # wgmma (and setmaxnreg, clusters): sm_90a only
+        fallback="mma_swizzled_pipeline",
+        tensor_maps=half_maps,
+        **fields,
+    )
+
+
+def warptile_block(c):
+    return (c["NUM_THREADS"], 1, 1)
