@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cumm.api.matmul import stacks
+from cumm.plan.operands import stacks
 
 BASE = np.zeros((6, 4, 10, 12), dtype=np.float32)
 VIEWS = {

@@ -9,10 +9,10 @@ import re
 import pytest
 
 import cumm
-from cumm.api import matmul as _matmul
 from cumm.core.spec import cdiv
 from cumm.ladder import REGISTRY
 from cumm.plan import edges as _edges
+from cumm.plan import plan as _plan
 
 from .conftest import rel_err
 
@@ -94,7 +94,7 @@ def _record_runs(monkeypatch) -> list:
 @pytest.fixture
 def strips(monkeypatch):
     """Force strips wherever a remainder is thin (a wave of one block), and count how often they ran."""
-    monkeypatch.setattr(_matmul.Plan, "slots", lambda self, dev: 1)
+    monkeypatch.setattr(_plan.Plan, "slots", lambda self, dev: 1)
     return _record_runs(monkeypatch)
 
 

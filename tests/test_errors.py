@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import cumm
+from cumm.plan import plan as _plan
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,16 +179,14 @@ def test_offline_compile_for_too_old_an_arch(kernel):
 
 
 def test_matmul_plan_on_too_old_a_gpu(monkeypatch):
-    from cumm.api import matmul as _matmul
-
-    monkeypatch.setattr(_matmul, "compute_capability", lambda device_id: 75)
-    monkeypatch.setattr(_matmul, "_plans", {})  # a plan an earlier test made on this (newer) GPU is not asked
+    monkeypatch.setattr(_plan, "compute_capability", lambda device_id: 75)
+    monkeypatch.setattr(_plan, "_plans", {})  # a plan an earlier test made on this (newer) GPU is not asked
     with pytest.raises(
         cumm.ConfigError,
         match=r"'tf32x3' needs compute capability 8\.0.*device 0 has 7\.5: "
         r"use one of \[.*'warptile'.*\]",
     ) as e:
-        _matmul.get_plan("tf32x3", None, (1, 1, 1), 0)
+        _plan.get_plan("tf32x3", None, (1, 1, 1), 0)
     assert "tf32x3" not in str(e.value).split("use one of")[1]
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import cumm
 from cumm.ladder import registry as _register
+from cumm.plan import plan as _plan
 from cumm.runtime import compile as _compile
 from cumm.runtime import render as _render
 from cumm.tools import cli as _cli
@@ -136,18 +137,17 @@ def test_duplicate_name_needs_replace(tmp_path):
 
 
 def test_replace_forgets_what_was_memoized(tmp_path, monkeypatch):
-    from cumm.api import matmul as _matmul
 
     path = copy_naive(tmp_path)
     spec = cumm.register(naive_like("stale", path))
     h1 = _render.template_hash(spec)
-    monkeypatch.setitem(_matmul._plans, ("stale", None, (1, 1, 1), 0), object())
+    monkeypatch.setitem(_plan._plans, ("stale", None, (1, 1, 1), 0), object())
     monkeypatch.setitem(_compile._kernels, ("stale", h1, (16,), (1, 1, 1), 0), object())
     monkeypatch.setitem(_compile._kernels, ("naive", "x", (32,), (1, 1, 1), 0), "kept")
     path.write_text(path.read_text().replace("float acc = 0.0f;", "float acc = 0.0f;  float unused = 1.0f;"))
     cumm.register(spec, replace=True)  # the same spec object, the file edited
     assert _render.template_hash(spec) != h1
-    assert not _matmul._plans or all(k[0] != "stale" for k in _matmul._plans)
+    assert not _plan._plans or all(k[0] != "stale" for k in _plan._plans)
     assert all(k[0] != "stale" for k in _compile._kernels)
     assert _compile._kernels[("naive", "x", (32,), (1, 1, 1), 0)] == "kept"
 

@@ -11,6 +11,7 @@ import pytest
 
 import cumm
 from cumm.ladder import REGISTRY
+from cumm.plan import plan as _plan
 from cumm.plan import repack as _repack
 from cumm.plan.repack import loads_vectorized, padded_ld, repack_plan, should_repack, should_stage_out
 
@@ -360,10 +361,9 @@ def test_staged_output_with_edge_strips(rng, staging, monkeypatch):
     """Strips (forced: one block per wave) write the staging buffer too, and it all comes back."""
     import cupy
 
-    from cumm.api import matmul as _matmul
     from cumm.plan import edges as _edges
 
-    monkeypatch.setattr(_matmul.Plan, "slots", lambda self, dev: 1)
+    monkeypatch.setattr(_plan.Plan, "slots", lambda self, dev: 1)
     monkeypatch.setattr(_edges, "ENABLED", True)
     m, n, k = 259, 261, 77  # 128 x 256 tiles: remainders 3 and 5
     a = rng.standard_normal((m, k), dtype=cupy.float32)

@@ -245,7 +245,7 @@ def _check_geometry(spec: KernelSpec) -> None:
 # Memoized state keyed by kernel name in modules that may not be imported yet (no import cycle: they import
 # the registry, so they are looked up here at run time).
 _CACHES = (
-    ("cumm.api.matmul", "_plans"),
+    ("cumm.plan.plan", "_plans"),
     ("cumm.api.matmul", "_calls"),
     ("cumm.plan.splitk", "_bk"),
     ("cumm.tools.space", "_enumerated"),

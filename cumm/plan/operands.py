@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 
 import cupy
 import numpy as np
@@ -114,3 +115,59 @@ def check_out(out, inputs, shape, dev: int, names=None) -> None:
     for name, x in zip(names, inputs, strict=True):
         if cupy.may_share_memory(out, x):
             raise ValueError(f"out overlaps {name} in memory; the product reads it while writing out: pass a new array")
+
+
+def stacks(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether an array of ``shape`` and ``strides`` (..., rows, cols) is its matrices one after another, row after
+    row: its leading dimensions and rows collapse into one (dimensions of size 1 take any stride)."""
+    step = None
+    for n, s in zip(reversed(shape[:-1]), reversed(strides[:-1]), strict=True):
+        if n == 1:
+            continue
+        if step is not None and s != step:
+            return False
+        step = s * n
+    return True
+
+
+def stacked(x, cols: int):
+    """``x`` (..., rows, cols) as one (batch * rows) x cols matrix when that is a view of it, else None. Decided from
+    the strides first: a reshape that cannot be a view copies the whole array."""
+    if not stacks(x.shape, x.strides):
+        return None
+    v = x.reshape(-1, cols)
+    return v if shares(v, x) else None
+
+
+def shares(view, x) -> bool:
+    """Whether ``view`` (made by a reshape of ``x``) is a view of x's memory, not a copy."""
+    return view.data.mem is x.data.mem and view.data.ptr == x.data.ptr
+
+
+def shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
+    """(M, N, K, batch shape, result shape) of ``a @ b`` with numpy's matmul rules: the last two dimensions are
+    the matrices, the others broadcast; a 1-D a is a row (its dimension is dropped from the result), a 1-D b a
+    column (likewise)."""
+    sa = (1, *a.shape) if a.ndim == 1 else a.shape
+    sb = (*b.shape, 1) if b.ndim == 1 else b.shape
+    M, K = sa[-2:]
+    K2, N = sb[-2:]
+    if K != K2:
+        raise ValueError(
+            f"shapes {a.shape} and {b.shape} do not align: a has {K} columns, b has {K2} rows"
+            + (" (its last dimension)" if a.ndim != 2 or b.ndim != 2 else "")
+        )
+    ba, bb = sa[:-2], sb[:-2]
+    batch = []
+    for i in range(1, max(len(ba), len(bb)) + 1):
+        x = ba[-i] if i <= len(ba) else 1
+        y = bb[-i] if i <= len(bb) else 1
+        if x != y and 1 not in (x, y):
+            raise ValueError(
+                f"batch dimensions do not broadcast: a's {ba} and b's {bb} differ at dimension {-i - 2} "
+                f"({x} against {y}; each must be equal or 1)"
+            )
+        batch.append(max(x, y) if 0 not in (x, y) else 0)
+    batch = tuple(reversed(batch))
+    shape = batch + ((M,) if a.ndim != 1 else ()) + ((N,) if b.ndim != 1 else ())
+    return M, N, K, batch, shape

@@ -8,7 +8,6 @@ so a :class:`Launch` keeps them in 8-byte slots and each call writes only its po
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from collections.abc import Mapping
 
@@ -16,8 +15,17 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
-from . import tmaps
+from . import scratch, tmaps
 from .arrays import retry_without_context
+from .driver import (  # noqa: F401 - LaunchConfig, LaunchAttribute: the driver structs a Launch fills
+    PDL,
+    PROGRAMMATIC_STREAM_SERIALIZATION,
+    LaunchAttribute,
+    LaunchConfig,
+    launch_kernel_ex,
+    max_active_clusters,
+)
+from .render import layout_of
 from .tmaps import Maps, MapSpec
 
 
@@ -82,7 +90,7 @@ class Launch:
         self.lock = tmaps.arena.lock if maps else threading.Lock()
         # (argument index, operand index, its _Maps) of each map the kernel reads
         self.maps = tuple((len(layout) + i, spec.operand, Maps(spec)) for i, spec in enumerate(maps))
-        self.ex = _launch_kernel_ex() if pdl else None
+        self.ex = launch_kernel_ex() if pdl else None
         if self.ex is not None:
             self.attr = LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION)
             self.attr.value[0] = 1  # programmaticStreamSerializationAllowed
@@ -123,62 +131,12 @@ def layout(ints: tuple[int, ...]) -> tuple[int | None, ...]:
     return (*ints[:4], *(x for ld in ints[4:] for x in (None, ld)))
 
 
-class LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h)
-    _fields_ = [
-        ("grid", ctypes.c_uint * 3),
-        ("block", ctypes.c_uint * 3),
-        ("smem", ctypes.c_uint),
-        ("stream", ctypes.c_void_p),
-        ("attrs", ctypes.c_void_p),
-        ("num_attrs", ctypes.c_uint),
-    ]
-
-
-class LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute (cuda.h): an id, padding, a 64-byte value union
-    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_uint), ("value", ctypes.c_int * 16)]
-
-
-PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTEPROGRAMMATIC_STREAM_SERIALIZATION
-# Programmatic dependent launch of the persistent kernels on compute capability 9.0+; CUMM_PDL=0 (read at import)
-# turns it off. A shape's launch takes the value this has when the shape is first planned.
-PDL = os.environ.get("CUMM_PDL", "1") != "0"
-_ex: list = []  # [cuLaunchKernelEx or None], looked up once
-
-
-def _launch_kernel_ex():
-    """The driver's cuLaunchKernelEx (CUDA 12.0+) through ctypes, or None where the driver has none; CuPy does
-    not wrap it."""
-    if not _ex:
-        fn = getattr(ctypes.CDLL("libcuda.so.1"), "cuLaunchKernelEx", None)  # already loaded by CuPy
-        if fn is not None:
-            fn.argtypes = [ctypes.c_void_p] * 4
-            fn.restype = ctypes.c_int
-        _ex.append(fn)
-    return _ex[0]
-
-
-def _max_active_clusters(func: int, cl: int, threads: int, smem: int) -> int:
-    """How many clusters of ``cl`` blocks of ``func`` (compiled with that cluster size) the current device
-    holds at once: cuOccupancyMaxActiveClusters, which CuPy does not wrap. A cluster's blocks must share a GPC,
-    so this can be less than the blocks per multiprocessor times the multiprocessors, divided by cl."""
-    lib = ctypes.CDLL("libcuda.so.1")  # already loaded by CuPy
-    config = LaunchConfig((cl, 1, 1), (threads, 1, 1), smem, None, None, 0)
-    count = ctypes.c_int()
-    rc = lib.cuOccupancyMaxActiveClusters(ctypes.byref(count), ctypes.c_void_p(func), ctypes.byref(config))
-    if rc != 0:
-        raise RuntimeError(
-            f"cuOccupancyMaxActiveClusters failed with CUresult {rc} (clusters of {cl} blocks of "
-            f"{threads} threads, {smem} bytes of shared memory)"
-        )
-    return count.value
-
-
 def resident_blocks(kern, cfg: Mapping[str, int], threads: int, smem: int) -> int:
     """How many blocks of ``kern`` (configuration ``cfg``) the current device holds at once: whole clusters of
     CL blocks for a clustered kernel (fused3_wg), else blocks per multiprocessor times multiprocessors."""
     cl = cfg.get("CL", 1)
     if cl > 1:
-        return cl * _max_active_clusters(kern.kernel.ptr, cl, threads, smem)
+        return cl * max_active_clusters(kern.kernel.ptr, cl, threads, smem)
     per_sm = _driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
     return per_sm * cupy.cuda.Device().attributes["MultiProcessorCount"]
 
@@ -192,3 +150,163 @@ def pdl_safe(cl: int, grid: int, resident: int) -> bool:
     (docs/chain.md): clusters of up to 2 start early only when the grid leaves
     room (fewer blocks than fit), larger clusters never."""
     return cl == 1 or (cl == 2 and grid < resident)
+
+
+_F32 = np.dtype(np.float32)
+
+
+class Call:
+    """Every decision of a matmul call with a given key, and how to run it on new pointers."""
+
+    __slots__ = (
+        "plan",
+        "kind",
+        "dev",
+        "M",
+        "N",
+        "K",
+        "lda",
+        "ldb",
+        "ldc",
+        "dtype",
+        "out_shape",
+        "spans",
+        "fast",
+        "slots",
+        "f32",
+        "params",
+        "params_ptr",
+        "func",
+        "grid",
+        "lock",
+        "decisions",
+        "batch",
+        "alpha",
+        "beta",
+        "geometry",
+        "torch_empty",
+        "direct",
+        "maps",
+        "scratch",
+        "cell",
+    )
+
+    def __init__(
+        self,
+        plan,  # a cumm.plan.plan.Plan
+        kind_: str,
+        dev: int,
+        dims,
+        lds,
+        dtype,
+        out_shape,
+        spans,
+        fast: bool,
+        decisions: dict,
+        batch: tuple[int, int, int, int] | None = None,
+        direct: bool = False,
+    ):
+        self.plan, self.kind, self.dev = plan, kind_, dev
+        (self.M, self.N, self.K), (self.lda, self.ldb, self.ldc) = dims, lds
+        self.dtype, self.out_shape, self.spans, self.fast = dtype, out_shape, spans, fast
+        self.decisions = decisions  # what the checked path decided (repack, stage, splits, edges), for run()
+        self.batch = batch  # (count, batch strides of A, B, C in elements) of a batched product
+        self.lock = threading.Lock()
+        self.torch_empty = None  # torch.empty for this call's result (torch inputs), made on first use
+        # direct: one driver launch (launch()) runs the call on row-major operands, copies or not; fast: and on
+        # the caller's own arrays, so a cached call may launch straight on their pointers
+        self.direct = direct or fast
+        self.maps = ()
+        self.scratch = None  # (device pointer cell, bytes) of a kernel that takes a workspace
+        if self.direct:
+            M, N, K = dims
+            # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
+            # low half, little-endian)
+            # (batched: then bsa bsb bsc as int64, and the batch count for a kernel that walks the batch's tiles)
+            spec = plan.spec
+            walk = batch is not None and spec.schedules_batch
+            n = 11 if batch is None else 15 if walk else 14
+            self.slots = np.zeros(n, dtype=np.uint64)
+            self.f32 = self.slots.view(np.float32)
+            for slot, v in ((0, M), (1, N), (2, K), (5, self.lda), (7, self.ldb), (10, self.ldc)):
+                self.slots[slot] = v
+            if batch is not None:
+                self.slots[11:14] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
+            if walk:
+                self.slots[14] = batch[0]
+            if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
+                c_map = bool(plan.flags[2]) and dtype != _F32
+                lay = layout_of(plan.flags)  # (passed only when set: a user's tensor_maps need not take it)
+                specs = spec.tensor_maps(
+                    plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map, **({"layout": lay} if lay else {})
+                )
+                if batch is not None:  # the batched variant reads 3-D maps: the batch is their third dimension
+                    specs = [m and m.batched(batch[0], batch[1 + m.operand]) for m in specs]
+                self.maps = tuple(
+                    (n + i, m.operand, tmaps.Maps(m)) if m is not None else (n + i, None, None)
+                    for i, m in enumerate(specs)
+                )
+            gx, gy, gz = spec.grid(plan.cfg, M, N, K)
+            if walk:  # the batch's tiles are one run
+                gx *= batch[0]
+            if spec.persistent:  # one block per slot walks the tiles (of its product when grid z is the batch)
+                slots = max(1, plan.slots(dev) // (1 if batch is None or walk else batch[0]))
+                # fewer tiles than slots: a stream-K kernel spreads their k-slabs over every slot when its
+                # workspace function gives it a workspace for that many blocks
+                wide = batch is None and spec.workspace is not None and gx < slots
+                gx = slots if wide and spec.workspace(plan.cfg, M, N, K, slots) else min(gx, slots)
+            # a workspace pointer after the maps: a per-stream buffer, written at launch (null when not needed
+            # or batched)
+            ws = [np.zeros(1, dtype=np.uint64)] if spec.workspace is not None else []
+            if ws and batch is None:
+                nbytes = spec.workspace(plan.cfg, M, N, K, gx)
+                if nbytes:
+                    self.scratch = (ws[0], nbytes)
+            self.params = np.array(
+                [self.slots.ctypes.data + 8 * i for i in range(n)] + [0] * len(self.maps) + [w.ctypes.data for w in ws],
+                dtype=np.uint64,
+            )
+            self.cell = ws  # kept alive: params holds its address
+            for arg, operand, _ in self.maps:
+                if operand is None:  # a zeroed map the kernel does not read
+                    self.params[arg] = _ZERO_MAP.ctypes.data
+            self.params_ptr = self.params.ctypes.data  # (the .ctypes property builds an object per access)
+            self.alpha = self.beta = None  # the alpha and beta written into the slots last
+            self.func = plan.kern.kernel.ptr
+            self.grid = (gx, gy, gz if batch is None or walk else batch[0])
+            self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
+
+    def launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
+        """The kernel on these pointers (a direct call: no split, no repacking, no staging, no strips)."""
+        if self.maps:
+            with tmaps.arena.lock:  # a map's arena row cannot be handed on between its lookup and the launch
+                ptrs = (pa, pb, pc)
+                for arg, operand, maps in self.maps:
+                    if maps is not None:
+                        p = ptrs[operand]
+                        self.params[arg] = maps.known.get(p) or maps.make(p)
+                self._launch(pa, pb, pc, alpha, beta, stream)
+            return
+        with self.lock:  # the slots are shared; the driver copies them when the launch is queued
+            self._launch(pa, pb, pc, alpha, beta, stream)
+
+    def _launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
+        s = self.slots
+        s[4] = pa
+        s[6] = pb
+        s[9] = pc
+        if self.scratch is not None:
+            cell, nbytes = self.scratch
+            cell[0] = scratch.pointer(self.dev, stream, nbytes)
+        if alpha != self.alpha or beta != self.beta:
+            self.f32[6], self.f32[16] = self.alpha, self.beta = alpha, beta
+        gx, gy, gz, bx, by, bz, smem, func = self.geometry
+        try:
+            _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
+        except _driver.CUDADriverError as e:
+            if not retry_without_context(e):
+                raise
+            _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
+
+
+_ZERO_MAP = tmaps.aligned_map()  # 128 zero bytes, 64-byte aligned: a map argument a kernel does not read

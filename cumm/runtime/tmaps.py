@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .driver import driver_fn
+
 
 class MapSpec(NamedTuple):
     """A 2-D tensor map of a row-major operand (rows x cols, leading dimension ld elements) read in boxes of
@@ -40,60 +42,6 @@ class MapSpec(NamedTuple):
         if stride == 0:
             return self._replace(batch=1, batch_stride=self.rows * self.ld)
         return self._replace(batch=count, batch_stride=stride)
-
-
-_driver_fns: dict[str, object] = {}  # the driver functions below (tensor maps, cluster queries), looked up once
-
-
-def driver_fn(name: str, argtypes: list):
-    """A driver function through ctypes, for those CuPy does not wrap (tensor maps, cluster occupancy)."""
-    fn = _driver_fns.get(name)
-    if fn is None:
-        fn = getattr(ctypes.CDLL("libcuda.so.1"), name)  # already loaded by CuPy
-        fn.argtypes = argtypes
-        fn.restype = ctypes.c_int
-        _driver_fns[name] = fn
-    return fn
-
-
-CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11
-
-
-def cluster_width(func: int) -> int:
-    """The cluster width a kernel was compiled with (``__cluster_dims__``), 1 for none (CUfunction ``func``)."""
-    fn = driver_fn("cuFuncGetAttribute", [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p])
-    width = ctypes.c_int(0)
-    rc = fn(ctypes.byref(width), CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, func)
-    if rc:
-        raise RuntimeError(f"cuFuncGetAttribute(REQUIRED_CLUSTER_WIDTH) failed (CUresult {rc})")
-    return max(1, width.value)
-
-
-class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
-    _fields_ = [
-        ("gridDimX", ctypes.c_uint),
-        ("gridDimY", ctypes.c_uint),
-        ("gridDimZ", ctypes.c_uint),
-        ("blockDimX", ctypes.c_uint),
-        ("blockDimY", ctypes.c_uint),
-        ("blockDimZ", ctypes.c_uint),
-        ("sharedMemBytes", ctypes.c_uint),
-        ("hStream", ctypes.c_void_p),
-        ("attrs", ctypes.c_void_p),
-        ("numAttrs", ctypes.c_uint),
-    ]
-
-
-def max_active_clusters(func: int, width: int, threads: int, smem: int) -> int:
-    """Clusters of ``width`` blocks (``threads`` each, ``smem`` bytes of dynamic shared memory) of kernel ``func``
-    (compiled with those cluster dimensions) that the current device holds at once (cuOccupancyMaxActiveClusters)."""
-    fn = driver_fn("cuOccupancyMaxActiveClusters", [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p])
-    cfg = _LaunchConfig(width, 1, 1, threads, 1, 1, smem, None, None, 0)
-    n = ctypes.c_int(0)
-    rc = fn(ctypes.byref(n), func, ctypes.byref(cfg))
-    if rc or n.value < 1:
-        raise RuntimeError(f"cuOccupancyMaxActiveClusters gave {n.value} (CUresult {rc}) for clusters of {width}")
-    return n.value
 
 
 def l2_promotion(spec: MapSpec) -> int:

@@ -188,7 +188,8 @@ def tune(
         )
     import cupy
 
-    from ..api.matmul import get_plan, matmul
+    from ..api.matmul import matmul
+    from ..plan.plan import get_plan
     from ..runtime.compile import device_kernel
 
     t0 = time.perf_counter()
