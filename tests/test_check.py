@@ -261,7 +261,7 @@ def test_cli_check_of_a_kernel_file(tmp_path, capsys):
     assert _cli.main(["check", "--kernel-file", str(py), "--shapes", "127x131x137,1x1x1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cumm.check cli_ok on ") and ": ok" in out.splitlines()[0]
-    cu = tmp_path / "cli_ok.cu"
+    cu = tmp_path / "cli_ok" / "kernel.cu"
     cu.write_text(cu.read_text().replace(TAIL_OK, TAIL_BUG))
     assert _cli.main(["check", "--kernel-file", str(py), "--shapes", "127x131x137"]) == 1
     assert "FAIL 127x131x137 127x131x137 float32: relative error" in capsys.readouterr().out

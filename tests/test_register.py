@@ -567,7 +567,7 @@ def test_public_names():
 def test_user_kernel_checked_raced_and_tuned(tmp_path):
     before = package_digest()
     _, py = new("exp_db", "double_buffer", tmp_path)
-    py.write_text(py.read_text().replace("BK=8, WM=64", "BK=16, WM=64", 1))
+    py.write_text(py.read_text().replace("BK=8, WN=64", "BK=16, WN=64", 1))
     load(py)
     assert cumm.kernel_spec("exp_db").defaults["BK"] == 16
 
