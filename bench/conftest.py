@@ -3,6 +3,9 @@
 The benchmarks run only with ``--benchmark-only`` (so a plain ``pytest`` never spends minutes timing) and
 only on a CUDA GPU; otherwise each is skipped with the reason. Sizes: ``--cumm-sizes 512,1024``, else the
 environment variable CUMM_BENCH_SIZES, else 1024,2048,4096.
+
+``--benchmark-only`` where no benchmark can run (no GPU, no driver) ends with one line that says so and why; the
+exit code stays 0, as for any run whose tests all skip (nothing failed).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+NOTHING_RAN = pytest.StashKey[tuple[str, int]]()  # (why, how many benchmarks) when --benchmark-only cannot run
 DEFAULT_SIZES = "1024,2048,4096"
 
 
@@ -58,3 +62,16 @@ def pytest_collection_modifyitems(config, items):
     if reason:
         for item in mine:
             item.add_marker(pytest.mark.skip(reason=reason))
+        if config.getoption("benchmark_only", default=False):
+            config.stash[NOTHING_RAN] = (reason, len(mine))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if NOTHING_RAN in config.stash:
+        reason, n = config.stash[NOTHING_RAN]
+        terminalreporter.write_line(
+            f"cumm: no benchmark could run: {reason}. The {n} benchmarks of bench/ need an NVIDIA GPU and its "
+            "driver; all were skipped (exit code 0: nothing failed).",
+            yellow=True,
+            bold=True,
+        )

@@ -3,21 +3,25 @@
 ``compile_offline`` runs NVRTC directly through CuPy's bindings and reads registers, spills and shared
 memory from ptxas's report; it needs neither a GPU nor a driver. ``device_kernel`` compiles through
 CuPy for a device, keeps one kernel per (kernel, configuration, flags, device) in process and relies on
-CuPy's on-disk cache across processes. Concurrent requests for the same new configuration compile it once.
+CuPy's on-disk cache across processes (for the sm_90a cubins, cumm's own verified one: ``runtime.cache``).
+Concurrent requests for the same new configuration compile it once.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import re
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..core.errors import CompileError, ConfigError, SharedMemoryError
 from ..core.spec import Config, KernelSpec
 from ..plan.store import cache_dir
+from . import cache as _cache
 from .render import ALIGNED, render, template_hash
 
 # CuPy adds -ftz=true and its own -arch when it compiles; offline compiles add the same so that the
@@ -249,29 +253,40 @@ class ArchKernel:
 
 
 def _arch_specific_kernel(spec: KernelSpec, cfg: Config, name: str, source: str, cc: int) -> ArchKernel:
-    """Compile ``source`` for sm_<cc>a with NVRTC (cubin cached on disk by source, options and NVRTC version)
-    and load it into the current device's context."""
-    import hashlib
+    """Compile ``source`` for sm_<cc>a with NVRTC (cubin cached on disk, see :func:`arch_specific_cubin`) and
+    load it into the current device's context. A cached cubin the driver refuses is set aside and rebuilt."""
+    from cupy.cuda import function
+    from cupy_backends.cuda.api.driver import CUDADriverError
 
-    from cupy.cuda import function, nvrtc
+    def load(cubin: bytes) -> ArchKernel:
+        module = function.Module()
+        module.load(cubin)
+        return ArchKernel(module, name)
+
+    return arch_specific_cubin(spec, cfg, name, source, cc, load=load, load_errors=(CUDADriverError,))
+
+
+def cubin_path(name: str, source: str, options: list[str], nvrtc_version) -> Path:
+    """Where the cubin of ``source`` compiled with ``options`` by that NVRTC is cached."""
+    parts = [_cache.FORMAT.decode(), source, *options, str(nvrtc_version)]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+    return cache_dir() / "cubin" / f"{name}-{key}.cubin"
+
+
+def arch_specific_cubin(spec: KernelSpec, cfg: Config, name: str, source: str, cc: int, load=None, load_errors=()):
+    """The cubin of ``source`` for sm_<cc>a (no GPU needed), from the disk cache if a verified one is there, else
+    compiled by NVRTC and cached (keyed by source, options and NVRTC version); through ``load`` when given.
+    A cached file that does not verify, or whose ``load`` raises one of ``load_errors``, is set aside with a
+    warning and the cubin compiled again (:mod:`cumm.runtime.cache`)."""
+    from cupy.cuda import nvrtc
 
     options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={spec.target(cc)}"]
-    key = hashlib.sha256("\0".join([source, *options, str(nvrtc.getVersion())]).encode()).hexdigest()[:24]
-    path = cache_dir() / "cubin" / f"{name}-{key}.cubin"
-    try:
-        cubin = path.read_bytes()
-    except OSError:
-        _, cubin = _nvrtc_compile(nvrtc, spec, cfg, options[-1][6:], source, options)
-        try:  # best effort: a read-only cache costs a compile per process, nothing else
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
-            tmp.write_bytes(cubin)
-            tmp.replace(path)
-        except OSError:
-            pass
-    module = function.Module()
-    module.load(cubin)
-    return ArchKernel(module, name)
+    path = cubin_path(name, source, options, nvrtc.getVersion())
+
+    def build() -> bytes:
+        return _nvrtc_compile(nvrtc, spec, cfg, options[-1][6:], source, options)[1]
+
+    return _cache.fetch(path, build, load, load_errors)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 (a kernel on odd shapes against float64, with guard bands) and ``cumm new`` (a rung's template and spec as files
 of your own).
 
-Parsing needs no GPU, so ``--help`` and argument errors work anywhere; the GPU is touched only when a
-subcommand runs. ``--kernel-file FILE.py`` (bench, tune, check) imports a Python file that registers kernels
-(``cumm.register``) before the arguments are checked, so its kernels are valid names.
+Parsing needs no GPU and no CuPy, so ``--help``, ``--version`` and argument errors work anywhere (this module
+imports nothing that needs CuPy); the GPU is touched only when a subcommand runs, and bench, tune and check say
+what to install when CuPy is missing. ``--kernel-file FILE.py`` (bench, tune, check) imports a Python file that
+registers kernels (``cumm.register``) before the arguments are checked, so its kernels are valid names.
 """
 
 from __future__ import annotations
@@ -18,8 +19,17 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from ..core.install import cupy_missing
 from ..ladder import gemm_kernels
-from . import bench as _bench
+from ..runtime import timing as _timing
+
+GPU_COMMANDS = ("bench", "tune", "check")  # they need CuPy (tune --plan too: it compiles with NVRTC through CuPy)
+DESCRIPTION = (
+    "cumm: GEMM kernels written as CUDA source templates and compiled at run time by NVRTC through CuPy, in "
+    "FP32, 3xTF32, float16 and bfloat16, a ladder from a naive kernel to Hopper wgmma; cumm.matmul(a, b) "
+    "multiplies CuPy or torch arrays. These commands time the kernels against cuBLAS, tune their tiles, check "
+    "them on odd shapes, and start a kernel of your own."
+)
 
 
 def _kernel_list(text: str) -> list[str]:
@@ -61,8 +71,10 @@ def _size_list(text: str) -> list[int]:
 
 
 def _shape(text: str) -> tuple[int, int, int]:
+    from .bench import parse_shape
+
     try:
-        return _bench.parse_shape(text)
+        return parse_shape(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -86,8 +98,10 @@ def _beta(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a finite number such as 0.5 or 1, got {text!r}") from None
+    from .bench import check_beta
+
     try:
-        return _bench.check_beta(v)  # one rule for the CLI and cumm.bench
+        return check_beta(v)  # one rule for the CLI and cumm.bench
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"{e} (from {text!r})") from None
 
@@ -104,7 +118,10 @@ def _positive(text: str) -> int:
 
 def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     kernels = ", ".join(gemm_kernels())
-    p = argparse.ArgumentParser(prog=prog, description="cumm: SGEMM kernels compiled at run time by NVRTC.")
+    from .. import __version__
+
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"cumm {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="{bench,tune,check,new}")
 
     b = sub.add_parser(
@@ -139,17 +156,17 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b.add_argument(
         "--repeat",
         type=_positive,
-        default=_bench.DEFAULT_REPEAT,
+        default=_timing.DEFAULT_REPEAT,
         metavar="N",
-        help=f"timed runs per kernel and shape (default {_bench.DEFAULT_REPEAT}; slow kernels stop after "
-        f"about {_bench.BUDGET_S:g} s but run at least {_bench.MIN_RUNS} times)",
+        help=f"timed runs per kernel and shape (default {_timing.DEFAULT_REPEAT}; slow kernels stop after "
+        f"about {_timing.BUDGET_S:g} s but run at least {_timing.MIN_RUNS} times)",
     )
     b.add_argument(
         "--settle",
         type=_seconds,
-        default=_bench.SETTLE_S,
+        default=_timing.SETTLE_S,
         metavar="S",
-        help=f"seconds each call runs alone before its samples in every round (default {_bench.SETTLE_S:g}): at "
+        help=f"seconds each call runs alone before its samples in every round (default {_timing.SETTLE_S:g}): at "
         "the power limit a card's clock follows what it just ran",
     )
     b.add_argument("--json", metavar="PATH", help="write results and device information as JSON")
@@ -330,6 +347,12 @@ def _kernel_files(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)  # the top level has only --help, --version
+    if command in GPU_COMMANDS and not {"-h", "--help"} & set(argv):
+        missing = cupy_missing()
+        if missing:
+            print(f"{prog} {command}: {missing}", file=sys.stderr)
+            return 1
     files = [] if argv[:1] == ["new"] else _kernel_files(argv)
     registered = load_kernel_files(files) if files else []
     parser = build_parser(prog)  # after the kernel files: their kernels are valid choices
@@ -373,6 +396,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
 
 
 def _run_bench(args: argparse.Namespace, command: str) -> int:
+    from . import bench as _bench
+
     def fail(msg: str) -> int:
         print(f"cumm bench: {msg}", file=sys.stderr)
         return 1
