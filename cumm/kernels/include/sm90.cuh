@@ -115,6 +115,12 @@ __device__ __forceinline__ void cumm_tma_store_2d(const CummTmap* map, const voi
                  : "memory");
 }
 __device__ __forceinline__ void cumm_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// cumm_tma_store_2d through a 3-D map: the box at (x, y) of matrix z of a batch.
+__device__ __forceinline__ void cumm_tma_store_3d(const CummTmap* map, const void* src, int x, int y, int z) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                 ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(cumm_smem(src))
+                 : "memory");
+}
 // Wait until the stores committed so far have read their shared memory (it may be overwritten then).
 __device__ __forceinline__ void cumm_tma_store_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -215,6 +221,45 @@ __device__ __forceinline__ void cumm_mbar_arrive_remote(unsigned long long* bar,
     asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
                  "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n"
                  ::"r"(cumm_smem(bar)), "r"(rank) : "memory");
+}
+
+// Store v at shared address `cta_addr` (of this block) in the shared memory of block `rank` of the cluster.
+__device__ __forceinline__ void cumm_dsmem_store4(unsigned cta_addr, unsigned rank, float4 v) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "st.shared::cluster.v4.f32 [ra], {%2, %3, %4, %5};\n}\n"
+                 ::"r"(cta_addr), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+
+// ---- Named barriers, flags between blocks, cp.async groups ----------------------------------------------
+
+// A barrier over the N threads (whole warps) that name barrier `id` (1-15; 0 is __syncthreads'): a subset of
+// the block, e.g. one warpgroup, syncs without stopping the others.
+template <int N>
+__device__ __forceinline__ void cumm_bar_sync(int id) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(N) : "memory");
+}
+// The same with the barrier's id compiled in.
+template <int ID, int N>
+__device__ __forceinline__ void cumm_bar_sync() {
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(N) : "memory");
+}
+
+// A flag in global memory raised (set to 1) with release semantics at GPU scope: the writes before it (another
+// block's partial sums) are visible to whoever reads the flag raised with cumm_flag_acquire.
+__device__ __forceinline__ void cumm_flag_release(int* flag) {
+    asm volatile("st.release.gpu.global.b32 [%0], 1;\n" ::"l"(flag) : "memory");
+}
+__device__ __forceinline__ int cumm_flag_acquire(const int* flag) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+    return v;
+}
+
+// Wait until at most PENDING cp.async groups are in flight (common.cuh's cumm_cp_async_wait_all is PENDING = 0).
+// No memory clobber, as that one: the barrier after it orders the shared-memory reads.
+template <int PENDING>
+__device__ __forceinline__ void cumm_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 }
 
 // ---- Persistent tile order -------------------------------------------------------------------------------

@@ -96,10 +96,7 @@
 #if CUMM_BATCHED
 #define CUMM_WS_ARGS CUMM_GEMM16_ARGS, const i64 bsa, const i64 bsb, const i64 bsc, const int batch
 #define CUMM_LOAD(dst, map, x, y, z, bar) cumm_tma_load_3d(dst, map, x, y, z, bar)
-#define CUMM_STORE(map, src, x, y, z)                                                                       \
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(   \
-                     reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(cumm_smem(src)) \
-                 : "memory")
+#define CUMM_STORE(map, src, x, y, z) cumm_tma_store_3d(map, src, x, y, z)
 #else
 #define CUMM_WS_ARGS CUMM_GEMM16_ARGS
 #define CUMM_LOAD(dst, map, x, y, z, bar) cumm_tma_load(dst, map, x, y, bar)
@@ -177,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         }
         if (CUMM_EPI_TMA)
             for (int w = 0; w < WGS; ++w) cumm_mbar_init<1>(&cbar[w]);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        cumm_mbar_init_fence();
     }
     if (CL == 1)
         __syncthreads();
@@ -327,9 +324,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                         __stcg(w + (m * BN / 8 + e) * CUMM_NC,
                                make_float4(d[m][4 * e], d[m][4 * e + 1], d[m][4 * e + 2], d[m][4 * e + 3]));
                 __threadfence();
-                asm volatile("bar.sync 3, %0;\n" ::"n"(CUMM_NC) : "memory");
+                cumm_bar_sync<3, CUMM_NC>();
                 if (ct == 0)
-                    asm volatile("st.release.gpu.global.b32 [%0], 1;\n" ::"l"(flag + sk_block(first)) : "memory");
+                    cumm_flag_release(flag + sk_block(first));
                 continue;
             }
             // the tile's last slabs: add the partials of the blocks whose ranges cover the rest of the tile
@@ -337,11 +334,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                 const int pb = sk_block(p);
                 if (ct == 0) {
                     int up;
-                    do asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(up) : "l"(flag + pb) : "memory");
+                    do up = cumm_flag_acquire(flag + pb);
                     while (!up);
                     flag[pb] = 0;  // read once per launch: ready for the next launch on this stream
                 }
-                asm volatile("bar.sync 3, %0;\n" ::"n"(CUMM_NC) : "memory");
+                cumm_bar_sync<3, CUMM_NC>();
                 const float4* const w = reinterpret_cast<const float4*>(part + (size_t)pb * BM * BN) + ct;
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
@@ -386,7 +383,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                                     v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
                             }
                         if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
-                        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+                        cumm_bar_sync<128>(1 + wg);
 #pragma unroll
                         for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
@@ -415,7 +412,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                             }
                     }
                     cumm_fence_proxy_async_shared();  // generic-proxy stores -> the copy engine
-                    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+                    cumm_bar_sync<128>(1 + wg);
                     if (wtid == 0) {
                         const int row0 = bm0 + wrow + m * 64;
                         CUMM_STORE(&tmC, cs, bn0 + half * 128, row0, z);

@@ -23,13 +23,6 @@
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
 #define CUMM_NC (128 * WGS)  // consumer threads
 
-// Store v at shared address `cta_addr` (of this block) in the shared memory of block `rank` of the cluster.
-__device__ __forceinline__ void cumm_dsmem_store4(unsigned cta_addr, unsigned rank, float4 v) {
-    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "st.shared::cluster.v4.f32 [ra], {%2, %3, %4, %5};\n}\n"
-                 ::"r"(cta_addr), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
-}
-
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS, 1, 1)
     CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
     constexpr int MT = BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
@@ -56,7 +49,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
             cumm_mbar_init<1>(&full[s]);
             cumm_mbar_init<4 * WGS>(&empty[s]);  // one arrival per consumer warp
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        cumm_mbar_init_fence();
     }
     __syncthreads();
 
