@@ -1,5 +1,5 @@
-// wgmma_cluster_split_k: 14_wgmma_ws's producer and consumers (sm90.cuh's stage ring and roles) for products with few tiles and a deep K (sm_90a).
-// What changes, and why it is faster there:
+// wgmma_cluster_split_k: 14_wgmma_ws's producer and consumers (sm90.cuh's stage ring and roles) for products with
+// few tiles and a deep K (sm_90a). What changes, and why it is faster there:
 // - A tile's K is split over a cluster of KS blocks: block r of the cluster multiplies slabs [KT r / KS,
 //   KT (r + 1) / KS) of its tile. 1024 x 1024 x 8192 has 64 tiles of 128 x 128 for 132 multiprocessors; with
 //   KS = 2 it runs 128 blocks of 64 slabs each instead of 64 blocks of 128 slabs (or 14's stream-K). Clusters of
