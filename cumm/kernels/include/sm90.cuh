@@ -8,6 +8,15 @@
 #error "sm90.cuh's wgmma exists only on sm_90a: compile with -arch=sm_90a (the spec's arch_specific=True)"
 #endif
 
+// Operands given transposed and read in place (column-major A: CUMM_TA, B: CUMM_TB): the renderer defines them
+// only when set, for kernels that declare reads_transposed.
+#ifndef CUMM_TA
+#define CUMM_TA 0
+#endif
+#ifndef CUMM_TB
+#define CUMM_TB 0
+#endif
+
 // ---- Shared memory and proxies ---------------------------------------------------------------------------
 
 // The 32-bit shared-memory address of `p` (a generic pointer into this block's shared memory), which the
@@ -115,6 +124,12 @@ __device__ __forceinline__ void cumm_tma_store_2d(const CummTmap* map, const voi
                  : "memory");
 }
 __device__ __forceinline__ void cumm_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// cumm_tma_store_2d through a 3-D map: the box at (x, y) of matrix z of a batch.
+__device__ __forceinline__ void cumm_tma_store_3d(const CummTmap* map, const void* src, int x, int y, int z) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                 ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(cumm_smem(src))
+                 : "memory");
+}
 // Wait until the stores committed so far have read their shared memory (it may be overwritten then).
 __device__ __forceinline__ void cumm_tma_store_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -217,6 +232,45 @@ __device__ __forceinline__ void cumm_mbar_arrive_remote(unsigned long long* bar,
                  ::"r"(cumm_smem(bar)), "r"(rank) : "memory");
 }
 
+// Store v at shared address `cta_addr` (of this block) in the shared memory of block `rank` of the cluster.
+__device__ __forceinline__ void cumm_dsmem_store4(unsigned cta_addr, unsigned rank, float4 v) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "st.shared::cluster.v4.f32 [ra], {%2, %3, %4, %5};\n}\n"
+                 ::"r"(cta_addr), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+
+// ---- Named barriers, flags between blocks, cp.async groups ----------------------------------------------
+
+// A barrier over the N threads (whole warps) that name barrier `id` (1-15; 0 is __syncthreads'): a subset of
+// the block, e.g. one warpgroup, syncs without stopping the others.
+template <int N>
+__device__ __forceinline__ void cumm_bar_sync(int id) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(N) : "memory");
+}
+// The same with the barrier's id compiled in.
+template <int ID, int N>
+__device__ __forceinline__ void cumm_bar_sync() {
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(N) : "memory");
+}
+
+// A flag in global memory raised (set to 1) with release semantics at GPU scope: the writes before it (another
+// block's partial sums) are visible to whoever reads the flag raised with cumm_flag_acquire.
+__device__ __forceinline__ void cumm_flag_release(int* flag) {
+    asm volatile("st.release.gpu.global.b32 [%0], 1;\n" ::"l"(flag) : "memory");
+}
+__device__ __forceinline__ int cumm_flag_acquire(const int* flag) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+    return v;
+}
+
+// Wait until at most PENDING cp.async groups are in flight (common.cuh's cumm_cp_async_wait_all is PENDING = 0).
+// No memory clobber, as that one: the barrier after it orders the shared-memory reads.
+template <int PENDING>
+__device__ __forceinline__ void cumm_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
 // ---- Persistent tile order -------------------------------------------------------------------------------
 
 // Tile t of a persistent kernel's walk over an ntm x ntn grid of tiles, as (tile row, tile column): groups of gm
@@ -225,6 +279,173 @@ __device__ __forceinline__ void cumm_mbar_arrive_remote(unsigned long long* bar,
 __device__ __forceinline__ int2 cumm_tile_coord(int t, int ntm, int ntn, int gm) {
     const int per_group = gm * ntn, first = t / per_group * gm, rows = min(ntm - first, gm), r = t % per_group;
     return make_int2(first + r % rows, r / rows);
+}
+
+// Variants of the copies for kernels that walk a batch of products themselves: B3D = CUMM_BATCHED picks the 3-D
+// map (z: the product) or the 2-D one (z unused), so a kernel's code is the same text in both variants.
+template <int B3D>
+__device__ __forceinline__ void cumm_tma_load_z(void* dst, const CummTmap* map, int x, int y, int z,
+                                                unsigned long long* bar) {
+    if (B3D)
+        cumm_tma_load_3d(dst, map, x, y, z, bar);
+    else
+        cumm_tma_load(dst, map, x, y, bar);
+}
+template <int B3D>
+__device__ __forceinline__ void cumm_tma_store_z(const CummTmap* map, const void* src, int x, int y, int z) {
+    if (B3D)
+        cumm_tma_store_3d(map, src, x, y, z);
+    else
+        cumm_tma_store_2d(map, src, x, y);
+}
+
+// ==== The Hopper skeleton: the parts every TMA + wgmma kernel is built of ====================================
+// A stage ring of mbarriers, the persistent tile walk (grouped order, stream-K), the producer / consumer split
+// with setmaxnreg, stream-K's partial sums between blocks, and (16-bit section below) the epilogues. Written once
+// here, so a rung's template says only what its slab, its tile and its product are. All __forceinline__: the
+// kernels compile to the same instructions as when each spelled these out.
+
+// ---- The stage ring: NSTAGES slots of shared memory, each with a `full` and an `empty` mbarrier ----------------
+// Slab `it` (counted over the whole kernel: the ring runs on across tiles, so the next tile's first slabs load
+// while the consumers finish this one) goes to slot it % NSTAGES; the parity of its round (it / NSTAGES) & 1 tells
+// the barriers' phases apart. The producer waits on `empty`, one thread expects the slab's bytes on `full` and
+// the copy engine completes them; the consumers wait on `full` and each of their warps arrives on `empty` once
+// its wgmma have read the slot. Nobody waits for anyone except through the data they share (13's __syncthreads
+// per slab made every warp wait for the slowest).
+template <int NSTAGES>
+struct CummRing {
+    unsigned long long* full;   // NSTAGES barriers: the slot's slab has landed
+    unsigned long long* empty;  // NSTAGES barriers: every consumer warp is done reading the slot
+    // One thread, before any use (then cumm_mbar_init_fence and a block or cluster barrier). `full` counts one
+    // arrival (the producer's expect_tx) and the bytes; `empty` one arrival per consumer warp.
+    template <int CONSUMER_WARPS>
+    __device__ __forceinline__ void init() const {
+        for (int s = 0; s < NSTAGES; ++s) {
+            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<CONSUMER_WARPS>(&empty[s]);
+        }
+    }
+    // Producer: the slot of slab `it`, once its last slab is released (the first round passes at once: it waits
+    // for the phase before the barrier's first), its full barrier expecting `bytes`.
+    __device__ __forceinline__ int acquire(int it, unsigned bytes) const {
+        const int s = it % NSTAGES;
+        cumm_mbar_wait(&empty[s], ((it / NSTAGES) & 1) ^ 1);
+        cumm_mbar_expect(&full[s], bytes);
+        return s;
+    }
+    // Consumer: the slot of slab `it`, once it has landed.
+    __device__ __forceinline__ int wait(int it) const {
+        const int s = it % NSTAGES;
+        cumm_mbar_wait(&full[s], (it / NSTAGES) & 1);
+        return s;
+    }
+    // Consumer warp: hand slot s back (lane 0 for the warp). With clusters of two (CL = 2) also to the other
+    // block's producer, which multicasts into this block's slot.
+    template <int CLUSTER>
+    __device__ __forceinline__ void release(int s, int lane, int rank) const {
+        if (lane == 0) {
+            cumm_mbar_arrive(&empty[s]);
+            if (CLUSTER == 2) cumm_mbar_arrive_remote(&empty[s], rank ^ 1);
+        }
+    }
+};
+
+// ---- Warp specialization -----------------------------------------------------------------------------------
+// Warpgroup 0 produces (one of its threads issues the copies: TMA needs one), the others consume. setmaxnreg:
+// the producer gives its registers back (PRODUCER_REGS a thread) and the consumers take them (CONSUMER_REGS), so
+// the accumulators fit beside the addressing. True in the producer warpgroup.
+template <int PRODUCER_REGS, int CONSUMER_REGS>
+__device__ __forceinline__ bool cumm_ws_producer(int tid) {
+    if (tid < 128) {
+        cumm_setmaxnreg_dec<PRODUCER_REGS>();
+        return true;
+    }
+    cumm_setmaxnreg_inc<CONSUMER_REGS>();
+    return false;
+}
+
+// ---- The persistent tile walk: whole tiles in grouped order, then a stream-K tail ---------------------------
+// One block (or cluster: a work item is a cluster's) per multiprocessor walks the items j = 0, 1, ... of `first`
+// of `step`: tiles t = first, + step, ... (cumm_tile_coord orders them), no block launch or pipeline refill per
+// tile. Every other whole tile walks K backwards: the blocks run their j-th tiles together, and at 4096^3 those
+// read more than the L2 holds until the next round wants them again from slab 0; started from the end instead,
+// the next round first reads the slabs the last one read last, still in L2 (DRAM reads 186 -> 127 MB).
+// Stream-K (SPLIT = SK > 0, `split`: the host gave the workspace, when the last wave is mostly empty): the last
+// tiles % step tiles are not handed out whole (a last round in which most multiprocessors idle) but as their U
+// k-slabs in P equal ranges [U p / P, U (p + 1) / P), one per block p < P, a tile shared by at most SPLIT + 1
+// blocks. A range is no longer than a tile: it holds the end of one tile and perhaps the start of the next; the
+// start comes first, so all blocks begin at slab 0 together and stay within a few slabs of each other (their A
+// and B slabs stay in L2; taken in range order they spread over K: 0.93x whole tiles at 4096^3).
+template <int SPLIT>  // 0: whole tiles only
+struct CummTileWalk {
+    int tiles, KT, first, step;
+    int dp;       // tiles handed out whole
+    long long U;  // the stream-K tail's slabs
+    int P;        // its ranges
+    int whole;    // whole tiles of this block
+    __device__ __forceinline__ CummTileWalk(int tiles_, int KT_, int first_, int step_, bool split)
+        : tiles(tiles_), KT(KT_), first(first_), step(step_) {
+        dp = (SPLIT > 0 && split) ? tiles - tiles % step : tiles;
+        U = (long long)(tiles - dp) * KT;
+        P = (int)min((long long)min(step, (tiles - dp) * (SPLIT > 0 ? SPLIT : 1)), U);
+        whole = first < dp ? (dp - 1 - first) / step + 1 : 0;
+    }
+    // Item j: tile t, slabs k0 <= kt < k1; false past the last.
+    __device__ __forceinline__ bool next(int j, int& t, int& k0, int& k1) const {
+        if (j < whole) {
+            t = first + j * step, k0 = 0, k1 = KT;
+            return true;
+        }
+        j -= whole;
+        if (SPLIT == 0 || first >= P || j > 1) return false;
+        const long long s = U * first / P, e = U * (first + 1) / P, nb = (s / KT + 1) * KT;  // next tile's start
+        if (e <= nb && j == 1) return false;
+        const long long u0 = e <= nb ? s : (j == 0 ? nb : s), u1 = e <= nb ? e : (j == 0 ? e : nb);
+        t = dp + (int)(u0 / KT), k0 = (int)(u0 % KT), k1 = k0 + (int)(u1 - u0);
+        return true;
+    }
+    // The slab item j reads at its step kt: every other whole tile walks K backwards.
+    __device__ __forceinline__ int slab(int j, int kt) const { return (j < whole && (j & 1)) ? KT - 1 - kt : kt; }
+    __device__ __forceinline__ bool piece(int t) const { return SPLIT > 0 && t >= dp; }  // tile t is split
+    // Whether block p's range ends past the start of split tile t (for p < first: it holds slabs of t).
+    __device__ __forceinline__ bool shares(int p, int t) const { return U * (p + 1) / P > (long long)(t - dp) * KT; }
+};
+
+// ---- Stream-K's partial sums, through a workspace in global memory ---------------------------------------
+// A piece that does not end its tile adds nothing to C: its NC consumer threads write their MT x R accumulators
+// to block b's partial in `part` (NC MT R floats a block; float4 columns: thread ct's f-th at f * NC + ct,
+// coalesced), then one raises flag[b]. The block that holds the tile's last slab does its piece last and adds
+// each other piece's partial once its flag is up, lowering it (read once per launch: ready for the next launch
+// on the stream). Named barrier BAR orders the consumers' stores before the flag and the flag before their loads.
+template <int MT, int R, int NC, int BAR>
+__device__ __forceinline__ void cumm_sk_put(const float (&d)[MT][R], float* part, int* flag, int b, int ct) {
+    float4* const w = reinterpret_cast<float4*>(part + (size_t)b * NC * MT * R) + ct;
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int e = 0; e < R / 4; ++e)
+            __stcg(w + (m * R / 4 + e) * NC, make_float4(d[m][4 * e], d[m][4 * e + 1], d[m][4 * e + 2], d[m][4 * e + 3]));
+    __threadfence();
+    cumm_bar_sync<BAR, NC>();
+    if (ct == 0) cumm_flag_release(flag + b);
+}
+template <int MT, int R, int NC, int BAR>
+__device__ __forceinline__ void cumm_sk_add(float (&d)[MT][R], const float* part, int* flag, int b, int ct) {
+    if (ct == 0) {
+        int up;
+        do up = cumm_flag_acquire(flag + b);
+        while (!up);
+        flag[b] = 0;
+    }
+    cumm_bar_sync<BAR, NC>();
+    const float4* const w = reinterpret_cast<const float4*>(part + (size_t)b * NC * MT * R) + ct;
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int e = 0; e < R / 4; ++e) {
+            const float4 v = __ldcg(w + (m * R / 4 + e) * NC);
+            d[m][4 * e] += v.x, d[m][4 * e + 1] += v.y, d[m][4 * e + 2] += v.z, d[m][4 * e + 3] += v.w;
+        }
 }
 
 // ---- wgmma with TF32 operands: m64nNk8, FP32 accumulators ------------------------------------------------
@@ -344,6 +565,118 @@ struct CummWgmma16<256, TA, TB> {
             "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
             : CUMM_WGMMA_D16(0), CUMM_WGMMA_D16(16), CUMM_WGMMA_D16(32), CUMM_WGMMA_D16(48), CUMM_WGMMA_D16(64), CUMM_WGMMA_D16(80), CUMM_WGMMA_D16(96), CUMM_WGMMA_D16(112)
             : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
+
+// ---- Epilogues of the 16-bit kernels: a warpgroup's accumulators to C -------------------------------------
+// Thread 32 w + 4 g + t4 of a warpgroup holds, of each of its MT m64 blocks m, rows 16 w + g (+ 8) and columns
+// 8 j + 2 t4 (+ 1) in d[m][4 j .. 4 j + 3] (the wgmma layout above).
+
+// Direct stores (cumm_store_pair: alpha, beta, the edges of M and N): rows row0 + 64 m + ..., columns col0 + 8 j
+// + ... for j < R / 4; C + coff (a batch's product) is the matrix.
+template <int MT, int R, int VEC>
+__device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
+                                                int N, int row0, int col0, int warp, int g, int t4, float alpha,
+                                                float beta) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + m * 64 + warp * 16 + g + 8 * h;
+            if (row >= M) continue;
+            cumm_out_t* crow = C + (i64)row * ldc;
+            crow += coff;
+#pragma unroll
+            for (int j = 0; j < R / 4; ++j)
+                cumm_store_pair<VEC>(crow, col0 + 8 * j + 2 * t4, N, d[m][4 * j + 2 * h], d[m][4 * j + 2 * h + 1],
+                                     alpha, beta);
+        }
+}
+
+// The TMA-store epilogue (16-bit C, 16-byte aligned, ldc % 8 == 0): the warpgroup writes its 64-row blocks to a
+// 16 KB staging buffer, 128 columns at a time (a last 64 when TN (the tile's columns) % 128 == 64), as 64 x 64 boxes in the
+// 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8): the 8 rows of a warp's stores hit different banks),
+// and one thread hands them to the copy engine, which clips the boxes at rows M and columns N. Instead of 4-byte
+// stores from every thread that cover half of each 32-byte sector and keep the consumers from starting the next
+// tile's wgmma: the consumers go on while the stores drain. With beta != 0 the same path reads C: the copy engine
+// loads each chunk of C into the buffer (the first with `prefetch`, while the mainloop runs; the next once the
+// buffer is free) and each thread reads the values it then overwrites (before, beta != 0 took 4-byte loads and
+// stores from every thread: 0.81-0.83x cuBLAS's addmm at 4096^3, then 0.91-0.92x). B3D: 3-D maps (a batch).
+template <int MT, int TN, int B3D>
+struct CummTmaEpilogue {
+    unsigned char* cs;        // this warpgroup's staging buffer (1024-byte aligned), 64 x 128 halves
+    const CummTmap* map;      // C's map: dims N x M, boxes 64 x 64, 128-byte swizzle
+    unsigned long long* bar;  // beta != 0: a chunk of C has landed in cs
+    int bar_id, wtid, warp, g, t4;  // the warpgroup's named barrier, the thread in it
+    int cph;                  // chunks of C loaded (bar's phase)
+
+    // Thread 0 of the warpgroup, at the start of a tile that takes this epilogue with beta != 0: load the first
+    // chunk of C (rows row0.., columns bn0..) while the mainloop runs.
+    __device__ __forceinline__ void prefetch(int bn0, int row0, int z) {
+        cumm_tma_store_wait_read();  // the last tile's stores have read the buffer
+        cumm_mbar_expect(bar, (TN >= 128 ? 2 : 1) * 8192);
+        cumm_tma_load_z<B3D>(cs, map, bn0, row0, z, bar);
+        if (TN >= 128) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + 64, row0, z, bar);
+    }
+
+    __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z, float alpha,
+                                          float beta) {
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int half = 0; half < (TN + 127) / 128; ++half) {
+                const int nb = TN - half * 128 >= 128 ? 2 : 1;  // 64-column boxes in this chunk
+                // thread (warp, g, t4)'s pair of columns j of row r: 4-byte word t4 of 16-byte chunk j % 8 (of box
+                // j / 8), swizzled
+                auto at = [&](int jj, int r) {
+                    return reinterpret_cast<unsigned*>(cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4);
+                };
+                if (beta == 0.0f) {
+                    unsigned v[16][2];  // the chunk converted while the previous stores drain
+#pragma unroll
+                    for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            const int j = half * 16 + jj;
+                            if (jj < 8 * nb)  // (a last chunk of 64 columns: the first 8 only)
+                                v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
+                        }
+                    if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
+                    cumm_bar_sync<128>(bar_id);
+#pragma unroll
+                    for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+                            if (jj < 8 * nb) *at(jj, warp * 16 + g + 8 * h) = v[jj][h];
+                } else {  // chunk 0 came with the mainloop; the others are loaded once the buffer is free
+                    if (wtid == 0 && m + half > 0) {
+                        cumm_tma_store_wait_read();
+                        cumm_mbar_expect(bar, nb * 8192);
+                        cumm_tma_load_z<B3D>(cs, map, bn0 + half * 128, row0 + m * 64, z, bar);
+                        if (nb == 2) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + half * 128 + 64, row0 + m * 64, z, bar);
+                    }
+                    cumm_mbar_wait(bar, cph++ & 1);
+#pragma unroll
+                    for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            const int j = half * 16 + jj;
+                            if (jj >= 8 * nb) continue;  // a last chunk of 64 columns
+                            unsigned* const p = at(jj, warp * 16 + g + 8 * h);
+                            const unsigned c = *p;
+                            *p = cumm_f2h2(alpha * d[m][4 * j + 2 * h] + beta * cumm_h2f((cumm_h16)(c & 0xffffu)),
+                                           alpha * d[m][4 * j + 2 * h + 1] + beta * cumm_h2f((cumm_h16)(c >> 16)));
+                        }
+                }
+                cumm_fence_proxy_async_shared();  // generic-proxy stores -> the copy engine
+                cumm_bar_sync<128>(bar_id);
+                if (wtid == 0) {
+                    const int r0 = row0 + m * 64;
+                    cumm_tma_store_z<B3D>(map, cs, bn0 + half * 128, r0, z);
+                    if (nb == 2) cumm_tma_store_z<B3D>(map, cs + 8192, bn0 + half * 128 + 64, r0, z);
+                    cumm_tma_store_commit();
+                }
+            }
     }
 };
 #endif  // CUMM_MMA_T

@@ -157,7 +157,7 @@ __device__ __forceinline__ void cumm_wg_group_sync(const int kg) {
     if constexpr (KW == 1) {
         __syncthreads();
     } else {
-        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kg), "n"(wg::NTG) : "memory");
+        cumm_bar_sync<wg::NTG>(1 + kg);
     }
 }
 
@@ -178,7 +178,7 @@ __device__ __forceinline__ void cumm_wg_arrive(const int j, const int nc, const 
     if constexpr (TMA) {
         cumm_mbar_wait(bars + (seq + j) % STAGES, (seq + j) / STAGES & 1);
     } else {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+        cumm_cp_async_wait<STAGES - 2>();
         cumm_wg_group_sync(kg);
         if (j + STAGES - 1 < nc) issue(j + STAGES - 1);
         cumm_cp_async_commit();

@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             cumm_mbar_init<1>(&full[s]);
             cumm_mbar_init<4 * WGS>(&empty[s]);  // one arrival per consumer warp
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        cumm_mbar_init_fence();
         for (int s = 0; s < STAGES && s < KT; ++s) load(s, s);
     }
     __syncthreads();

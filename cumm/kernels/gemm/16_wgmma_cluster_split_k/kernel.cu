@@ -1,5 +1,5 @@
-// wgmma_cluster_split_k: 14_wgmma_ws's producer and consumers for products with few tiles and a deep K (sm_90a).
-// What changes, and why it is faster there:
+// wgmma_cluster_split_k: 14_wgmma_ws's producer and consumers (sm90.cuh's stage ring and roles) for products with
+// few tiles and a deep K (sm_90a). What changes, and why it is faster there:
 // - A tile's K is split over a cluster of KS blocks: block r of the cluster multiplies slabs [KT r / KS,
 //   KT (r + 1) / KS) of its tile. 1024 x 1024 x 8192 has 64 tiles of 128 x 128 for 132 multiprocessors; with
 //   KS = 2 it runs 128 blocks of 64 slabs each instead of 64 blocks of 128 slabs (or 14's stream-K). Clusters of
@@ -23,13 +23,6 @@
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
 #define CUMM_NC (128 * WGS)  // consumer threads
 
-// Store v at shared address `cta_addr` (of this block) in the shared memory of block `rank` of the cluster.
-__device__ __forceinline__ void cumm_dsmem_store4(unsigned cta_addr, unsigned rank, float4 v) {
-    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "st.shared::cluster.v4.f32 [ra], {%2, %3, %4, %5};\n}\n"
-                 ::"r"(cta_addr), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
-}
-
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS, 1, 1)
     CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
     constexpr int MT = BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
@@ -40,8 +33,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
-    unsigned long long* const full = reinterpret_cast<unsigned long long*>(sm + STAGES * SB);
-    unsigned long long* const empty = full + STAGES;
+    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(sm + STAGES * SB);
+    const CummRing<STAGES> ring{bars, bars + STAGES};
 
     const int tid = threadIdx.x;
     const unsigned rank = cumm_cluster_ctarank();
@@ -52,26 +45,20 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
-        for (int s = 0; s < STAGES; ++s) {
-            cumm_mbar_init<1>(&full[s]);
-            cumm_mbar_init<4 * WGS>(&empty[s]);  // one arrival per consumer warp
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        ring.init<4 * WGS>();  // one arrival per consumer warp
+        cumm_mbar_init_fence();
     }
     __syncthreads();
 
-    if (tid < 128) {  // producer warpgroup: one thread issues the copies
-        cumm_setmaxnreg_dec<40>();
+    if (cumm_ws_producer<40, 232>(tid)) {  // producer warpgroup: one thread issues the copies
         if (tid == 0)
             for (int kt = k0; kt < k1; ++kt) {
-                const int i = kt - k0, s = i % STAGES;
-                cumm_mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);  // first round: passes at once
+                const int s = ring.acquire(kt - k0, SB);
                 unsigned char* const st = sm + s * SB;
-                cumm_mbar_expect(&full[s], SB);
-                cumm_tma_load(st, &tmA, kt * 64, bm0, &full[s]);
+                cumm_tma_load(st, &tmA, kt * 64, bm0, &ring.full[s]);
 #pragma unroll
                 for (int j = 0; j < BN / 64; ++j)
-                    cumm_tma_load(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &full[s]);
+                    cumm_tma_load(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &ring.full[s]);
             }
         __syncwarp();
         // the cluster barriers count every thread of the cluster: the producers pass both with the consumers
@@ -80,7 +67,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
         return;
     }
 
-    cumm_setmaxnreg_inc<232>();
     const int ct = tid - 128, wg = ct / 128, warp = ct % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t4 = lane % 4;
     float d[MT][BN / 2];
@@ -89,8 +75,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
 #pragma unroll
         for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
     for (int kt = k0; kt < k1; ++kt) {
-        const int i = kt - k0, s = i % STAGES;
-        cumm_mbar_wait(&full[s], (i / STAGES) & 1);
+        const int i = kt - k0, s = ring.wait(i);
         const unsigned a0 = base + s * SB + wg * MT * 64 * 128, b0 = base + s * SB + BM * 128;
         cumm_wgmma_fence();
 #pragma unroll
@@ -100,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
                 cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
         cumm_wgmma_commit();
         cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
-        if (i > 0 && lane == 0) cumm_mbar_arrive(&empty[(i - 1) % STAGES]);
+        if (i > 0) ring.release<1>((i - 1) % STAGES, lane, 0);
     }
     cumm_wgmma_wait<0>();
 #pragma unroll
