@@ -3,7 +3,7 @@
     PYTHONPATH=. python3 bench/sweep.py --sizes 4096,4095,4097 [--only double_buffer]
 
 CUDA events (cumm.runtime.timing.sample_ms), warm-up excluded, median of --repeat runs, inputs rotated over enough
-sets to exceed L2. Its findings are in docs/performance.md; `python -m cumm bench` is the user-facing benchmark.
+sets to exceed L2. Its findings are in docs/ladder.md; `python -m cumm bench` is the user-facing benchmark.
 """
 
 from __future__ import annotations

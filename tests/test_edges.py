@@ -1,4 +1,4 @@
-"""Edge strips (cumm/_edges.py): the split rule and slicing (CPU), the kernels' offline compile (CPU), results
+"""Edge strips (cumm/plan/edges.py): the split rule and slicing (CPU), the kernels' offline compile (CPU), results
 against float64 with NaN-poisoned outputs on every GEMM kernel (GPU)."""
 
 from __future__ import annotations

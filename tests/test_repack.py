@@ -1,4 +1,4 @@
-"""Operand repacking (cumm/_repack.py): the decision rule on the CPU, the repacked products on the GPU."""
+"""Operand repacking (cumm/plan/repack.py): the decision rule on the CPU, the repacked products on the GPU."""
 
 from __future__ import annotations
 

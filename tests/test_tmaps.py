@@ -1,4 +1,4 @@
-"""Tensor-map descriptions (cumm/_tmaps.py) without a GPU: the batched form a batched variant reads."""
+"""Tensor-map descriptions (cumm/runtime/tmaps.py) without a GPU: the batched form a batched variant reads."""
 
 from __future__ import annotations
 

@@ -760,7 +760,7 @@ def test_tune_without_a_gpu_says_so_and_saves_nothing(tmp_path, monkeypatch, cap
 
 def test_named_rungs_fit_the_gpu(fake_device, monkeypatch):
     """A named rung without a config: its tuned entry, else its small tiles when the default grid would leave more
-    than half the multiprocessors idle (H200 measurements in cumm/_auto.py), else its defaults. (fake_device
+    than half the multiprocessors idle (H200 measurements in cumm/plan/auto.py), else its defaults. (fake_device
     forgets the memoized answers afterwards: a later test on a real GPU must not meet the fake entry below.)"""
     monkeypatch.setattr(_auto, "_lookup", lambda device_id, b, kernel=None, dtype="float32": None)
     _auto.clear_cache()

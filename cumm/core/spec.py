@@ -78,14 +78,14 @@ class KernelSpec:
     derived: Callable[[Config], dict[str, int]] = lambda cfg: {}  # named helpers for constraints
     kind: str = "gemm"
     # Operands whose global loads are 16-byte when VEC_A / VEC_B = 1: True (both), "a", "b" or False.
-    # Declaring one lets cumm.matmul copy an unaligned operand into a padded buffer (cumm/_repack.py),
+    # Declaring one lets cumm.matmul copy an unaligned operand into a padded buffer (cumm/plan/repack.py),
     # which requires that the loads never read past column K of A or N of B (the padding is not set).
     vector_loads: bool | str = False
     # The template stores C 16 bytes at a time when VEC_C, and an unaligned C (scalar stores) measured slower
-    # than computing into a padded buffer and copying it back (cumm/_repack.py): cumm.matmul may then do that.
+    # than computing into a padded buffer and copying it back (cumm/plan/repack.py): cumm.matmul may then do that.
     stage_out: bool = False
     # Split-K: the template starts with CUMM_SPLIT_K(BK) (common.cuh) and its grid has z = 1, so cumm.matmul
-    # may launch it with gridDim.z = S slices of K (split_k=S) and sum the partial products (cumm/_splitk.py).
+    # may launch it with gridDim.z = S slices of K (split_k=S) and sum the partial products (cumm/plan/splitk.py).
     split_k: bool = False
     # Oldest compute capability (e.g. 80) whose instructions the template uses; 0: any.
     min_cc: int = 0

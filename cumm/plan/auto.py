@@ -24,7 +24,7 @@ can (wgmma_tf32x3 runs unsplit); a batched product, the first that runs batches 
 A batch of fp16/bf16 products takes the entry tuned for one product as tall as the batch (``_half_batch``) when its
 rung runs batches, else the dtype's top rung (wgmma_ws, which walks the batch's tiles as one run).
 
-The split count (split-K, ``cumm/_splitk.py``) comes with the answer: the caller's ``split_k`` when given,
+The split count (split-K, ``cumm/plan/splitk.py``) comes with the answer: the caller's ``split_k`` when given,
 a tuned entry's optional ``"split_k"`` field (else 1), otherwise ``split_count``: slices of K when the
 tile grid has fewer blocks than the GPU has multiprocessors and K is deep.
 

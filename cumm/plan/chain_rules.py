@@ -4,7 +4,7 @@ A chain A @ B @ C of shapes m x k, k x p, p x n is measured by the multiply-adds
 order (A @ B) @ C, ``m * p * (k + n)`` (a square chain of size n counts 2 n^3), or, for ``fused3``'s panel
 size, by its rows m. A rule is a list of steps ``(limit, configuration)``: the first step whose limit the
 measure does not exceed names the configuration, ``None`` where the rule's kernel is not the one to use.
-The configuration names are those of each kernel's spec (``KernelSpec.configs`` in ``cumm/_ladder.py``).
+The configuration names are those of each kernel's spec (``KernelSpec.configs`` in ``the rung folders' spec.py``).
 
 Every figure below is device time on the H200 (``bench/chain.py``; history and the configurations that lost:
 docs/chain.md).

@@ -10,7 +10,7 @@ tile-aligned part, ``cumm.matmul`` runs the GEMM kernel on the aligned part, Mm 
 ``kernels/edge_strip.cu`` on the rest: the bottom strip (M - Mm rows, all N columns) and the right strip
 (Mm rows, N - Nm columns), each split over K into slices summed by ``splitk_reduce`` (deterministic, alpha
 and beta applied there). The strips read A and B once: 0.10 ms of a 3.54 ms 4097^3 product with warptile on
-the H200 (1.3 TB/s, below the memory bandwidth; docs/performance.md).
+the H200 (1.3 TB/s, below the memory bandwidth; docs/ladder.md).
 
 ``CUMM_EDGES=0`` turns this off. The decision (``split``) is pure arithmetic, testable without a GPU.
 """

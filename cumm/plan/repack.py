@@ -16,7 +16,7 @@ in-range bytes and zero-fills the rest. A kernel that reads past K or N must not
 An unaligned output C (pointer or leading dimension) forces the kernels' scalar store path: four stores
 where one would do, each touching its own sectors, at the end of every tile where nothing overlaps them when
 a kernel runs one block per SM. On the H200 that costs 0.05-0.14 ms at 4096^3 (double_buffer 2.99 -> 3.13 ms
-with ldc = 4097; docs/performance.md). For a large product :func:`stage_out` gives the kernel a padded,
+with ldc = 4097; docs/ladder.md). For a large product :func:`stage_out` gives the kernel a padded,
 aligned buffer instead (C copied in first only when beta != 0) and :func:`unstage_out` copies the result
 back: ~0.04 ms for 4096 x 4096 at ~3.7 TB/s. Same cost rule as the operands, with C's M x N elements.
 ``CUMM_REPACK=0`` in the environment (read once, at import) turns repacking and staging off.

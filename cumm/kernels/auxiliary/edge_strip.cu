@@ -1,7 +1,7 @@
 // edge_strip: the thin remainders of a product whose last row or column of tiles would cost a whole wave.
 // At 4097^3 with 128 x 128 tiles the grid is 33 x 33 blocks instead of 32 x 32: the 65 extra blocks each
 // hold one useful row or column but occupy a block slot as long as a full tile, and they add a wave
-// (1024 blocks fit in 4 waves of 264 on an H200, 1089 do not): ~20 % slower than 4096^3. cumm/_edges.py
+// (1024 blocks fit in 4 waves of 264 on an H200, 1089 do not): ~20 % slower than 4096^3. cumm/plan/edges.py
 // instead runs the GEMM kernel on the tile-aligned part and these kernels on the strips left over
 // (at most EDGE_ROWS rows, or columns, thick), which read their operands once.
 //

@@ -1,6 +1,6 @@
 // repack: copy a row-major float matrix x (rows x cols, row stride ldx) into y (row stride ldy, a multiple
 // of 4, 16-byte aligned), zero-filling columns cols .. ldy-1, so that GEMM kernels can load y 16 bytes at
-// a time (cumm/_repack.py says when this pays). Each thread writes one float4 of y: four coalesced scalar
+// a time (cumm/plan/repack.py says when this pays). Each thread writes one float4 of y: four coalesced scalar
 // loads (x's rows may start anywhere), one 16-byte store. blockIdx.y walks the rows. Compiled after
 // common.cuh, no #defines.
 extern "C" __global__ void __launch_bounds__(256) cumm_repack(const int rows, const int cols,
@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(256) cumm_repack(const int rows, co
 }
 
 // unpack: the way back, for an output that the GEMM kernel wrote into a padded, aligned buffer y because C
-// itself allows no 16-byte stores (cumm/_repack.py): one 16-byte load of y per thread, four coalesced scalar
+// itself allows no 16-byte stores (cumm/plan/repack.py): one 16-byte load of y per thread, four coalesced scalar
 // stores into x, none past column cols.
 extern "C" __global__ void __launch_bounds__(256) cumm_unpack(const int rows, const int cols,
                                                               const float* __restrict__ y, const int ldy,

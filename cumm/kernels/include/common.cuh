@@ -40,7 +40,7 @@ typedef long long i64;  // offsets: M * lda can pass 2^31 for large matrices
 // whole slabs, and k0 a multiple of 4 so A + k0 keeps the 16-byte alignment VEC_A promised. It writes its
 // raw partial sum (alpha = 1, beta = 0) to C + z * M * ldc: C is then an S x M x N float32 workspace that
 // cumm's splitk_reduce kernel sums. An empty slice (k0 = K) is [0, 0): K = 0, A and B stay at the operands'
-// start (no pointer past their end even for zero-byte copies), and it writes zeros. cumm/_splitk.py mirrors
+// start (no pointer past their end even for zero-byte copies), and it writes zeros. cumm/plan/splitk.py mirrors
 // this arithmetic (and launches no empty slice).
 __device__ __forceinline__ int2 cumm_k_slice(int K, int S, int z, int G) {
     const i64 kc = ((i64)K + S - 1) / S;

@@ -78,7 +78,7 @@ __device__ __forceinline__ void cumm_mbar_wait(unsigned long long* bar, unsigned
 // ---- The copy engine (TMA): cp.async.bulk.tensor --------------------------------------------------------
 
 // A tensor map (CUtensorMap: an operand's address, shape, strides, box and swizzle), encoded by the host
-// (cumm/_tmaps.py) and passed by value as a `const __grid_constant__` kernel parameter.
+// (cumm/runtime/tmaps.py) and passed by value as a `const __grid_constant__` kernel parameter.
 struct __align__(64) CummTmap {
     unsigned long long word[16];
 };

@@ -9,7 +9,7 @@
 // without copy instructions. So tiles are big, and a tile's K is split over the CL blocks of a cluster (or KW
 // warpgroups of a block) to still give each multiprocessor a block. A chunk's wgmma and the rest of its work
 // add up rather than overlap, so what pays is fewer instructions and fewer chunks. Measurements and the ideas
-// that lost: docs/performance.md; the named configurations and how multi_dot picks them: docs/chain.md.
+// that lost: docs/rejected.md; the named configurations and how multi_dot picks them: docs/chain.md.
 //
 // Y's split buffer holds Y^T in wgmma's canonical K-major layout without swizzle (sm90.cuh, cumm_wgmma_desc):
 // MN = 0: all of Y^T big, then all of Y^T small (R = BN rows each); MN = 1: per K piece, Y^T big's BN rows then

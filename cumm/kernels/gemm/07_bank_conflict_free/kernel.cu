@@ -8,7 +8,7 @@
 //   SWIZZLE=0: rows padded by PAD floats. PAD = 4 with BK = 8 moves the second k group by 16 banks
 //   (conflict-free); at BK = 16 it still leaves 2-way conflicts, which is why swizzling is the default.
 // Verified on the H200 with ncu's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st counter
-// (docs/performance.md has the counts of vectorized against this kernel).
+// (docs/ladder.md has the counts of vectorized against this kernel).
 #if SWIZZLE
 #define AS_COL(k, m) ((m) ^ ((((k) >> 2) % (BK / 4)) * (128 / BK)))
 #define AS_LD BM

@@ -12,7 +12,7 @@ C = Constraint
 
 SPEC = KernelSpec(
     name="bank_conflict_free",
-    stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
+    stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/ladder.md): staging is faster
     template=Path(__file__).with_name("kernel.cu"),
     vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
     summary="vectorized, with A's transposed shared-memory stores free of bank conflicts (swizzle or pad)",

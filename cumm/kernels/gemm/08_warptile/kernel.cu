@@ -8,7 +8,7 @@
 // tiles can opt in past 48 KB. Warps whose tile lies wholly past M or N skip the arithmetic.
 // The FMAs of one k run serpentine: odd rows of the register tile right to left, so the FMA that turns a
 // row reuses the previous one's regN operand as well. The compiler then allocates fewer registers (121
-// against 127) and schedules the stream better: +3 % on the H200 at 4096^3 (41.2 -> 42.6 TFLOP/s, docs/performance.md).
+// against 127) and schedules the stream better: +3 % on the H200 at 4096^3 (41.2 -> 42.6 TFLOP/s, docs/ladder.md).
 #define AS_COL(k, m) ((m) ^ ((((k) >> 2) % (BK / 4)) * (128 / BK)))
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MINB) CUMM_KERNEL(CUMM_GEMM_ARGS) {

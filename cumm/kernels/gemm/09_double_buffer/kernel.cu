@@ -4,12 +4,12 @@
 // hides behind a whole slab of FMAs instead of stalling every warp before each barrier, and the
 // barrier count halves (warptile needs one before and one after each slab's FMAs).
 // Why registers and not cp.async: A is stored transposed, which cp.async can only do 4 bytes at a time
-// (v2 of this kernel: ~300 M extra copy instructions at 4096^3, docs/performance.md); a register stage keeps
+// (v2 of this kernel: ~300 M extra copy instructions at 4096^3, docs/ladder.md); a register stage keeps
 // the 16-byte loads and costs BK*(BM+BN)/NUM_THREADS registers (12 at the default), which
 // suits large register tiles. BK = 8 is cheap here because the loads of the next slab are already in
 // flight when its barrier comes; single-buffered rungs need BK = 16 to amortize their two barriers.
 // The rest is warptile.cu: conflict-free LDS.128 fragments, swizzled A, serpentine FMA order, edge warps
-// skip the arithmetic. Default (H200 sweep, docs/performance.md): 128 x 256 tiles, BK = 8, 64 x 64 warp tiles of
+// skip the arithmetic. Default (H200 sweep, docs/ladder.md): 128 x 256 tiles, BK = 8, 64 x 64 warp tiles of
 // 16 x 8 results per thread (238 registers, one block of 8 warps per SM): 45.6 TFLOP/s at 4096^3 against
 // warptile's 42.6; at warptile's 128 x 128 tiles, held to 128 registers for two blocks per SM, it gives 37-38.
 #define AS_COL(k, m) ((m) ^ ((((k) >> 2) % (BK / 4)) * (128 / BK)))

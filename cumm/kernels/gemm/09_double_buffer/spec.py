@@ -17,12 +17,12 @@ from cumm.ladder.common import (
 SPEC = KernelSpec(
     name="double_buffer",
     raced=True,  # the tuner races it
-    stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/performance.md): staging is faster
+    stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/ladder.md): staging is faster
     template=Path(__file__).with_name("kernel.cu"),
     split_k=True,  # CUMM_SPLIT_K(BK) at the top of the kernel
     vector_loads=True,  # cumm_tile_fetch<..., VEC_A> and <..., VEC_B>
     summary="warptiling with two shared-memory stages: next slab's loads overlap this slab's FMAs",
-    # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/_auto.py)
+    # 64 x 64 tiles for grids that would not fill the GPU with the defaults (cumm/plan/auto.py)
     configs={"small": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=2, TM=4, TN=4, NUM_THREADS=128, MINB=2)},
     block=warptile_block,
     grid=grid_nm("BM", "BN"),

@@ -1,5 +1,5 @@
 // tf32x3: the first tensor-core rung, with FP32 accuracy. The SIMT rungs are bound by FFMA issue
-// (docs/performance.md: ~85 % of instructions are FFMA, 63 % of the FP32 peak); tensor cores do a 16x8x8
+// (docs/ladder.md: ~85 % of instructions are FFMA, 63 % of the FP32 peak); tensor cores do a 16x8x8
 // product per warp instruction instead. TF32 keeps only 10 of FP32's 23 mantissa bits, so each operand
 // is split as x = big + small, big = tf32(x), small = tf32(x - big), and the product is
 //     a*b ~= big_a*big_b + big_a*small_b + small_a*big_b

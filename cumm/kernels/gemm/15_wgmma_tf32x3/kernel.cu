@@ -17,7 +17,7 @@
 //   fragments and issue wgmma. Two rings: STAGES raw stages (full: copies landed -> spent: read by the splitters
 //   and the consumers, refilled), and SB split buffers (ready: split -> done: their wgmma completed). A raw stage
 //   is handed back as soon as it is read, so the copies run well ahead of the tensor cores.
-// - The splitters set the pace (docs/performance.md): their addresses are per-lane constants, and each block's
+// - The splitters set the pace (docs/ladder.md): their addresses are per-lane constants, and each block's
 //   loads are issued before the previous block's stores (software pipelining), so loads are always in flight.
 // - Persistent grid, grouped tile order (cumm_tile_coord, sm90.cuh): the ring runs on across tiles, so the next
 //   tile's first stages load and split while the consumers store this one.
