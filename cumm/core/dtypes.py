@@ -1,5 +1,8 @@
 """The dtypes cumm multiplies and how close a result must be to a float64 product, defined once."""
 
+import numpy as np
+
+F32 = np.dtype(np.float32)  # the accumulator's and FP32 rungs' dtype, compared against arrays' dtypes
 DTYPES = ("float32", "float16", "bfloat16")  # what matmul takes and a spec may declare
 HALF = ("float16", "bfloat16")  # inputs rounded to 11 or 8 significant bits, FP32 accumulation
 

@@ -18,7 +18,6 @@ from ..core.dtypes import DTYPES as SUPPORTED_DTYPES
 from . import repack as _repack
 
 INT32_MAX = 2**31 - 1
-F32 = np.dtype(np.float32)
 F32_MAX = float(np.finfo(np.float32).max)  # alpha and beta reach the kernels as float32 scalars
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import cupy
 import numpy as np
 
+from ..core.dtypes import F32
 from ..ladder import REGISTRY, get_spec
 from ..runtime.compile import device_kernel
 from ..runtime.driver import cluster_width, max_active_clusters
@@ -27,7 +28,7 @@ from . import auto as _auto
 from . import edges as _edges
 from . import repack as _repack
 from . import splitk as _splitk
-from .operands import F32, INT32_MAX, aligned, compute_capability, row_major, shares, span
+from .operands import INT32_MAX, aligned, compute_capability, row_major, shares, span
 
 
 class Plan:

@@ -15,6 +15,7 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
+from ..core.dtypes import F32
 from . import scratch, tmaps
 from .arrays import retry_without_context
 from .driver import (  # noqa: F401 - LaunchConfig, LaunchAttribute: the driver structs a Launch fills
@@ -152,9 +153,6 @@ def pdl_safe(cl: int, grid: int, resident: int) -> bool:
     return cl == 1 or (cl == 2 and grid < resident)
 
 
-_F32 = np.dtype(np.float32)
-
-
 class Call:
     """Every decision of a matmul call with a given key, and how to run it on new pointers."""
 
@@ -235,7 +233,7 @@ class Call:
             if walk:
                 self.slots[14] = batch[0]
             if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
-                c_map = bool(plan.flags[2]) and dtype != _F32
+                c_map = bool(plan.flags[2]) and dtype != F32
                 lay = layout_of(plan.flags)  # (passed only when set: a user's tensor_maps need not take it)
                 specs = spec.tensor_maps(
                     plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map, **({"layout": lay} if lay else {})
