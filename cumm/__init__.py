@@ -21,8 +21,9 @@ else:
     from .api.multi_dot import multi_dot
     from .core.errors import CompileError, ConfigError, SharedMemoryError
     from .core.spec import Constraint, KernelSpec
-    from .ladder import REGISTRY as _REGISTRY
+    from .ladder import REGISTRY as _REGISTRY  # noqa: F401
     from .ladder import get_spec as _get_spec
+    from .ladder import kernels
     from .ladder.registry import register, unregister
     from .plan.operands import SUPPORTED_DTYPES
     from .runtime.compile import CompiledKernel
@@ -57,14 +58,6 @@ __all__ = [
 ]
 
 
-def kernels(kind: str = "gemm", dtype: str | None = None) -> list[str]:
-    """Kernel names in ladder order (``kind="gemm"``: usable with :func:`matmul`; ``"chain"``: :func:`multi_dot`);
-    ``dtype`` ("float32", "float16", "bfloat16"): only the rungs that multiply arrays of that dtype."""
-    if dtype is not None and dtype not in SUPPORTED_DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(SUPPORTED_DTYPES)}, got {dtype!r}")
-    return [n for n, s in _REGISTRY.items() if s.kind == kind and (dtype is None or dtype in s.dtypes)]
-
-
 def kernel_spec(name: str) -> "KernelSpec":
     """The declarative spec of kernel ``name``: parameters, defaults, constraints, launch geometry."""
     return _get_spec(name)
@@ -87,4 +80,4 @@ def compile(
 
 
 if _cupy is None:  # pragma: no cover
-    del kernels, kernel_spec, compile  # the install hint instead (__getattr__)
+    del kernel_spec, compile  # the install hint instead (__getattr__)

@@ -176,7 +176,7 @@ def test_cumm_picks_narrow_tiles_by_the_rounds(untuned, dt, rng):
     runs as given."""
     import cupy
 
-    from cumm.plan.auto import _sms
+    from cumm.runtime.driver import multiprocessors as _sms
 
     sms = _sms(cupy.cuda.Device().id)
     for M, N in ((1024, 3072), (2048, 2048)):
@@ -199,7 +199,7 @@ def test_a_batch_takes_the_tiles_of_one_product_as_tall_as_the_batch(untuned, dt
     multiprocessors; each product right against float64 (a float32 result: FP32 sums of exact products)."""
     import cupy
 
-    from cumm.plan.auto import _sms
+    from cumm.runtime.driver import multiprocessors as _sms
 
     sms = _sms(cupy.cuda.Device().id)
     for nb, M, N in ((4, 768, 3072), (8, 384, 1024), (3, 100, 200)):

@@ -59,7 +59,7 @@ def _imports(path: pathlib.Path) -> set[str]:
                     else target
                 )
         elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.startswith("cumm."))
+            out.update(a.name for a in node.names if a.name == "cumm" or a.name.startswith("cumm."))
     out.discard(mod)
     return out
 
@@ -81,6 +81,14 @@ def test_no_import_cycle():
 
     cycles = sorted(m for m in graph if m in reach(m))
     assert not cycles, f"modules on an import cycle: {cycles}"
+
+
+def test_no_module_imports_the_package_root():
+    """The package root imports the API, which imports every layer: a module that imports the root (``import cumm``,
+    ``from .. import x``, at module level or in a function) closes a circle through it."""
+    for path in PACKAGE.rglob("*.py"):
+        if path != PACKAGE / "__init__.py":
+            assert "cumm" not in _imports(path), f"{path.relative_to(ROOT)} imports the package root cumm"
 
 
 def test_spec_repr_is_short_and_readable():

@@ -171,7 +171,7 @@ def fake_h200(tmp_path, monkeypatch):
     monkeypatch.setattr(_store, "shipped_tables", lambda: [])
     monkeypatch.setattr(_store, "_warned", set())
     monkeypatch.setattr(_auto, "device_key", lambda device_id: (GPU, CC))
-    monkeypatch.setattr(_auto, "_sms", lambda device_id: H200_SMS)
+    monkeypatch.setattr(_auto, "multiprocessors", lambda device_id: H200_SMS)
     _store.clear_caches()
     yield
     _store.clear_caches()

@@ -45,7 +45,7 @@ def cache(tmp_path, monkeypatch):
 def fake_device(monkeypatch):
     """Device 0 looks like an H200 without touching a GPU."""
     monkeypatch.setattr(_auto, "device_key", lambda device_id: (GPU, CC))
-    monkeypatch.setattr(_auto, "_sms", lambda device_id: 132)
+    monkeypatch.setattr(_auto, "multiprocessors", lambda device_id: 132)
     _auto.clear_cache()
     yield
     _auto.clear_cache()
@@ -398,7 +398,7 @@ def test_select_uses_a_tuned_entry(cache, fake_device, monkeypatch):
 def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
     _store.save_entries([_entry("warptile")])
     monkeypatch.setattr(_auto, "device_key", lambda device_id: ("NVIDIA A100-SXM4-80GB", 80))
-    monkeypatch.setattr(_auto, "_sms", lambda device_id: 108)
+    monkeypatch.setattr(_auto, "multiprocessors", lambda device_id: 108)
     _auto.clear_cache()
     assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(80), None, 1)
     assert _auto.top(80) == "tf32x3" and _auto.top(CC) == "wgmma_tf32x3"  # wgmma: sm_90 only

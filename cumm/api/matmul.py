@@ -19,42 +19,11 @@ import cupy
 import numpy as np
 
 from ..plan import splitk as _splitk
-from ..plan.operands import (
-    F32_MAX,
-    INT32_MAX,
-    check_operand,
-    check_out,
-    compute_capability,
-    real_scalar,
-    shapes,
-    shares,
-    span,
-    stacked,
-)
-from ..plan.plan import decide, decide_batched, run
+from ..plan.execute import execute, run
+from ..plan.operands import F32_MAX, compute_capability, config_key, prepare, real_scalar, span, stacked
+from ..plan.plan import decide
 from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
-
-
-def _dims_ok(M: int, N: int, K: int) -> None:
-    if max(M, N, K) > INT32_MAX:
-        raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
-
-
-def _config_key(config) -> tuple | None:
-    """``config`` as a hashable key part; TypeError for anything but None or a mapping of names to ints."""
-    if config is None:
-        return None
-    if not isinstance(config, Mapping):
-        raise TypeError(
-            f"config must be a mapping of parameter names to ints, e.g. {{'BM': 64, 'BN': 64}}, or None; "
-            f"got {type(config).__name__} {config!r}"
-        )
-    try:
-        return tuple(sorted(config.items()))
-    except TypeError:
-        raise TypeError(f"config's keys must be parameter names (str), got {list(config)!r}") from None
-
 
 # ---------------------------------------------------------------------------------------------------
 # The key of a call: everything but the pointers
@@ -273,94 +242,40 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         split_k = _splitk.check_arg(split_k, kernel)
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a str (a rung's name or 'auto'), got {kernel!r}")
-    _config_key(config)
+    config_key(config)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
-    user_out = out
-    a_in, b_in = a, b
-    a, b = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b")
-    for name, x in (("b", b_in), ("out", out)):
-        if x is not None and _arrays.kind(x) != akind:
-            raise TypeError(
-                f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of "
-                "one kind (the result is of the inputs' kind)"
-            )
-    check_operand(a, "a", batched=True)
-    check_operand(b, "b", batched=True)
-    if a.dtype != b.dtype:
-        raise TypeError(
-            f"a has dtype {a.dtype} and b {b.dtype}: matmul multiplies arrays of one dtype (convert one with .astype)"
-        )
-    M, N, K, batch, shape = shapes(a, b)
-    dev = a.data.device_id  # (x.device builds a Device object per call)
-    if b.data.device_id != dev:
-        raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
-    _dims_ok(M, N, K)
-    if user_out is None:
-        if beta != 0.0:
-            raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
-        result = _arrays.empty(akind if akind == "torch" else "cupy", shape, a.dtype, dev)
-    else:
-        result = user_out
-    out = _arrays.as_cupy(result, "out")
-    if user_out is not None:
-        check_out(out, (a, b), shape, dev, ("a", "b"))
-    # numpy's rules for 1-D operands: a vector a is one row, a vector b one column (views)
-    a2 = a[None, :] if a.ndim == 1 else a
-    b2 = b[:, None] if b.ndim == 1 else b
-    o2 = out.reshape(batch + (M, N)) if out.ndim != len(batch) + 2 else out
-    if o2.size and not shares(o2, out):
-        raise ValueError(
-            f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, N)} "
-            "result without a copy: pass a C-contiguous out"
-        )
-
-    stream = _arrays.torch_stream(dev) if akind == "torch" else None
-    with _arrays.on_stream(stream, dev) if stream is not None else contextlib.nullcontext():
-        if M == 0 or N == 0 or 0 in batch:
-            return result
-        if K == 0:  # the empty sum: alpha * 0 + beta * out
+    p = prepare(a, b, out, beta, akind)
+    stream = _arrays.torch_stream(p.dev) if akind == "torch" else None
+    with _arrays.on_stream(stream, p.dev) if stream is not None else contextlib.nullcontext():
+        if p.empty:
+            return p.result
+        if p.K == 0:  # the empty sum: alpha * 0 + beta * out
             if beta == 0.0:
-                out.fill(0)
+                p.out.fill(0)
             else:
-                out *= np.float32(beta)
-            return result
-        folded = False
+                p.out *= np.float32(beta)
+            return p.result
+        a2, b2, o2, batch, folded = p.a2, p.b2, p.o2, p.batch, False
         if batch and b2.ndim == 2:
             # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
             # rows, which every rung runs with the tiles tuned for its size; cached under this call's key (a fast
             # call launches on the caller's pointers, which are the stacked views')
-            af, of = stacked(a2, K), stacked(o2, N)
+            af, of = stacked(a2, p.K), stacked(o2, p.N)
             if af is not None and of is not None:
                 a2, o2, batch, folded = af, of, (), True
-        if batch:
-            got = decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
-            if got is None:  # auto chose a rung without batches: one product at a time
-                _each(a2, b2, o2, batch, config, alpha, beta)
-                return result
-            call, ops = got
-        else:
-            call, ops = decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind)
-        call.out_shape = shape
-        call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the cached paths test for overlap
+        got = decide(a2, b2, o2, batch, kernel, config, split_k, beta, p.dev, akind)
+        if got is None:  # auto chose a rung without batches: one product at a time
+            _each(a2, b2, o2, batch, config, alpha, beta)
+            return p.result
+        call, ops = got
+        call.out_shape = p.shape
+        call.spans = (span(p.a), span(p.b), span(p.out))  # the caller's arrays, which the cached paths test for overlap
         if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
             _calls[key] = call
-        sptr = cupy.cuda.get_current_stream().ptr
-        if call.fast:
-            with cupy.cuda.Device(dev):
-                call.launch(a.data.ptr, b.data.ptr, out.data.ptr, alpha, beta, sptr)
-        elif batch and not call.direct:
-            with cupy.cuda.Device(dev):
-                call.plan.launch(
-                    M, N, K, alpha, ops[0], call.lda, ops[1], call.ldb, beta, ops[2], call.ldc, batch=call.batch
-                )
-        elif call.direct:  # one launch on the row-major operands _decide made (copies or views)
-            with cupy.cuda.Device(dev):
-                call.launch(ops[0].data.ptr, ops[1].data.ptr, ops[2].data.ptr, alpha, beta, sptr)
-        else:  # on the row-major operands _decide made: its copies are not made twice
-            run(call, *ops, alpha, beta)
-    return result
+        execute(call, ops, p.a, p.b, p.out, alpha, beta)
+    return p.result
 
 
 def _each(a, b, out, batch, config, alpha, beta) -> None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from ..core.dtypes import DTYPES
 from ..core.spec import KernelSpec
 from .registry import REGISTRY, add
 
@@ -63,6 +64,14 @@ def get_spec(name: str) -> KernelSpec:
 
 def gemm_kernels() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
+
+
+def kernels(kind: str = "gemm", dtype: str | None = None) -> list[str]:
+    """Kernel names in ladder order (``kind="gemm"``: usable with :func:`matmul`; ``"chain"``: :func:`multi_dot`);
+    ``dtype`` ("float32", "float16", "bfloat16"): only the rungs that multiply arrays of that dtype."""
+    if dtype is not None and dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return [n for n, s in REGISTRY.items() if s.kind == kind and (dtype is None or dtype in s.dtypes)]
 
 
 _discover()

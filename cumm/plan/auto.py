@@ -40,6 +40,8 @@ from collections.abc import Mapping
 from ..core.spec import cdiv
 from ..ladder import REGISTRY
 from ..ladder.registry import _BUILTIN
+from ..runtime.driver import multiprocessors
+from ..runtime.render import supports_batch, template_hash
 from . import store as _store
 from .store import bucket
 
@@ -56,20 +58,10 @@ SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole
 # area; tiles under half of it hold out to twice this depth, larger ones to four times (_filling)
 SHARE_OUT_K = 8192
 
-_sm_count: dict[int, int] = {}
 _device_keys: dict[int, tuple[str, int]] = {}
 _tuned: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (device, dtype, *bucket) -> answer
 _named: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (kernel, device, dtype, *bucket) -> tuned answer
 _MISS = object()
-
-
-def _sms(device_id: int) -> int:
-    n = _sm_count.get(device_id)
-    if n is None:
-        import cupy
-
-        n = _sm_count[device_id] = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
-    return n
 
 
 def device_key(device_id: int) -> tuple[str, int]:
@@ -101,8 +93,6 @@ def top(cc: int, batched: bool = False, split: bool = False, dtype: str = DTYPE)
     the highest of the ladder's rungs whose spec says ``top`` that takes ``dtype`` and runs on ``cc`` (and runs
     batches, or splits K, when asked). The ladder's rungs only, as registered now (a replaced rung counts as its
     replacement); a kernel a user registers is run by name, never chosen by auto in its place."""
-    from ..runtime.render import supports_batch
-
     for name in reversed(list(_BUILTIN)):
         spec = REGISTRY[name]
         if not (_BUILTIN[name].top and spec.kind == "gemm" and dtype in spec.dtypes and spec.supports(cc)):
@@ -170,7 +160,7 @@ def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
         gx, gy, gz = spec.grid(entry["config"], *shape)
         return gx * gy * gz
 
-    sms = _sms(device_id)
+    sms = multiprocessors(device_id)
     if not spec.branch and blocks(entry.get("shape") or entry["bucket"]) > sms:
         return True  # tuned for whole rounds: nearby shapes too
     return blocks(b) <= sms
@@ -179,8 +169,6 @@ def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
 def _raced(entry: Mapping, kernel: str) -> bool:
     """Whether ``entry`` won a race against ``kernel`` as its template is now (the tuner's ``"raced"`` field, which
     only the winner of a race carries: rung -> template hash)."""
-    from ..runtime.render import template_hash
-
     raced = entry.get("raced")
     return isinstance(raced, dict) and raced.get(kernel) == template_hash(REGISTRY[kernel])
 
@@ -205,8 +193,6 @@ def select(
     when the nearest bucket's winner was a lower rung, 0.87x on the entry tuned at 128 x 4096 x 4096); no split,
     no batch.
     """
-    from ..runtime.render import supports_batch
-
     if dtype != DTYPE and batched:
         return _half_batch(M, N, K, device_id, config, batched, dtype)
     if config is None:
@@ -232,12 +218,12 @@ def select(
     if split_k is not None or batched:
         return kernel, config, 1 if batched else split_k
     bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
-    splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
+    splits = split_count(M, N, K, bm, bn, multiprocessors(device_id)) if bm and bn else 1
     if splits > 1 and not REGISTRY[kernel].split_k:  # deep and narrow: a rung that splits K
         kernel = top(cc, split=True)
         config = config if given else _small(kernel, M, N, K, device_id)
         bm, bn = _tile(config, "BM", kernel), _tile(config, "BN", kernel)
-        splits = split_count(M, N, K, bm, bn, _sms(device_id)) if bm and bn else 1
+        splits = split_count(M, N, K, bm, bn, multiprocessors(device_id)) if bm and bn else 1
     return kernel, config, splits
 
 
@@ -246,8 +232,6 @@ def _half_batch(
 ) -> tuple[str, Mapping[str, int] | None, int]:
     """select() for a batch of ``count`` half-precision products: a rung that runs batches, with the tiles tuned for
     one product ``count`` times as tall (wgmma_ws walks the batch's tiles as one run: the same tiles and work)."""
-    from ..runtime.render import supports_batch
-
     if config is None:
         b = bucket(M * count, N, K)
         key = (device_id, dtype, *b)
@@ -269,9 +253,9 @@ def _small(kernel: str, M: int, N: int, K: int, device_id: int, count: int = 1) 
     if spec.persistent:
         tiles = count * cdiv(M, spec.defaults["BM"]) * cdiv(N, spec.defaults["BN"])
         if kernel not in SMALL_TILES:  # (a chain kernel named to matmul keeps None: get_plan says what it is)
-            return _filling(spec, M, N, K, count, _sms(device_id)) if spec.kind == "gemm" else None
-        return SMALL_TILES.get(kernel) if tiles < _sms(device_id) else None
-    return SMALL_TILES.get(kernel) if count * cdiv(M, 128) * cdiv(N, 128) < 2 * _sms(device_id) else None
+            return _filling(spec, M, N, K, count, multiprocessors(device_id)) if spec.kind == "gemm" else None
+        return SMALL_TILES.get(kernel) if tiles < multiprocessors(device_id) else None
+    return SMALL_TILES.get(kernel) if count * cdiv(M, 128) * cdiv(N, 128) < 2 * multiprocessors(device_id) else None
 
 
 def _filling(spec, M: int, N: int, K: int, count: int, sms: int) -> Mapping[str, int] | None:
@@ -352,7 +336,7 @@ def named(
     # Fewer blocks than half the multiprocessors: on the H200 the small tiles won at 1024^3 (double_buffer 27.5
     # against 11.1 TFLOP/s with its 32 default blocks, warptile 22.6 against 15.9 with 64) and lost at 2048^3
     # (double_buffer 28.2 against 45.2 with 128 blocks, warptile 34.2 against 44.3 with 256), python -m cumm bench.
-    return dict(small) if 2 * count * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < _sms(device_id) else None
+    return dict(small) if 2 * count * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < multiprocessors(device_id) else None
 
 
 def clear_cache() -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import cupy
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 # The dtypes matmul takes: float32, and float16 / bfloat16 (CuPy's bfloat16 comes from ml_dtypes) for the rungs
 # that declare them (KernelSpec.dtypes; cumm.kernels(dtype=...) lists them).
 from ..core.dtypes import DTYPES as SUPPORTED_DTYPES
+from ..runtime import arrays as _arrays
 from . import repack as _repack
 
 INT32_MAX = 2**31 - 1
@@ -170,3 +172,87 @@ def shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
     batch = tuple(reversed(batch))
     shape = batch + ((M,) if a.ndim != 1 else ()) + ((N,) if b.ndim != 1 else ())
     return M, N, K, batch, shape
+
+
+def config_key(config) -> tuple | None:
+    """``config`` as a hashable key part; TypeError for anything but None or a mapping of names to ints."""
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise TypeError(
+            f"config must be a mapping of parameter names to ints, e.g. {{'BM': 64, 'BN': 64}}, or None; "
+            f"got {type(config).__name__} {config!r}"
+        )
+    try:
+        return tuple(sorted(config.items()))
+    except TypeError:
+        raise TypeError(f"config's keys must be parameter names (str), got {list(config)!r}") from None
+
+
+class Operands(NamedTuple):
+    """A matmul call's checked operands: cupy views ``a``, ``b``, ``out`` of the caller's arrays, the result (of the
+    inputs' kind: ``out`` itself when given), and the views ``a2``, ``b2``, ``o2`` with numpy's rules for vectors
+    applied (a 1-D a is one row, a 1-D b one column; o2 is out as batch + (M, N))."""
+
+    a: object
+    b: object
+    out: object
+    result: object
+    a2: object
+    b2: object
+    o2: object
+    M: int
+    N: int
+    K: int
+    batch: tuple[int, ...]
+    shape: tuple[int, ...]
+    dev: int
+
+    @property
+    def empty(self) -> bool:
+        """No element to write."""
+        return self.M == 0 or self.N == 0 or 0 in self.batch
+
+
+def prepare(a, b, out, beta: float, akind: str) -> Operands:
+    """Every check of matmul's arrays (kind, dtype, shapes with numpy's broadcasting, device, out), and ``out``
+    made when not given (of the inputs' kind)."""
+    user_out = out
+    a_in, b_in = a, b
+    a, b = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b")
+    for name, x in (("b", b_in), ("out", out)):
+        if x is not None and _arrays.kind(x) != akind:
+            raise TypeError(
+                f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of "
+                "one kind (the result is of the inputs' kind)"
+            )
+    check_operand(a, "a", batched=True)
+    check_operand(b, "b", batched=True)
+    if a.dtype != b.dtype:
+        raise TypeError(
+            f"a has dtype {a.dtype} and b {b.dtype}: matmul multiplies arrays of one dtype (convert one with .astype)"
+        )
+    M, N, K, batch, shape = shapes(a, b)
+    dev = a.data.device_id  # (x.device builds a Device object per call)
+    if b.data.device_id != dev:
+        raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
+    if max(M, N, K) > INT32_MAX:
+        raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
+    if user_out is None:
+        if beta != 0.0:
+            raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
+        result = _arrays.empty(akind if akind == "torch" else "cupy", shape, a.dtype, dev)
+    else:
+        result = user_out
+    out = _arrays.as_cupy(result, "out")
+    if user_out is not None:
+        check_out(out, (a, b), shape, dev, ("a", "b"))
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    o2 = out.reshape(batch + (M, N)) if out.ndim != len(batch) + 2 else out
+    if o2.size and not shares(o2, out):
+        raise ValueError(
+            f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, N)} "
+            "result without a copy: pass a C-contiguous out"
+        )
+    return Operands(a, b, out, result, a2, b2, o2, M, N, K, batch, shape, dev)

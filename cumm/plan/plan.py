@@ -1,12 +1,11 @@
-"""Every decision of a matmul call, made once per key: :func:`decide` (a 2-D product) and
-:func:`decide_batched` (a batch) turn checked operands into a :class:`~cumm.runtime.launch.Call`.
+"""Every decision of a matmul call, made once per key: :func:`decide` turns checked operands (a 2-D product or a
+batch) into a :class:`~cumm.runtime.launch.Call`.
 
 In order: the kernel and its configuration (``auto``'s choice, or the named rung with its tuned or small tiles:
 :func:`_choose`), the operands' layout (a transposed view a rung reads in place, else a row-major view or copy),
-the rung that can read them (a copy-engine rung hands operands it cannot read to its fallback rung:
-:func:`_readable`), the spec's shape and pitch rules on a configuration cumm chose (:func:`_adjusted`), the
-copies of unaligned operands (repacked or padded for the copy engine), the split count, the staging of an
-unaligned output, the compile variant (alignment, batch, dtype and layout flags), the compiled kernel
+operands the copy engine cannot read (copied into rows it reads, or handed to the rung's fallback), the spec's
+shape and pitch rules on a configuration cumm chose (:func:`_adjusted`), the float32 machinery (padded copies,
+split count, a staged output), the compile variant (:class:`~cumm.runtime.render.Variant`), the compiled kernel
 (:class:`Plan`), and the edge strips. :func:`run` carries out a call that is more than one launch.
 """
 
@@ -21,9 +20,9 @@ import numpy as np
 from ..core.dtypes import F32
 from ..ladder import REGISTRY, get_spec
 from ..runtime.compile import device_kernel
-from ..runtime.driver import cluster_width, max_active_clusters
+from ..runtime.driver import cluster_width, max_active_clusters, multiprocessors
 from ..runtime.launch import Call
-from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B, dtype_flag, layout_of, supports_batch
+from ..runtime.render import ALIGNED, TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag, supports_batch, variant
 from . import auto as _auto
 from . import edges as _edges
 from . import repack as _repack
@@ -36,8 +35,8 @@ class Plan:
 
     __slots__ = ("spec", "cfg", "kern", "flags", "block", "smem", "tile", "_slots")
 
-    def __init__(self, spec, cfg, kern, flags=(1, 1, 1)):
-        self.spec, self.cfg, self.kern, self.flags = spec, cfg, kern, flags
+    def __init__(self, spec, cfg, kern, flags: Variant = ALIGNED):
+        self.spec, self.cfg, self.kern, self.flags = spec, cfg, kern, variant(flags)
         self.block = spec.block(cfg)
         self.smem = spec.smem(cfg)
         self.tile = (cfg["BM"], cfg["BN"]) if "BM" in cfg and "BN" in cfg else (0, 0)  # (0, 0): no strips
@@ -58,7 +57,7 @@ class Plan:
                     self._slots = width * max_active_clusters(func, width, threads, self.smem)
                 else:
                     per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(func, threads, self.smem)
-                    self._slots = per_sm * _auto._sms(device_id)
+                    self._slots = per_sm * multiprocessors(device_id)
         return self._slots
 
     def blocks(self, M: int, N: int, K: int) -> int:
@@ -110,7 +109,9 @@ class Plan:
 _plans: dict[tuple, Plan] = {}
 
 
-def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, int, int], device_id: int) -> Plan:
+def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, ...], device_id: int) -> Plan:
+    """The compiled ``kernel`` for ``config`` and compile variant ``flags`` (a Variant) on ``device_id`` (cached)."""
+    flags = variant(flags)
     key = (kernel, None if config is None else tuple(sorted(config.items())), flags, device_id)
     plan = _plans.get(key)
     if plan is None:
@@ -130,19 +131,14 @@ def gemm_kernels_list() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
 
 
-def _batch_rungs(dtype: str) -> list[str]:
-    """The rungs that run batched products of ``dtype`` in one launch (``supports_batch``)."""
-    return [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dtype in REGISTRY[n].dtypes]
-
-
-def _batch_operand(x, batch: tuple[int, ...], name: str, in_place: bool = False):
-    """(3-D array (count or 1, rows, cols), leading dimension, batch stride in elements (0 when x broadcasts over
-    the whole batch), 1 when its matrices stay column-major else 0). The matrices are made row-major, copying only
-    what cannot be viewed so, except with ``in_place``: the rung reads column-major matrices (``reads_transposed``),
-    which stay as they are when the copy engine can read them (matrices and columns start on 16 bytes); the
-    leading dimension is then their column stride."""
+def _operand(x, batch: tuple[int, ...], name: str, in_place: bool = False):
+    """(3-D array (count or 1, rows, cols), leading dimension, batch stride in elements (0 when x is one matrix for
+    every product), 1 when its matrices stay column-major else 0). The matrices are made row-major, copying only
+    what cannot be viewed so (transposed views by a tiled copy, rows on 16 bytes), except with ``in_place``: the
+    rung reads column-major matrices (``reads_transposed``), which stay as they are when the copy engine can read
+    them (matrices and columns start on 16 bytes); the leading dimension is then their column stride. A 2-D
+    product is a batch of one (``batch`` is ())."""
     rows, cols = x.shape[-2:]
-    nb = math.prod(batch)
     item = x.dtype.itemsize
     if math.prod(x.shape[:-2]) == 1:  # one matrix for every product of the batch
         m = x.reshape(rows, cols)
@@ -153,7 +149,7 @@ def _batch_operand(x, batch: tuple[int, ...], name: str, in_place: bool = False)
         return m.reshape(1, rows, cols), ld, 0, 0
     if x.shape[:-2] != batch:  # broadcast over some batch dimensions only: materialize
         x = cupy.broadcast_to(x, batch + (rows, cols))
-    x3 = x.reshape(nb, rows, cols)
+    x3 = x.reshape(math.prod(batch), rows, cols)
     s0, s1, s2 = x3.strides
     if not (
         (s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols and s0 >= 0 and s0 % item == 0
@@ -169,16 +165,28 @@ def _batch_operand(x, batch: tuple[int, ...], name: str, in_place: bool = False)
     return x3, max(s1 // item, cols, 1), s0 // item, 0
 
 
-def _fallback_batches(spec) -> bool:
-    """Whether ``spec``'s fallback rung (for operands its copy engine cannot read) runs batched products."""
-    return spec.fallback is not None and supports_batch(get_spec(spec.fallback))
+def _out_operand(out, batch: tuple[int, ...], M: int, N: int):
+    """(3-D view of out, its leading dimension, its batch stride): out is written in place, so it must be a view of
+    row-major matrices (a 2-D product: any row-major view; a batch: one stride per matrix as well)."""
+    if not batch:
+        c, ldc = row_major(out, "out", copy_ok=False)
+        return c.reshape(1, M, N), ldc, 0
+    c3 = out.reshape(math.prod(batch), M, N)
+    s0, s1, s2 = c3.strides
+    oi = c3.dtype.itemsize
+    if not (s2 == oi or N <= 1) or not shares(c3, out) or s1 % oi or s0 % oi or s1 // oi < N:
+        raise ValueError(
+            f"out must be C-contiguous (row-major with unit column stride) for a batched product; got "
+            f"strides {out.strides} for shape {out.shape}"
+        )
+    return c3, max(s1 // oi, N, 1), s0 // oi
 
 
-def _copy_engine_batch(x3, bs: int):
-    """A copy of the batch ``x3`` (count, rows, cols) whose rows and matrices the copy engine reads: (view of the
-    copy, its leading dimension, its batch stride: 0 for a matrix broadcast over the batch, as ``bs`` was)."""
-    y, ld = _repack.copy_engine_rows(x3)
-    return y, ld, 0 if bs == 0 else x3.shape[1] * ld
+def _readable_by(x3, ld: int, bs: int) -> int:
+    """1 when the copy engine (and 16-byte loads) can read every matrix of ``x3``: each matrix and each row starts
+    on 16 bytes."""
+    item = x3.dtype.itemsize
+    return int(x3.data.ptr % 16 == 0 and ld * item % 16 == 0 and bs * item % 16 == 0)
 
 
 def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: int = 0):
@@ -209,204 +217,129 @@ def _adjusted(spec, config, dev: int, rule, *args):
     return config if spec.violations(new) else new
 
 
-def _readable(kernel, spec, config, flags, dims, dev: int, dtype: str, count: int = 1):
-    """(kernel, spec, config) that can read these operands: the copy engine reads 16-byte aligned rows (and batch
-    strides) only, so a copy-engine rung hands operands it cannot read (``flags`` of A, B) to its fallback rung
-    (loads of any alignment), with that rung's tiles for the shape."""
-    if spec.tensor_maps is None or (flags[0] and flags[1]):
-        return kernel, spec, config
-    return spec.fallback, get_spec(spec.fallback), _auto.named(spec.fallback, *dims, dev, count, dtype)
+def _refuse_batch(kernel: str, dt: str) -> None:
+    able = [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes]
+    raise ValueError(
+        f"kernel {kernel!r} does not run batched products (its template does not start with "
+        f"CUMM_BATCH() or CUMM_SPLIT_K, and its spec does not schedule batches); "
+        + (
+            f"the rungs that do: {able}"
+            if able
+            else f"no rung runs batched {dt} products in one launch: kernel='auto' runs them one at a time"
+        )
+    )
 
 
-def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple] | None:
-    """A batched product: one launch of a batched variant (grid z over the batch, or one run of the batch's tiles
-    for a kernel that schedules them); no split-K, repacking, staging or edge strips (each product is one tile
-    grid). Operands a copy-engine rung cannot read go to its fallback rung, or, when that runs no batches (the half
-    rungs), are copied into rows on 16 bytes. None when kernel="auto" chose a rung without batched variants: the
-    caller runs the products one at a time."""
+def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind) -> tuple[Call, tuple] | None:
+    """Every decision for this call's key, for a 2-D product (``batch`` is ()) and a batch alike: the Call and the
+    operands it runs on (2-D arrays for a product, 3-D for a batch). None when kernel="auto" chose, for a batch, a
+    rung without batched variants: the caller runs the products one at a time."""
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
-    dt = a.dtype.name
+    dt, odt = a.dtype.name, out.dtype.name
+    half = dt != "float32"
+    chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
+    # 1. the kernel, its configuration and split count
     kernel_arg = kernel
-    chosen = config is None  # cumm chooses the configuration (spec.shape_config may adjust it)
-    kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
+    kernel, config, split_k = _choose(
+        kernel, config, 1 if batch else split_k, dt, M, N, K, dev, batched=nb if batch else 0
+    )
     spec = get_spec(kernel)
-    in_place = spec.reads_transposed and supports_batch(spec)  # column-major batches read as they are
-    a3, lda, bsa, ta = _batch_operand(a, batch, "a", in_place)
-    b3, ldb, bsb, tb = _batch_operand(b, batch, "b", in_place)
-    c3 = out.reshape(nb, M, N)
-    s0, s1, s2 = c3.strides
-    oi = c3.dtype.itemsize
-    if not (s2 == oi or N <= 1) or not shares(c3, out) or s1 % oi or s0 % oi or s1 // oi < N:
-        raise ValueError(
-            f"out must be C-contiguous (row-major with unit column stride) for a batched product; got "
-            f"strides {out.strides} for shape {out.shape}"
-        )
-    ldc, bsc = max(s1 // oi, N, 1), s0 // oi
-    if spec.kind != "gemm":
-        get_plan(kernel, config, (1, 1, 1), dev)  # its message: not a matrix-product kernel
-    if not supports_batch(spec):
+    if half and split_k not in (None, 1):
+        raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
+    # 2. the operands' layouts: a transposed view the rung reads in place keeps its layout (its column stride is its
+    # ld); any other layout is made row-major (transposed views by a tiled copy); out is written in place
+    in_place = spec.reads_transposed and (not batch or supports_batch(spec))
+    a3, lda, bsa, ta = _operand(a, batch, "a", in_place)
+    b3, ldb, bsb, tb = _operand(b, batch, "b", in_place)
+    c3, ldc, bsc = _out_operand(out, batch, M, N)
+    if max(lda, ldb, ldc) > INT32_MAX:
+        raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
+    if batch and spec.kind != "gemm":
+        get_plan(kernel, config, ALIGNED, dev)  # its message: not a matrix-product kernel
+    if batch and not supports_batch(spec):
         if kernel_arg == "auto":
             return None
-        able = _batch_rungs(dt)
-        raise ValueError(
-            f"kernel {kernel!r} does not run batched products (its template does not start with "
-            f"CUMM_BATCH() or CUMM_SPLIT_K, and its spec does not schedule batches); "
-            + (
-                f"the rungs that do: {able}"
-                if able
-                else f"no rung runs batched {dt} products in one launch: kernel='auto' runs them one at a time"
-            )
-        )
-
-    def ok(x3, ld, bs):  # every matrix of the batch starts 16-byte aligned, and so does each of its rows
-        item = x3.dtype.itemsize
-        return int(x3.data.ptr % 16 == 0 and ld * item % 16 == 0 and bs * item % 16 == 0)
-
-    flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), ok(c3, ldc, bsc), 1)
-    if spec.tensor_maps is not None and not (flags[0] and flags[1]) and not _fallback_batches(spec):
-        # the copy engine cannot read them and the fallback rung runs no batches (one launch a product): copy the
-        # operands into rows on 16 bytes instead, one pass each, and run the batch in one launch
-        if not flags[0]:
-            a3, lda, bsa = _copy_engine_batch(a3, bsa)
-        if not flags[1]:
-            b3, ldb, bsb = _copy_engine_batch(b3, bsb)
-        flags = (1, 1, flags[2], 1)
-    kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
-    if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
-        (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _batch_operand(a, batch, "a"), _batch_operand(b, batch, "b")
-        flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), flags[2], 1)
+        _refuse_batch(kernel, dt)
+    vec = [_readable_by(a3, lda, bsa), _readable_by(b3, ldb, bsb), _readable_by(c3, ldc, bsc)]
+    # 3. operands the copy engine cannot read: copied into rows it reads, or the rung's fallback (any alignment).
+    # A batch is copied when the fallback runs no batches; a product, where the copy pays (repack.pads_for_...).
+    pad_a = pad_b = False
+    if spec.tensor_maps is not None and not (vec[0] and vec[1]):
+        if batch:
+            pad_a = pad_b = not (spec.fallback is not None and supports_batch(get_spec(spec.fallback)))
+        elif _repack.ENABLED:
+            item = a.dtype.itemsize
+            pad_a = not vec[0] and _repack.pads_for_copy_engine(M, N, K, "a", item)
+            pad_b = not vec[1] and _repack.pads_for_copy_engine(M, N, K, "b", item)
+            if not ((pad_a or vec[0]) and (pad_b or vec[1])):  # one of them goes to the fallback anyway
+                pad_a = pad_b = False
+        pad_a, pad_b = pad_a and not vec[0], pad_b and not vec[1]
+        if pad_a:
+            a3, lda = _repack.copy_engine_rows(a3)
+            bsa = 0 if bsa == 0 else a3.shape[1] * lda
+        if pad_b:
+            b3, ldb = _repack.copy_engine_rows(b3)
+            bsb = 0 if bsb == 0 else b3.shape[1] * ldb
+        if pad_a or pad_b:
+            vec[0] = vec[1] = 1
+    if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
+        kernel = spec.fallback
+        spec, config = get_spec(kernel), _auto.named(kernel, M, N, K, dev, nb, dt)
+    if (ta or tb) and not spec.reads_transposed:  # read in place by the first rung only: row-major now
+        (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _operand(a, batch, "a"), _operand(b, batch, "b")
+        vec[:2] = _readable_by(a3, lda, bsa), _readable_by(b3, ldb, bsb)
     layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
-    if chosen and spec.schedules_batch and spec.shape_config is not None:
-        # the batch's tiles are one run, as those of one product nb times as tall (as for the tuned lookup)
-        config = _adjusted(spec, config, dev, spec.shape_config, nb * M, N, K, _auto._sms(dev))
-    if nb > 65535 and not spec.schedules_batch:  # grid z over the batch
+    # 4. the spec's shape and pitch rules, on a configuration cumm chose (a batch whose tiles are one run: as one
+    # product nb times as tall, as for the tuned lookup)
+    if chosen and spec.shape_config is not None and (not batch or spec.schedules_batch):
+        config = _adjusted(spec, config, dev, spec.shape_config, nb * M, N, K, multiprocessors(dev))
+    if chosen and not batch and not layout and spec.pitch_config is not None:
+        config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
+    if batch and nb > 65535 and not spec.schedules_batch:  # grid z over the batch
         raise ValueError(
             f"a batch of {nb} products is more than CUDA's 65535 blocks in z (kernel {kernel!r}): split the batch"
         )
-    if a3.dtype.itemsize != 4 or layout:
-        flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
-    if layout:
-        flags = (*flags, layout)
-    plan = get_plan(kernel, config, flags, dev)
-    if spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
-        raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")
-    copied = not (shares(a3, a) or bsa == 0 and a3.data.mem is a.data.mem) or not (
-        shares(b3, b) or bsb == 0 and b3.data.mem is b.data.mem
-    )
-    fast = not copied and a3.data.ptr == a.data.ptr and b3.data.ptr == b.data.ptr
-    call = Call(
-        plan,
-        akind,
-        dev,
-        (M, N, K),
-        (lda, ldb, ldc),
-        c3.dtype,
-        out.shape,
-        (0, 0, 0),
-        fast,
-        dict(splits=1, copies=tuple(n for n, x3, x in (("A", a3, a), ("B", b3, b)) if x3.data.mem is not x.data.mem)),
-        batch=(nb, bsa, bsb, bsc),
-        direct=spec.tensor_maps is not None,  # maps go with the driver launch (Plan.launch has none)
-    )
-    return call, (a3, b3, c3)
-
-
-def decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
-    """Every decision for this call's key: kernel and configuration, repacking, split count, staging, strips."""
-    M, K = a.shape
-    N = b.shape[1]
-    a_in, b_in = a, b
-    dt, odt = a.dtype.name, out.dtype.name
-    chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
-    kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
-    spec = get_spec(kernel)
-    # a transposed view that the rung reads in place keeps its layout (its column stride is its ld); any other
-    # layout is made row-major (transposed views by a tiled copy)
-    a, lda, ta = _in_place(a, "a", spec)
-    b, ldb, tb = _in_place(b, "b", spec)
-    c, ldc = row_major(out, "out", copy_ok=False)
-    if max(lda, ldb, ldc) > INT32_MAX:
-        raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
-    half = dt != "float32"
-    if half and split_k not in (None, 1):
-        raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
-    flags0 = (aligned(a, lda), aligned(b, ldb), aligned(c, ldc))
-    pad_a = pad_b = False
-    if _repack.ENABLED and spec.tensor_maps is not None and not (flags0[0] and flags0[1]):
-        # rows the copy engine cannot read: copied into rows it reads where that pays, else the fallback rung
-        item = a.dtype.itemsize
-        pad_a = not flags0[0] and _repack.pads_for_copy_engine(M, N, K, "a", item)
-        pad_b = not flags0[1] and _repack.pads_for_copy_engine(M, N, K, "b", item)
-        if (pad_a or flags0[0]) and (pad_b or flags0[1]):
-            if pad_a:
-                a, lda = _repack.copy_engine_rows(a)
-            if pad_b:
-                b, ldb = _repack.copy_engine_rows(b)
-            flags0 = (1, 1, flags0[2])
-        else:  # one of them goes to the fallback anyway
-            pad_a = pad_b = False
-    kernel, spec, config = _readable(kernel, spec, config, flags0, (M, N, K), dev, dt)
-    if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
-        (a, lda), (b, ldb), ta, tb = row_major(a, "a", True), row_major(b, "b", True), 0, 0
-        flags0 = (aligned(a, lda), aligned(b, ldb), flags0[2])
-    layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
-    if chosen and spec.shape_config is not None:
-        config = _adjusted(spec, config, dev, spec.shape_config, M, N, K, _auto._sms(dev))
-    if chosen and not layout and spec.pitch_config is not None:
-        config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
-    # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
-    # registers; the copy-engine rungs and the half rungs run as one launch.
-    plain = half or spec.tensor_maps is not None
+    # 5. the float32 rungs that load through registers: padded copies, split-K, a staged output and edge strips.
+    # The copy-engine rungs, the half rungs and batches run as one launch.
+    plain = half or spec.tensor_maps is not None or bool(batch)
     repack_a = repack_b = False
-    if _repack.ENABLED and not plain and not (flags0[0] and flags0[1]):  # scalar loads: a padded copy may pay
-        repack_a, repack_b = _repack.repack_plan(spec, M, N, K, bool(flags0[0]), bool(flags0[1]))
-    flags = (1 if repack_a else flags0[0], 1 if repack_b else flags0[1], flags0[2])
+    if _repack.ENABLED and not plain and not (vec[0] and vec[1]):  # scalar loads: a padded copy may pay
+        repack_a, repack_b = _repack.repack_plan(spec, M, N, K, bool(vec[0]), bool(vec[1]))
+        vec[0], vec[1] = vec[0] or int(repack_a), vec[1] or int(repack_b)
     splits = 1
     if split_k is not None and split_k > 1:  # only the slices that get at least one slab of K
-        splits = _splitk.effective_splits(K, split_k, _splitk.slab(kernel, config, compute_capability(dev)))
+        splits = _splitk.effective_splits(K, split_k, _splitk.slab(spec, config, compute_capability(dev)))
         if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
-            flags = (flags[0], flags[1], int(N % 4 == 0))
+            vec[2] = int(N % 4 == 0)
     stage = bool(
         _repack.ENABLED
         and not plain
-        and not flags[2]
+        and not vec[2]
         and splits == 1
         and spec.stage_out
         and _repack.should_stage_out(M, N, K, beta)
     )
     if stage:
-        flags = (flags[0], flags[1], 1)
-    if half or layout:
-        flags = (*flags, 0, dtype_flag(dt, odt))
-    if layout:
-        flags = (*flags, layout)
-    plan = get_plan(kernel, config, flags, dev)
+        vec[2] = 1
+    # 6. the compile variant, the compiled kernel, the edge strips
+    plan = get_plan(kernel, config, Variant(*vec, int(bool(batch)), dtype_flag(dt, odt), layout), dev)
+    if batch and spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
+        raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")
     mm, nn = M, N
     bm, bn = plan.tile
-    if (
-        bm
-        and splits == 1
-        and _edges.ENABLED
-        and not plain
-        and (0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS)
-    ):
+    strips = 0 < M % bm <= _edges.EDGE_ROWS or 0 < N % bn <= _edges.EDGE_ROWS if bm else False
+    if strips and not plain and splits == 1 and _edges.ENABLED:
         mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
-    # fast: one launch of the plan's kernel straight on the caller's arrays (row_major made no copy)
-    fast = (
-        not (repack_a or repack_b or stage)
-        and splits == 1
-        and (mm, nn) == (M, N)
-        and shares(a, a_in)
-        and shares(b, b_in)
-    )
-    grid = plan.spec.grid(plan.cfg, M, N, K)
-    if grid[1] > 65535 or grid[2] > 65535:
-        fast = False  # Plan.launch reports it
-    copies = tuple(
-        n for n, x, x_in, more in (("A", a, a_in, repack_a), ("B", b, b_in, repack_b)) if more or not shares(x, x_in)
-    ) + (("C",) if stage else ())
+    # copies made of the operands on each call: a layout the rung does not read in place, rows padded
+    ab = (("A", a3, a, repack_a), ("B", b3, b, repack_b))
+    copies = tuple(n for n, x3, x, more in ab if more or not shares(x3, x))
+    # fast: one launch of the plan's kernel straight on the caller's arrays (no copy, no second kernel)
+    fast = not (copies or stage) and splits == 1 and (mm, nn) == (M, N)
+    if fast and not batch:
+        grid = plan.spec.grid(plan.cfg, M, N, K)
+        fast = grid[1] <= 65535 and grid[2] <= 65535  # (else Plan.launch reports it)
     decisions = dict(
         repack_a=repack_a,
         repack_b=repack_b,
@@ -416,60 +349,21 @@ def decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         nn=nn,
         pad_a=pad_a,
         pad_b=pad_b,
-        copies=copies,
+        copies=copies + (("C",) if stage else ()),
     )
-    spans = (span(a), span(b), span(c))
-    call = Call(plan, akind, dev, (M, N, K), (lda, ldb, ldc), c.dtype, out.shape, spans, fast, decisions, direct=plain)
-    return call, (a, b, c)
-
-
-def _in_place(x, name: str, spec) -> tuple:
-    """(operand, leading dimension, 1 when it stays column-major): a transposed view (cumm.plan.repack.column_major)
-    that ``spec`` reads in place, when its columns start on 16 bytes (the copy engine's rule); else (row-major view
-    or copy, its ld, 0)."""
-    if spec.reads_transposed:
-        ld = _repack.column_major(x)
-        if ld is not None and aligned(x, ld):
-            return x, ld, 1
-    return (*row_major(x, name, copy_ok=True), 0)
-
-
-def run(call: Call, a, b, c, alpha: float, beta: float) -> None:
-    """A call that is not one launch on the caller's arrays (copied or repacked operands, split-K, a staged output,
-    edge strips), on cupy views of its arrays, on the current stream."""
-    d = call.decisions
-    M, N, K = call.M, call.N, call.K
-    lay = layout_of(call.plan.flags)  # transposed operands the kernel reads in place
-    a, lda = (a, call.lda) if lay & TRANSPOSED_A else row_major(a, "a", copy_ok=True)
-    b, ldb = (b, call.ldb) if lay & TRANSPOSED_B else row_major(b, "b", copy_ok=True)
-    c, ldc = row_major(c, "out", copy_ok=False)
-    if d.get("pad_a"):  # rows the copy engine cannot read, copied into rows it reads (see _decide)
-        a, lda = _repack.copy_engine_rows(a)
-    if d.get("pad_b"):
-        b, ldb = _repack.copy_engine_rows(b)
-    if call.direct:  # a copy-engine or half rung: one launch on the row-major copies (its maps made per pointer)
-        with cupy.cuda.Device(call.dev):
-            call.launch(a.data.ptr, b.data.ptr, c.data.ptr, alpha, beta, cupy.cuda.get_current_stream().ptr)
-        return
-    plan = call.plan
-    try:
-        if d["repack_a"]:
-            a, lda = _repack.repack(a)
-        if d["repack_b"]:
-            b, ldb = _repack.repack(b)
-    except cupy.cuda.memory.OutOfMemoryError:  # the copy is an optimization: run the scalar variant instead
-        a, lda = row_major(a, "a", copy_ok=True)
-        b, ldb = row_major(b, "b", copy_ok=True)
-        flags = (aligned(a, lda), aligned(b, ldb), plan.flags[2])
-        plan = get_plan(plan.spec.name, plan.cfg, flags, call.dev)
-    staged = _repack.stage_out(c, beta) if d["stage"] else None
-    if d["stage"] and staged is None:  # out of memory for the padded buffer: the scalar-store variant, in place
-        plan = get_plan(plan.spec.name, plan.cfg, (*plan.flags[:2], aligned(c, ldc), *plan.flags[3:]), call.dev)
-    tgt, ldt = staged if staged is not None else (c, ldc)
-    dev = call.dev
-    with cupy.cuda.Device(dev):
-        plan.launch(d["mm"], d["nn"], K, alpha, a, lda, b, ldb, beta, tgt, ldt, d["splits"])
-        if (d["mm"], d["nn"]) != (M, N):
-            _edges.run(M, N, K, d["mm"], d["nn"], alpha, a, lda, b, ldb, beta, tgt, ldt, _auto._sms(dev), dev)
-    if staged is not None:
-        _repack.unstage_out(tgt, ldt, c, ldc)
+    ops = (a3, b3, c3) if batch else (a3[0], b3[0], c3[0])  # (views: what the launch paths take)
+    call = Call(
+        plan,
+        akind,
+        dev,
+        (M, N, K),
+        (lda, ldb, ldc),
+        c3.dtype,
+        out.shape,
+        (0, 0, 0) if batch else tuple(span(x) for x in ops),
+        fast,
+        decisions,
+        batch=(nb, bsa, bsb, bsc) if batch else None,
+        direct=spec.tensor_maps is not None if batch else plain,  # maps go with the driver launch
+    )
+    return call, ops

@@ -80,12 +80,12 @@ def effective_splits(K: int, splits: int, bk: int) -> int:
 _bk: dict[tuple, int] = {}
 
 
-def slab(kernel: str, config: Mapping[str, int] | None, cc: int) -> int:
-    """BK of ``kernel``'s resolved ``config`` (memoized); raises ConfigError for an invalid config."""
-    key = (kernel, None if config is None else tuple(sorted(config.items())), cc)
+def slab(spec, config: Mapping[str, int] | None, cc: int) -> int:
+    """BK of ``config`` resolved for ``spec`` (memoized); raises ConfigError for an invalid config."""
+    key = (spec.name, None if config is None else tuple(sorted(config.items())), cc)
     bk = _bk.get(key)
     if bk is None:
-        bk = _bk[key] = get_spec(kernel).resolve(config, cc)["BK"]
+        bk = _bk[key] = spec.resolve(config, cc)["BK"]
     return bk
 
 

@@ -22,7 +22,7 @@ from ..core.errors import CompileError, ConfigError, SharedMemoryError
 from ..core.spec import Config, KernelSpec
 from ..plan.store import cache_dir
 from . import cache as _cache
-from .render import ALIGNED, render, template_hash
+from .render import ALIGNED, render, template_hash, variant
 
 # CuPy adds -ftz=true and its own -arch when it compiles; offline compiles add the same so that the
 # register report matches what runs.
@@ -161,6 +161,7 @@ def device_kernel(spec: KernelSpec, cfg: Config, flags: tuple[int, ...], device_
     """A compiled, launch-ready ``cupy.RawKernel`` for ``cfg`` on ``device_id`` (cached)."""
     # The template's hash: a kernel registered again (cumm.register(..., replace=True)) with other code
     # never gets one compiled from the old text.
+    flags = variant(flags)  # (1, 1, 1) and Variant() are one kernel
     key = (spec.name, template_hash(spec), tuple(cfg[k] for k in spec.params), flags, device_id)
     kern = _kernels.get(key)
     if kern is not None:

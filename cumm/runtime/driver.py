@@ -7,6 +7,19 @@ from __future__ import annotations
 import ctypes
 import os
 
+_sm_count: dict[int, int] = {}
+
+
+def multiprocessors(device_id: int) -> int:
+    """The multiprocessors of ``device_id`` (memoized): a wave of one-block-per-SM kernels, the persistent grid."""
+    n = _sm_count.get(device_id)
+    if n is None:
+        import cupy
+
+        n = _sm_count[device_id] = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
+    return n
+
+
 _driver_fns: dict[str, object] = {}  # the driver functions below (tensor maps, cluster queries), looked up once
 
 

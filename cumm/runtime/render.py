@@ -13,20 +13,18 @@ import hashlib
 import os
 import re
 from importlib import resources
+from typing import NamedTuple
 
 from ..core.spec import Config, KernelSpec
 
 COMMON_HEADER = "include/common.cuh"
-# Alignment flags, in order: 16-byte accesses on A, B, C are legal (see common.cuh); an optional fourth flag
-# selects the batched variant (CUMM_BATCHED: gridDim.z is the batch). Unbatched variants render exactly as
-# before the flag existed (no CUMM_BATCHED define, the same name), so their code and cubins are unchanged.
+# The #defines of a variant's alignment and batch fields, in Variant's order.
 FLAG_NAMES = ("VEC_A", "VEC_B", "VEC_C", "CUMM_BATCHED")
-ALIGNED = (1, 1, 1)
-BATCHED = 3  # index of the batched flag
-# An optional fifth flag: the dtypes, as an index into DTYPE_VARIANTS (0: float32, rendered as before it
-# existed). Half-precision kernels read CUMM_BF16 (0: float16 inputs, 1: bfloat16) and OUT_F32 (1: C is float32,
-# 0: C has the inputs' type); accumulation is FP32 in every variant.
-DTYPE = 4
+BATCHED = 3  # Variant's index of ``batched``
+DTYPE = 4  # ... of ``dtype``
+LAYOUT = 5  # ... of ``layout``
+# Variant.dtype indexes this: (inputs' dtype, C's dtype). Half-precision kernels read CUMM_BF16 (0: float16 inputs,
+# 1: bfloat16) and OUT_F32 (1: C is float32, 0: C has the inputs' type); accumulation is FP32 in every variant.
 DTYPE_VARIANTS = (
     ("float32", "float32"),
     ("float16", "float16"),
@@ -34,27 +32,45 @@ DTYPE_VARIANTS = (
     ("float16", "float32"),
     ("bfloat16", "float32"),
 )
-
-
-# An optional sixth flag: operands given transposed and read in place (bit 0: A column-major, CUMM_TA; bit 1: B
-# column-major, CUMM_TB), for kernels that declare ``reads_transposed``; 0 renders as before it existed.
-LAYOUT = 5
+# Variant.layout's bits: operands given transposed and read in place (A column-major: CUMM_TA, B: CUMM_TB), for
+# kernels that declare ``reads_transposed``.
 TRANSPOSED_A, TRANSPOSED_B = 1, 2
+
+
+class Variant(NamedTuple):
+    """A configuration's compile variant: what its rendered source and its kernel's name depend on beside the tile
+    parameters. Each field's default renders as before the field existed (no #define, nothing added to the name),
+    so the code and cubins of older variants never change. A plain tuple of the first fields is one too."""
+
+    vec_a: int = 1  # 16-byte accesses on A are legal (VEC_A; see common.cuh)
+    vec_b: int = 1  # ... on B (VEC_B)
+    vec_c: int = 1  # ... on C (VEC_C)
+    batched: int = 0  # the batched variant (CUMM_BATCHED: grid z, or the kernel's own walk, is the batch)
+    dtype: int = 0  # an index into DTYPE_VARIANTS (0: float32 in and out)
+    layout: int = 0  # TRANSPOSED_A | TRANSPOSED_B
+
+
+ALIGNED = Variant()
+
+
+def variant(flags: tuple[int, ...]) -> Variant:
+    """``flags`` (a Variant, or a tuple of its first fields) as a Variant."""
+    return flags if type(flags) is Variant else Variant(*flags)
 
 
 def layout_of(flags: tuple[int, ...]) -> int:
     """The transposed-operand bits of ``flags`` (0: both row-major)."""
-    return flags[LAYOUT] if len(flags) > LAYOUT else 0
+    return variant(flags).layout
 
 
 def dtype_flag(inputs: str, output: str) -> int:
-    """The flag of inputs of dtype ``inputs`` (a name) writing C of dtype ``output``."""
+    """Variant.dtype of inputs of dtype ``inputs`` (a name) writing C of dtype ``output``."""
     return DTYPE_VARIANTS.index((inputs, output))
 
 
 def dtypes_of(flags: tuple[int, ...]) -> tuple[str, str]:
     """(inputs' dtype, C's dtype) of ``flags``."""
-    return DTYPE_VARIANTS[flags[DTYPE] if len(flags) > DTYPE else 0]
+    return DTYPE_VARIANTS[variant(flags).dtype]
 
 
 def template_text(filename: str) -> str:
@@ -118,16 +134,17 @@ def supports_batch(spec: KernelSpec) -> bool:
 
 def batched(flags: tuple[int, ...]) -> bool:
     """Whether ``flags`` select the batched variant."""
-    return len(flags) > BATCHED and bool(flags[BATCHED])
+    return bool(variant(flags).batched)
 
 
 def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> str:
+    v = variant(flags)
     params = "_".join(f"{k}{cfg[k]}" for k in spec.params)
-    vec = "v" + "".join(str(int(f)) for f in flags[:BATCHED]) + ("_batched" if batched(flags) else "")
-    inputs, output = dtypes_of(flags)
+    vec = "v" + "".join(str(int(f)) for f in v[:BATCHED]) + ("_batched" if v.batched else "")
+    inputs, output = DTYPE_VARIANTS[v.dtype]
     if inputs != "float32":
         vec += f"_{inputs}" + ("_out_float32" if output == "float32" else "")
-    lay = layout_of(flags)
+    lay = v.layout
     if lay:
         vec += "_t" + ("a" if lay & TRANSPOSED_A else "") + ("b" if lay & TRANSPOSED_B else "")
     return f"cumm_{spec.name}_{params}_{vec}"
@@ -135,16 +152,17 @@ def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED)
 
 def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> tuple[str, str]:
     """Return (function name, CUDA source) for ``cfg`` (already resolved and checked)."""
-    name = kernel_name(spec, cfg, flags)
+    v = variant(flags)
+    name = kernel_name(spec, cfg, v)
     lines = [f"// cumm: {spec.name} rendered for {dict(cfg)}", f"#define CUMM_KERNEL {name}"]
     lines += [f"#define {k} {int(cfg[k])}" for k in spec.params]
-    lines += [f"#define {f} {int(v)}" for f, v in zip(FLAG_NAMES[:BATCHED], flags[:BATCHED], strict=True)]
-    if batched(flags):
+    lines += [f"#define {f} {int(x)}" for f, x in zip(FLAG_NAMES[:BATCHED], v[:BATCHED], strict=True)]
+    if v.batched:
         lines.append(f"#define {FLAG_NAMES[BATCHED]} 1")
-    inputs, output = dtypes_of(flags)
+    inputs, output = DTYPE_VARIANTS[v.dtype]
     if inputs != "float32":
         lines += [f"#define CUMM_BF16 {int(inputs == 'bfloat16')}", f"#define OUT_F32 {int(output == 'float32')}"]
-    lay = layout_of(flags)
+    lay = v.layout
     lines += [f"#define CUMM_T{x} 1" for x, bit in (("A", TRANSPOSED_A), ("B", TRANSPOSED_B)) if lay & bit]
     for f, text in spec_parts(spec):
         lines.append(line_directive(f))

@@ -441,7 +441,7 @@ def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0) -> Calla
     kernel through ``cumm.matmul(..., beta=beta)``."""
     import cupy
 
-    import cumm
+    from ..api import matmul as _api
 
     beta = check_beta(beta)
     if kernel == CUBLAS and dtype == "float32":
@@ -479,8 +479,8 @@ def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0) -> Calla
 
         return call
     if beta == 0.0:
-        return lambda a, b, c: cumm.matmul(a, b, kernel=kernel, out=c)
-    return lambda a, b, c: cumm.matmul(a, b, kernel=kernel, out=c, beta=beta)
+        return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c)
+    return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c, beta=beta)
 
 
 def verify(call: Callable, abc: tuple, ref, ref_norm: float, *, beta: float = 0.0, rng=None) -> float:
@@ -627,7 +627,7 @@ def run(
     beta = check_beta(beta)  # before the GPU is touched: a bad value fails at once, anywhere
     import cupy
 
-    import cumm
+    from ..ladder import kernels as _kernels
 
     check_tf32()
     reason = gpu_unavailable()
@@ -636,8 +636,8 @@ def run(
     _check_cupy_compute_type()
     if dtype not in TOLERANCES:
         raise ValueError(f"dtype must be one of {', '.join(TOLERANCES)}, got {dtype!r}")
-    valid = [*cumm.kernels(dtype=dtype), "auto"]
-    kernels = list(cumm.kernels(dtype=dtype)) if kernels is None else list(kernels)
+    valid = [*_kernels(dtype=dtype), "auto"]
+    kernels = list(_kernels(dtype=dtype)) if kernels is None else list(kernels)
     for k in kernels:
         if k not in valid:
             raise ValueError(f"unknown kernel {k!r} for {dtype}; choose from {', '.join(valid)}")
@@ -692,13 +692,13 @@ def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
     Python/launch path dominates. Each allocates its result, as a user's call does."""
     import cupy
 
-    import cumm
+    from ..api import matmul as _api
 
     M, N, K = HOST_OVERHEAD_SHAPE
     rng = cupy.random.default_rng()
     a = rng.standard_normal((M, K), dtype=cupy.float32)
     b = rng.standard_normal((K, N), dtype=cupy.float32)
-    cumm_us = host_us(lambda: cumm.matmul(a, b), calls, warmup)
+    cumm_us = host_us(lambda: _api.matmul(a, b), calls, warmup)
     cupy_us = host_us(lambda: cupy.matmul(a, b), calls, warmup)
     doc = {"shape": [M, N, K], "calls": calls, "cumm_us": cumm_us, "cupy_us": cupy_us, "ratio": cumm_us / cupy_us}
     try:
@@ -707,7 +707,7 @@ def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
         return doc
     ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
     doc["torch_us"] = host_us(lambda: torch.matmul(ta, tb), calls, warmup)
-    doc["cumm_torch_us"] = host_us(lambda: cumm.matmul(ta, tb), calls, warmup)  # torch tensors in and out
+    doc["cumm_torch_us"] = host_us(lambda: _api.matmul(ta, tb), calls, warmup)  # torch tensors in and out
     return doc
 
 

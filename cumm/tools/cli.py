@@ -118,10 +118,10 @@ def _positive(text: str) -> int:
 
 def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     kernels = ", ".join(gemm_kernels())
-    from .. import __version__
-
+    # the package's version: the package is loaded before any of its modules (no import of it from here)
+    version = sys.modules[__name__.partition(".")[0]].__version__
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
-    p.add_argument("--version", action="version", version=f"cumm {__version__}")
+    p.add_argument("--version", action="version", version=f"cumm {version}")
     sub = p.add_subparsers(dest="command", required=True, metavar="{bench,tune,check,new}")
 
     b = sub.add_parser(
