@@ -250,10 +250,11 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
         if p.empty:
             return p.result
         if p.K == 0:  # the empty sum: alpha * 0 + beta * out
+            out = p.out
             if beta == 0.0:
-                p.out.fill(0)
+                out.fill(0)
             else:
-                p.out *= np.float32(beta)
+                out *= np.float32(beta)
             return p.result
         a2, b2, o2, batch, folded = p.a2, p.b2, p.o2, p.batch, False
         if batch and b2.ndim == 2:
