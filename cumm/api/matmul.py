@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import cupy
 import numpy as np
 
+from ..plan import out_layout as _out_layout
 from ..plan import splitk as _splitk
 from ..plan.operands import (
     F32_MAX,
@@ -304,6 +305,13 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     out = _arrays.as_cupy(result, "out")
     if user_out is not None:
         check_out(out, (a, b), shape, dev, ("a", "b"))
+        if not _out_layout.writable_in_place(out, batch, M, N):  # staged: computed row-major, copied back
+            stream = _arrays.torch_stream(dev) if akind == "torch" else None
+            with _arrays.on_stream(stream, dev) if stream is not None else contextlib.nullcontext():
+                staged = _out_layout.staging(out, beta)
+                _checked(a, b, staged, kernel, config, alpha, beta, split_k, None)
+                out[...] = staged
+            return result
     # numpy's rules for 1-D operands: a vector a is one row, a vector b one column (views)
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
