@@ -72,15 +72,109 @@ def test_batched_views_and_alpha_beta(kernel, rng):
 
 
 def test_a_rung_without_batches_says_so(rng):
+    """Every rung of the ladder runs batches; a kernel that does not (here mma's template registered without
+    CUMM_BATCH()) says so and lists the rungs that do, of that dtype."""
+    import dataclasses
+
     import cupy
 
-    a = rng.standard_normal((2, 8, 8), dtype=cupy.float32).astype(cupy.float16)
-    # the message lists the rungs that do run batched products of that dtype
-    with pytest.raises(
-        ValueError,
-        match=r"kernel 'mma' does not run batched products .*; the rungs that do: \['wgmma_ws'\]",
-    ):
-        cumm.matmul(a, a, kernel="mma")
+    spec = cumm.kernel_spec("mma")
+    text = cumm.kernel_source("mma")
+    assert "CUMM_BATCH();" in text
+    cumm.register(
+        dataclasses.replace(
+            spec, name="mma_unbatched", template="mma_unbatched.cu", source=text.replace("CUMM_BATCH();", "")
+        ),
+        replace=True,
+    )
+    try:
+        a = rng.standard_normal((2, 8, 8), dtype=cupy.float32).astype(cupy.float16)
+        with pytest.raises(
+            ValueError,
+            match=r"kernel 'mma_unbatched' does not run batched products .*; the rungs that do: "
+            r"\[.*'mma', 'mma_swizzled_pipeline'.*'wgmma_ws'.*'wgmma_cluster_split_k'\]",
+        ):
+            cumm.matmul(a, a, kernel="mma_unbatched")
+    finally:
+        cumm.unregister("mma_unbatched")
+
+
+# the half rungs that run batches with grid z over the batch (wgmma_ws walks the batch's tiles: tested below)
+GRID_Z_HALF = ["mma", "mma_swizzled_pipeline", "wgmma_cluster_split_k"]
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kernel", GRID_Z_HALF)
+def test_half_grid_z_rungs_run_batches(kernel, dt, rng):
+    """mma, mma_swizzled_pipeline and wgmma_cluster_split_k on batched and broadcast products (HALF_CASES, below):
+    each product against float64 and cuBLAS's error on the same inputs, out NaN-poisoned; a float32 out with alpha
+    and beta; one launch (the decision names the rung itself unless its operands sent it to its fallback)."""
+    import cupy
+
+    from .test_half import _cublas, _dtype, _err
+
+    spec = cumm.kernel_spec(kernel)
+    cc = int(cupy.cuda.Device().compute_capability)
+    if not spec.supports(cc):
+        pytest.skip(f"{kernel} needs compute capability {spec.min_cc}")
+    for sa, sb in HALF_CASES:
+        a = rng.standard_normal(sa, dtype=cupy.float32).astype(_dtype(dt))
+        b = rng.standard_normal(sb, dtype=cupy.float32).astype(_dtype(dt))
+        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        out = cupy.full(ref.shape, math.nan, dtype=a.dtype)
+        got = cumm.matmul(a, b, kernel=kernel, out=out)
+        assert got is out
+        theirs = _cublas(a, b)
+        for idx in np.ndindex(*ref.shape[:-2]):
+            bound = 1.5 * _err(theirs[idx], ref[idx]) + 1e-7
+            assert _err(got[idx], ref[idx]) <= bound, (kernel, sa, sb, idx, _err(got[idx], ref[idx]), bound)
+        c0 = rng.standard_normal(ref.shape, dtype=cupy.float32)
+        o32 = c0.copy()
+        cumm.matmul(a, b, kernel=kernel, out=o32, alpha=0.5, beta=-1.0)
+        assert _err(o32, 0.5 * ref - c0.astype(cupy.float64)) < 1e-5, (kernel, sa, sb)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kernel", GRID_Z_HALF)
+def test_half_grid_z_rungs_views_broadcast_and_configs(kernel, dt, rng):
+    """Strided and unaligned batch views, a 4-D broadcast, a half out with beta, a named configuration, torch."""
+    import cupy
+
+    from cumm.api.matmul import decision
+
+    from .test_half import _cublas, _dtype, _err
+
+    spec = cumm.kernel_spec(kernel)
+    if not spec.supports(int(cupy.cuda.Device().compute_capability)):
+        pytest.skip(f"{kernel} needs compute capability {spec.min_cc}")
+    h = _dtype(dt)
+    a = rng.standard_normal((2, 3, 200, 136), dtype=cupy.float32).astype(h)
+    b = rng.standard_normal((3, 136, 264), dtype=cupy.float32).astype(h)  # broadcast over a's first axis
+    got = cumm.matmul(a, b, kernel=kernel)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    assert got.shape == (2, 3, 200, 264) and got.dtype == h
+    theirs = _cublas(a, b)
+    for idx in np.ndindex(2, 3):
+        assert _err(got[idx], ref[idx]) <= 1.5 * _err(theirs[idx], ref[idx]) + 1e-7, idx
+    a3, o3 = a[1], cupy.empty((3, 200, 264), dtype=h)  # read in place: one launch of the rung itself
+    cumm.matmul(a3, b, kernel=kernel, out=o3)
+    assert decision(a3, b, o3, kernel=kernel).startswith(kernel), decision(a3, b, o3, kernel=kernel)
+    big = rng.standard_normal((6, 70, 131), dtype=cupy.float32).astype(h)
+    x = big[::2, 1:68, 1:]  # every other matrix, rows of 130 halves, pointer + 2 bytes: not 16-byte aligned
+    y = rng.standard_normal((3, 130, 72), dtype=cupy.float32).astype(h)
+    c0 = rng.standard_normal((3, 67, 72), dtype=cupy.float32).astype(h)
+    out = c0.copy()
+    cumm.matmul(x, y, kernel=kernel, out=out, alpha=2.0, beta=0.5)
+    refh = 2.0 * (x.astype(cupy.float64) @ y.astype(cupy.float64)) + 0.5 * c0.astype(cupy.float64)
+    assert _err(out, refh) <= 1.5 * _err(refh.astype(cupy.float32).astype(h), refh) + 1e-7
+    for name, cfg in spec.configs.items():  # the spec's named configurations
+        o = cupy.full((3, 200, 264), math.nan, dtype=h)
+        cumm.matmul(a3, b, kernel=kernel, config=cfg, out=o)
+        ref3 = a3.astype(cupy.float64) @ b.astype(cupy.float64)
+        assert _err(o, ref3) <= 1.5 * _err(_cublas(a3, b), ref3) + 1e-7, name
+    torch = pytest.importorskip("torch")
+    t = cumm.matmul(torch.from_dlpack(a), torch.from_dlpack(b), kernel=kernel)
+    assert isinstance(t, torch.Tensor) and bool((cupy.from_dlpack(t) == got).all())
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..plan import splitk as _splitk
 from ..plan.execute import execute, run
-from ..plan.operands import F32_MAX, compute_capability, config_key, prepare, real_scalar, span, stacked
+from ..plan.operands import F32_MAX, compute_capability, config_key, prepare, real_scalar, span, stacked, staging
 from ..plan.plan import decide
 from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
@@ -247,6 +247,11 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     p = prepare(a, b, out, beta, akind)
     stream = _arrays.torch_stream(p.dev) if akind == "torch" else None
     with _arrays.on_stream(stream, p.dev) if stream is not None else contextlib.nullcontext():
+        if p.stage:  # an out the kernels cannot write in place: computed row-major, copied back
+            staged = staging(p.out, beta)
+            _checked(p.a, p.b, staged, kernel, config, alpha, beta, split_k, None)
+            p.out[...] = staged
+            return p.result
         if p.empty:
             return p.result
         if p.K == 0:  # the empty sum: alpha * 0 + beta * out

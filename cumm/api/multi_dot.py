@@ -1,4 +1,5 @@
-"""``cumm.multi_dot``: a chain of matrix products, numpy.linalg.multi_dot semantics for 2-D float32 cupy arrays.
+"""``cumm.multi_dot``: a chain of matrix products, numpy.linalg.multi_dot semantics for 2-D GPU arrays (cupy, torch,
+DLPack, CUDA array interface; float32, float16, bfloat16: the half dtypes pairwise, no chain rung runs them).
 
 Two arrays are one ``cumm.matmul``. Three arrays (m x k, k x p, p x n) run a fused kernel when fusing pays
 (``rules``), else two ``cumm.matmul`` calls in the cheaper order. Four or more arrays are multiplied pairwise
@@ -26,7 +27,8 @@ from ..ladder import REGISTRY
 from ..plan import chain_plans as plans
 from ..plan import chain_rules as rules
 from ..plan.chain_order import chain_order
-from ..plan.operands import INT32_MAX, check_operand, check_out, compute_capability, span
+from ..plan.operands import INT32_MAX, check_operand, check_out, compute_capability, span, staging, writable_in_place
+from ..runtime import arrays as _arrays
 from ..runtime.launch import Launch
 from .matmul import matmul
 
@@ -155,17 +157,64 @@ def _pairwise(arrays, dims, out):
 
 
 def multi_dot(arrays, *, kernel: str = "auto", out=None):
-    """The product of two or more 2-D float32 cupy arrays, like numpy.linalg.multi_dot.
+    """The product of two or more 2-D GPU arrays, like numpy.linalg.multi_dot: cupy arrays, torch CUDA tensors,
+    or anything with ``__cuda_array_interface__`` / ``__dlpack__`` (as cumm.matmul takes); the result is of the
+    inputs' kind (torch in, torch out). float32, float16 or bfloat16, one dtype for all.
 
-    ``kernel``: "auto" (for three arrays a fused kernel when it pays, else pairwise cumm.matmul), "fused3",
-    "fused3_tc" or "fused3_wg" (force that fused kernel; three arrays only) or "pairwise" (cumm.matmul calls
-    in the cheapest order).
-    ``out``: a C-contiguous (or row-major, unit column stride) float32 array of the result's shape that
-    overlaps none of the inputs; returned.
+    ``kernel``: "auto" (for three arrays a fused kernel when one runs the dtype and fusing pays, else pairwise
+    cumm.matmul), "fused3", "fused3_tc" or "fused3_wg" (force that fused kernel; three float32 arrays only) or
+    "pairwise" (cumm.matmul calls in the cheapest order).
+    ``out``: an array of the inputs' kind and the result's shape, of the inputs' dtype or float32, that overlaps
+    none of the inputs; returned (a layout the kernels cannot write is staged, as in cumm.matmul).
     """
     done, fast_key = _fast_call(arrays, kernel, out)
     if done is not None:
         return done
+    if (type(arrays) is list or type(arrays) is tuple) and all(type(x) is _ND for x in arrays):
+        if out is None or type(out) is _ND:
+            return _multi_dot(arrays, kernel, out, fast_key)
+    return _other_kinds(arrays, kernel, out)
+
+
+def _other_kinds(arrays, kernel: str, out):
+    """multi_dot on torch tensors or other GPU arrays: on cupy views of them, on the inputs' stream; the result of
+    the inputs' kind."""
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError(f"multi_dot needs at least two arrays, got {len(arrays)}")
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r} for multi_dot; use one of {list(KERNELS)}")
+    kinds = [_arrays.kind(x) for x in arrays]
+    for i, x in enumerate(arrays[1:], 1):
+        if kinds[i] != kinds[0]:
+            raise TypeError(
+                f"arrays[0] is a {_arrays.describe(arrays[0])} but arrays[{i}] is a {_arrays.describe(x)}: pass "
+                "arrays of one kind (the result is of the inputs' kind)"
+            )
+    if out is not None and _arrays.kind(out) != kinds[0]:
+        raise TypeError(
+            f"arrays[0] is a {_arrays.describe(arrays[0])} but out is a {_arrays.describe(out)}: pass arrays of "
+            "one kind (the result is of the inputs' kind)"
+        )
+    views = [_arrays.as_cupy(x, f"arrays[{i}]") for i, x in enumerate(arrays)]
+    for i, x in enumerate(views):
+        check_operand(x, f"arrays[{i}]")
+    result = out
+    if out is None:
+        rows, cols = views[0].shape[0], views[-1].shape[1]
+        result = _arrays.empty(
+            kinds[0] if kinds[0] == "torch" else "cupy", (rows, cols), views[0].dtype, views[0].data.device_id
+        )
+    vout = None if result is None else _arrays.as_cupy(result, "out")
+    dev = views[0].data.device_id
+    stream = _arrays.torch_stream(dev) if kinds[0] == "torch" else None
+    with _arrays.on_stream(stream, dev) if stream is not None else contextlib.nullcontext():
+        _multi_dot(views, kernel, vout, None)
+    return result
+
+
+def _multi_dot(arrays, kernel: str, out, fast_key):
+    """multi_dot on cupy arrays (the checked path; ``fast_key``: the fast path's key to keep the launch under)."""
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError(f"multi_dot needs at least two arrays, got {len(arrays)}")
@@ -175,8 +224,17 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
         raise ValueError(f"kernel={kernel!r} multiplies exactly three arrays, got {len(arrays)}")
     for i, x in enumerate(arrays):
         check_operand(x, f"arrays[{i}]")
-        if x.dtype != _F32:
-            raise TypeError(f"arrays[{i}] has dtype {x.dtype}; multi_dot multiplies float32 arrays")
+        if x.dtype != arrays[0].dtype:
+            raise TypeError(
+                f"arrays[0] has dtype {arrays[0].dtype} and arrays[{i}] {x.dtype}: multi_dot multiplies arrays of "
+                "one dtype (convert one with .astype)"
+            )
+    dt = arrays[0].dtype.name
+    if kernel in CHAIN_KERNELS and dt not in REGISTRY[kernel].dtypes:
+        raise TypeError(
+            f"kernel={kernel!r} multiplies {', '.join(REGISTRY[kernel].dtypes)} arrays, got {dt}: use kernel='auto' "
+            "or 'pairwise'"
+        )
     shapes = [x.shape for x in arrays]
     dims = [shapes[0][0]]
     for i, (rows, cols) in enumerate(shapes):
@@ -197,7 +255,7 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
     m, n = dims[0], dims[-1]
     if out is None:
         with cupy.cuda.Device(dev) if dev != cupy.cuda.runtime.getDevice() else contextlib.nullcontext():
-            out = cupy.empty((m, n), dtype=_F32)  # on the arrays' device, whichever is current
+            out = cupy.empty((m, n), dtype=arrays[0].dtype)  # on the arrays' device, whichever is current
         if out.data.ptr & 15:  # the fast path's key for out=None assumes a 16-byte aligned E (the pool's are)
             fast_key = None
     else:
@@ -205,7 +263,13 @@ def multi_dot(arrays, *, kernel: str = "auto", out=None):
 
     if len(arrays) == 2:
         return matmul(arrays[0], arrays[1], out=out)
-    if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1:
+    if not writable_in_place(out, (), m, n):  # staged as in matmul: computed row-major, copied back
+        staged = staging(out, 0.0)
+        _multi_dot(arrays, kernel, staged, None)
+        out[...] = staged
+        return out
+    fusable = dt == "float32" and out.dtype == _F32 and all(dt in REGISTRY[k].dtypes for k in CHAIN_KERNELS)
+    if len(arrays) == 3 and kernel != "pairwise" and min(dims) >= 1 and fusable:
         _, k, p, _ = dims
         if kernel in CHAIN_KERNELS:
             choice = kernel, rules.forced(kernel, m, m * p * (k + n))

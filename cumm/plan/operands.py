@@ -189,6 +189,33 @@ def config_key(config) -> tuple | None:
         raise TypeError(f"config's keys must be parameter names (str), got {list(config)!r}") from None
 
 
+# An out the kernels cannot write in place (negative, zero or non-unit column strides, a transposed view, matrices that
+# are not rows one after another): the product goes into a row-major staging array, copied back into out after it
+# (as cupy.matmul does). With beta != 0 the staging array starts as a copy of out.
+
+
+def writable_in_place(out, batch: tuple[int, ...], M: int, N: int) -> bool:
+    """Whether the kernels write ``out`` (the result's shape) as it is: C-contiguous, or every matrix row-major
+    with unit column stride and positive row stride at least N, the matrices at positive strides, and the
+    (batch, M, N) view of out a view, not a copy."""
+    if out.flags.c_contiguous:
+        return True
+    item = out.dtype.itemsize
+    if any(s <= 0 or s % item for d, s in zip(out.shape, out.strides, strict=True) if d > 1):
+        return False
+    o = out.reshape(batch + (M, N))
+    if not shares(o, out):
+        return False
+    s_row, s_col = o.strides[-2:]
+    return (N <= 1 or s_col == item) and (M <= 1 or s_row // item >= N)
+
+
+def staging(out, beta: float):
+    """A C-contiguous array of out's shape and dtype on its device: out's values when beta != 0 (C is read)."""
+    with cupy.cuda.Device(out.data.device_id):
+        return cupy.ascontiguousarray(out) if beta != 0.0 else cupy.empty(out.shape, out.dtype)
+
+
 class Operands(NamedTuple):
     """A matmul call's checked operands: cupy views ``a``, ``b``, ``out`` of the caller's arrays, the result (of the
     inputs' kind: ``out`` itself when given), and the views ``a2``, ``b2``, ``o2`` with numpy's rules for vectors
@@ -207,6 +234,7 @@ class Operands(NamedTuple):
     batch: tuple[int, ...]
     shape: tuple[int, ...]
     dev: int
+    stage: bool  # out is not written in place (writable_in_place): the product goes through staging(out)
 
     @property
     def empty(self) -> bool:
@@ -247,6 +275,8 @@ def prepare(a, b, out, beta: float, akind: str) -> Operands:
     out = _arrays.as_cupy(result, "out")
     if user_out is not None:
         check_out(out, (a, b), shape, dev, ("a", "b"))
+        if not writable_in_place(out, batch, M, N):
+            return Operands(a, b, out, result, None, None, None, M, N, K, batch, shape, dev, True)
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     o2 = out.reshape(batch + (M, N)) if out.ndim != len(batch) + 2 else out
@@ -255,4 +285,4 @@ def prepare(a, b, out, beta: float, akind: str) -> Operands:
             f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, N)} "
             "result without a copy: pass a C-contiguous out"
         )
-    return Operands(a, b, out, result, a2, b2, o2, M, N, K, batch, shape, dev)
+    return Operands(a, b, out, result, a2, b2, o2, M, N, K, batch, shape, dev, False)

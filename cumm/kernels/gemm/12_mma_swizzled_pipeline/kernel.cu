@@ -18,7 +18,8 @@ __device__ __forceinline__ int cumm_swz(int r, int c) {
     return CPR == 4 ? r * 4 + (c ^ ((r >> 1) & 3)) : r * CPR + (c ^ (r & 7));
 }
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM16_ARGS) {
+extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM16_BATCH_ARGS) {
+    CUMM_BATCH();  // a batched variant: this block's product of the batch (grid z; batch16.cuh, common.cuh)
     constexpr int WARPS_N = BN / WN, MI = WM / 16, NI = WN / 8;
     constexpr int CPR_A = BK / 8, CPR_B = BN / 8;
     constexpr int A_CH = BM * BK / 8, B_CH = BK * BN / 8;  // 16-byte chunks of a slab

@@ -15,7 +15,7 @@ SPEC = KernelSpec(
     top=True,  # kernel="auto" runs it for its dtypes (the highest top rung the device runs)
     raced=True,  # the tuner races it
     template=Path(__file__).with_name("kernel.cu"),
-    headers=("include/tc16.cuh",),
+    headers=("include/tc16.cuh", "include/batch16.cuh"),
     dtypes=HALF,
     min_cc=80,
     summary="mma with XOR-swizzled shared memory (no ldmatrix bank conflicts) and a cp.async multistage pipeline",

@@ -19,12 +19,14 @@
 // aligned A and B, lda, ldb % 8 == 0). Grid: KS ceil(M / BM) ceil(N / BN) blocks in x, clusters of KS compiled
 // in (__cluster_dims__). NUM_THREADS = 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16
 // STAGES, of which the ring must hold the BM x BN FP32 partials (BM BN 4 <= STAGES (BM + BN) 128).
+// Batched variant (CUMM_BATCHED): grid z is the batch (a cluster's KS blocks share their z), A and B are read
+// through 3-D maps (a broadcast operand's map holds one matrix) and C moves to product z (batch16.cuh).
 
 #define CUMM_WG_STAGE_BYTES ((BM + BN) * 128)
 #define CUMM_NC (128 * WGS)  // consumer threads
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS, 1, 1)
-    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
+    CUMM_KERNEL(CUMM_GEMM16_BATCH_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
     constexpr int MT = BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     constexpr int E = BN / 2 / KS;  // accumulators of a thread's m64 row block in one rank's columns
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
@@ -36,6 +38,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
     unsigned long long* const bars = reinterpret_cast<unsigned long long*>(sm + STAGES * SB);
     const CummRing<STAGES> ring{bars, bars + STAGES};
 
+    CUMM_BATCH();  // a batched variant: C moves to product blockIdx.z (A and B are read through 3-D maps)
+    const int za = CUMM_BATCH_Z(bsa), zb = CUMM_BATCH_Z(bsb);  // their matrices in the maps (batch16.cuh)
     const int tid = threadIdx.x;
     const unsigned rank = cumm_cluster_ctarank();
     const int2 tc = cumm_tile_coord(blockIdx.x / KS, (M + BM - 1) / BM, (N + BN - 1) / BN, GM);
@@ -55,10 +59,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
             for (int kt = k0; kt < k1; ++kt) {
                 const int s = ring.acquire(kt - k0, SB);
                 unsigned char* const st = sm + s * SB;
-                cumm_tma_load(st, &tmA, kt * 64, bm0, &ring.full[s]);
+                cumm_tma_load_z<CUMM_BATCHED>(st, &tmA, kt * 64, bm0, za, &ring.full[s]);
 #pragma unroll
                 for (int j = 0; j < BN / 64; ++j)
-                    cumm_tma_load(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, &ring.full[s]);
+                    cumm_tma_load_z<CUMM_BATCHED>(st + BM * 128 + j * 8192, &tmB, bn0 + 64 * j, kt * 64, zb,
+                                                   &ring.full[s]);
             }
         __syncwarp();
         // the cluster barriers count every thread of the cluster: the producers pass both with the consumers

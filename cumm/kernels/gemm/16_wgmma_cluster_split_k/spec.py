@@ -27,13 +27,17 @@ _WS_CONSTRAINTS = [
 ]
 
 
+_HALF = hopper_half()
+_HALF["headers"] += ("include/batch16.cuh",)  # the batched variant's arguments
+
+
 # Beside the half ladder, for products with few tiles and a deep K: wgmma_ws's producer and consumers with
 # each tile's K split over a cluster, the partial sums added in distributed shared memory.
 SPEC = KernelSpec(
     name="wgmma_cluster_split_k",
     raced=True,  # the tuner races it
     template=Path(__file__).with_name("kernel.cu"),
-    **hopper_half(),
+    **_HALF,
     branch=True,  # auto runs it where the tuned table says it won (few tiles, deep K), never as the top rung
     summary="wgmma_ws's warp specialization with each tile's K split over a cluster of KS blocks, the partial"
     " sums added in distributed shared memory (for few tiles and a deep K)",
