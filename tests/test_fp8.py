@@ -169,7 +169,9 @@ def test_block_scales_refuse_fast_accum():
 def test_cupy_arrays_are_refused_with_the_reason():
     import cupy
 
-    x = cupy.ndarray((4, 4), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(0, 16, None, 0), 0))
+    x = cupy.ndarray(
+        (4, 4), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(0, 16, None, 0), 0)
+    )
     with pytest.raises(TypeError, match="CuPy has no FP8 dtype"):
         cumm.scaled_matmul(x, x, None, None)
 

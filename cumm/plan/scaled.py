@@ -42,7 +42,7 @@ def out_name(out_dtype: str | None) -> str:
 
 
 def scale_layout(M: int, N: int, K: int, sa_shape: tuple, sb_shape: tuple) -> str:
-    """"tensor" (each scale one number, or scale_a (M, 1) per row of A, scale_b (1, N) per column of B: as
+    """ "tensor" (each scale one number, or scale_a (M, 1) per row of A, scale_b (1, N) per column of B: as
     torch._scaled_mm) or "block" (scale_a (M, ceil(K/128)) per 1 x 128 block of A, scale_b (ceil(N/128),
     ceil(K/128)) per 128 x 128 block of B: DeepSeek-V3); ValueError naming the accepted shapes otherwise."""
 

@@ -32,7 +32,10 @@ SPEC = KernelSpec(
         *positive("GM"),
         *WS_SHAPE,
         *FP8_CONSTRAINTS,
-        C("WGS in (1, 2)", "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)"),
+        C(
+            "WGS in (1, 2)",
+            "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)",
+        ),
         C(
             "BM * BN * (1 + PROMO) <= 128 * 128 * WGS",
             "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1: "

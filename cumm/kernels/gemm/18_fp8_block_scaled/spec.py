@@ -32,10 +32,13 @@ SPEC = KernelSpec(
         *positive("GM"),
         *WS_SHAPE,
         *FP8_CONSTRAINTS,
-        C("WGS in (1, 2)", "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)"),
+        C(
+            "WGS in (1, 2)",
+            "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)",
+        ),
         C(
             "128 % BN == 0",
-            "a tile sees one scale of B per block of K: BN divides 128 (B's scale blocks are 128 x 128), BN = 64 or 128",
+            "a tile sees one scale of B per block of K: BN divides 128 (B's scale blocks are 128 x 128): BN = 64, 128",
         ),
         C(
             "BM * BN * (1 + PROMO) <= 128 * 128 * WGS",
