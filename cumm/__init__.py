@@ -19,6 +19,7 @@ if _cupy is None:  # the command line's --help and --version work; the API says 
 else:
     from .api.matmul import matmul
     from .api.multi_dot import multi_dot
+    from .api.scaled import scaled_matmul
     from .core.errors import CompileError, ConfigError, SharedMemoryError
     from .core.spec import Constraint, KernelSpec
     from .ladder import REGISTRY as _REGISTRY  # noqa: F401
@@ -53,6 +54,7 @@ __all__ = [
     "matmul",
     "multi_dot",
     "register",
+    "scaled_matmul",
     "tune",
     "unregister",
 ]

@@ -5,6 +5,10 @@ import numpy as np
 F32 = np.dtype(np.float32)  # the accumulator's and FP32 rungs' dtype, compared against arrays' dtypes
 DTYPES = ("float32", "float16", "bfloat16")  # what matmul takes and a spec may declare
 HALF = ("float16", "bfloat16")  # inputs rounded to 11 or 8 significant bits, FP32 accumulation
+# FP8 (torch's names): cumm.scaled_matmul's inputs only, with scales; matmul refuses them. A spec may declare them.
+FP8 = ("float8_e4m3fn", "float8_e5m2")
+SPEC_DTYPES = DTYPES + FP8
+SCALED_OUT = ("bfloat16", "float16", "float32")  # what scaled_matmul writes (FP32 accumulation)
 
 # Relative Frobenius error against a float64 product of the same inputs, per input dtype. FP32 kernels (SIMT,
 # 3xTF32) land near 1e-6; a half product's error is its inputs' rounding (2^-11, 2^-8) summed over K.

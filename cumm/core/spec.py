@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 
-from .dtypes import DTYPES
+from .dtypes import SPEC_DTYPES
 from .errors import ConfigError
 
 Config = Mapping[str, int]
+SCALES = ("", "tensor", "block")  # KernelSpec.scales
 Dim3 = tuple[int, int, int]
 
 
@@ -138,6 +139,10 @@ class KernelSpec:
     top: bool = False
     # The tuner races it for its dtypes (cumm.tune, python -m cumm tune --standard), where the device runs it.
     raced: bool = False
+    # The scales a scaled-FP8 rung applies (cumm.scaled_matmul): "tensor" (one per tensor, per row of A, per column
+    # of B), "block" (1 x 128 blocks of A, 128 x 128 blocks of B); "" for matmul's rungs. scaled_matmul's auto
+    # takes the top rung of the inputs' dtypes with the call's scale layout.
+    scales: str = ""
     # A rung beside the ladder, for some shapes only (e.g. few tiles and a deep K): kernel="auto" runs it where a
     # tuned entry says it was fastest, never as its dtype's top rung.
     branch: bool = False
@@ -153,11 +158,13 @@ class KernelSpec:
             object.__setattr__(self, "template", resolve_template(self.template))
         object.__setattr__(self, "headers", tuple(resolve_template(h) for h in self.headers))
         dtypes = (self.dtypes,) if isinstance(self.dtypes, str) else tuple(self.dtypes)
-        bad = [d for d in dtypes if d not in DTYPES]
+        bad = [d for d in dtypes if d not in SPEC_DTYPES]
         if not dtypes or bad:
             raise ValueError(
-                f"{self.name}: dtypes must be a non-empty tuple of {', '.join(DTYPES)}; got {self.dtypes!r}"
+                f"{self.name}: dtypes must be a non-empty tuple of {', '.join(SPEC_DTYPES)}; got {self.dtypes!r}"
             )
+        if self.scales not in SCALES:
+            raise ValueError(f"{self.name}: scales must be one of {SCALES}, got {self.scales!r}")
         object.__setattr__(self, "dtypes", dtypes)
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
         if self.reads_transposed and self.tensor_maps is None:

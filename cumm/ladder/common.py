@@ -180,3 +180,40 @@ def hopper_half(**fields):
 
 def warptile_block(c):
     return (c["NUM_THREADS"], 1, 1)
+
+
+# The FP8 rungs (17_fp8_wgmma, 18_fp8_block_scaled): operand formats and C's type are configuration parameters (FA,
+# FB, OUT: cumm/kernels/include/fp8.cuh), so each variant is its own rendered kernel.
+FP8_FORMATS = ("float8_e4m3fn", "float8_e5m2")  # FA, FB = the index
+FP8_OUTPUTS = ("bfloat16", "float16", "float32")  # OUT = the index
+FP8_SLAB = 128  # K per stage: one 128-byte swizzled row of FP8 (the kernels' 128; a block scale's depth)
+FP8_CONSTRAINTS = [
+    C("FA in (0, 1) and FB in (0, 1)", "FA and FB pick A's and B's format: 0 float8_e4m3fn, 1 float8_e5m2"),
+    C("OUT in (0, 1, 2)", "OUT picks C's type: 0 bfloat16, 1 float16, 2 float32"),
+]
+
+
+def fp8_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
+    """The FP8 rungs' tensor maps: A (M x K row-major: dims K x M, boxes FP8_SLAB x BM), B (its N x K rows: dims K x
+    N, boxes FP8_SLAB x BN), bytes (UINT8), 128-byte swizzle; C (dims N x M, boxes 64 x 64, 16-bit, 128-byte swizzle)
+    when the TMA store runs (``c_map``: EPI = 1, C 16-byte aligned with ldc % 8 == 0, a 16-bit output), else None."""
+    from cumm.runtime.tmaps import MapSpec
+
+    a = MapSpec(0, K, M, lda, FP8_SLAB, cfg["BM"], 3, 1, 0)
+    b = MapSpec(1, K, N, ldb, FP8_SLAB, cfg["BN"], 3, 1, 0)
+    return a, b, (MapSpec(2, N, M, ldc, 64, 64, 3, 2, 1) if c_map and cfg["EPI"] else None)
+
+
+def hopper_fp8(scales: str, **fields):
+    """The fields the FP8 rungs share: the headers (fp8.cuh before tc16.cuh: C's type), both FP8 dtypes, sm_90a
+    only, the maps; ``scales``: the scale layout the rung applies ("tensor": per-tensor / row / column; "block":
+    1 x 128 blocks of A, 128 x 128 blocks of B)."""
+    return dict(
+        headers=("include/fp8.cuh", "include/tc16.cuh", "include/sm90.cuh", "include/sm90_fp8.cuh"),
+        dtypes=FP8_FORMATS,
+        scales=scales,
+        min_cc=90,
+        arch_specific=True,  # wgmma (and setmaxnreg): sm_90a only
+        tensor_maps=fp8_maps,
+        **fields,
+    )

@@ -1,0 +1,141 @@
+// fp8_wgmma: 14_wgmma_ws with FP8 operands (e4m3 / e5m2, FA / FB) and scales: C = (A @ B) * sa * sb, where sa is
+// one scale or one per row of A and sb one scale or one per column of B (torch._scaled_mm's conventions), applied to
+// the FP32 accumulators in the epilogue; C bfloat16, float16 or float32 (OUT). What changes from 14, and why it is
+// faster:
+// - wgmma m64nNk32 on FP8 (sm90_fp8.cuh): the tensor cores run FP8 at twice the 16-bit rate (H200: 1,979 dense
+//   TFLOP/s against 989), and a 128-byte shared-memory row holds 128 values of K instead of 64: a stage of the same
+//   bytes carries twice the K, so the copy engine, L2 and shared memory move half the bytes per multiply-add.
+// - Both operands K-major (FP8 wgmma has no transpose): B arrives as its N x K rows (the K x N column-major view
+//   w.T of a weight, as torch._scaled_mm takes it) in one TMA box of BN rows; A as in 14 (a box of BM rows).
+// - PROMO = 1 (torch._scaled_mm's default, use_fast_accum=False): the tensor core adds FP8 products into an
+//   accumulator that keeps fewer bits than FP32 (DeepSeek-V3 3.3), so each 128-deep slab goes into a fresh
+//   accumulator set p, which the consumers add into the FP32 registers d (promotion) once its wgmma are done.
+//   Twice the accumulator registers (BN <= 192 with two consumer warpgroups), and the wgmma of the next slab waits
+//   for the adds; the two warpgroups' adds overlap each other's wgmma. PROMO = 0 (use_fast_accum=True) keeps the
+//   whole K in the tensor core's accumulators, as 14 does.
+// Kept from 14: the producer warpgroup and stage ring (CummRing, cumm_ws_producer with setmaxnreg), the persistent
+// grouped tile walk (CummTileWalk, every other tile's K backwards), the TMA-store epilogue for 16-bit C
+// (CummTmaEpilogue) and direct stores otherwise (cumm_store_tile). Not taken over (yet): stream-K, clusters,
+// batches, transposed operands.
+// Prediction: as a fraction of the tensor rate, what 14 reaches (0.97-1.01x cuBLAS bf16); with PROMO = 1 and
+// 128 x 128 tiles at 4096^3, 0.85-0.95x torch._scaled_mm (the adds stall each warpgroup's wgmma once a slab); with
+// PROMO = 0 and 128 x 256 tiles, about torch._scaled_mm with use_fast_accum=True. To be measured.
+// Host (cumm/api/scaled.py): maps for A (dims K x M, box 128 x BM), B (dims K x N, box 128 x BN), bytes, 128-byte
+// swizzle; K % 16 == 0 and 16-byte aligned rows (else a zero-padded copy), and C's map (dims N x M, box 64 x 64,
+// 16-bit) when C is 16-byte aligned with ldc % 8 == 0 (VEC_C), else direct stores. Grid: min(tiles,
+// multiprocessors) blocks of NUM_THREADS = 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 +
+// 16 STAGES + 32, plus 16384 WGS with the TMA-store epilogue (EPI = 1).
+
+#define CUMM_CONSUMER_REGS 232  // setmaxnreg: with the producer's 40, all 65536 registers of a multiprocessor
+#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
+#define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+    CUMM_KERNEL(const int M, const int N, const int K, cumm_out_t* __restrict__ C, const int ldc,
+                const float* __restrict__ sa, const int sa_step, const float* __restrict__ sb, const int sb_step,
+                const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
+                const __grid_constant__ CummTmap tmC) {
+    constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
+    static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
+    unsigned char* const sm = smem_raw + (base - raw);
+    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(sm + STAGES * SB + CUMM_C_STAGE);
+    const CummRing<STAGES> ring{bars, bars + STAGES};
+
+    const int tid = threadIdx.x;
+    const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, KT = (K + 127) / 128;  // 128-deep slabs
+    const CummTileWalk<0> walk(ntm * ntn, KT, blockIdx.x, gridDim.x, false);
+    auto origin = [&](int t) {  // tile t's first row and column
+        const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
+        return make_int2(tc.x * BM, tc.y * BN);
+    };
+
+    if (tid == 0) {
+        cumm_prefetch_tmap(&tmA);
+        cumm_prefetch_tmap(&tmB);
+        ring.init<4 * WGS>();  // one arrival per consumer warp
+        cumm_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
+        if (tid == 0) {
+            int it = 0;  // slabs issued by this block, over all its tiles
+            int t, k0, k1;
+            for (int j = 0; walk.next(j, t, k0, k1); ++j) {
+                const int2 o = origin(t);
+                for (int kt = k0; kt < k1; ++kt, ++it) {
+                    const int kc = walk.slab(j, kt);
+                    const int s = ring.acquire(it, SB);
+                    unsigned char* const st = sm + s * SB;
+                    cumm_tma_load(st, &tmA, kc * 128, o.x, &ring.full[s]);             // BM rows of 128 k
+                    cumm_tma_load(st + BM * 128, &tmB, kc * 128, o.y, &ring.full[s]);  // BN rows of 128 k
+                }
+            }
+        }
+        return;
+    }
+
+    const int wg = tid / 128 - 1, warp = tid % 128 / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    const int wrow = wg * MT * 64;  // this warpgroup's first row in the tile
+    CummTmaEpilogue<MT, BN, 0> epi{sm + STAGES * SB + wg * 64 * 128 * 2, &tmC, nullptr, 1 + wg, tid % 128, warp, g,
+                                   t4, 0};
+    int it = 0;  // slabs consumed (the ring's position)
+    int t, k0, k1;
+    for (int i = 0; walk.next(i, t, k0, k1); ++i) {
+        const int2 o = origin(t);
+        float d[MT][BN / 2];
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+#if PROMO
+        float p[MT][BN / 2];  // one slab's sums, promoted into d
+#endif
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+            const int s = ring.wait(it);
+            const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
+            cumm_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+#if PROMO
+                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
+                                       kk > 0);
+#else
+                    cumm_wgmma_fp8<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
+                                       1);
+#endif
+            cumm_wgmma_commit();
+#if PROMO
+            cumm_wgmma_wait<0>();  // this slab's sums are in p: hand its stage back, add p into d
+            ring.release<1>(s, lane, 0);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                cumm_wgmma_pin(p[m]);
+#pragma unroll
+                for (int e = 0; e < BN / 2; ++e) d[m][e] += p[m][e];
+            }
+#else
+            cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
+            if (kt > k0) ring.release<1>((it - 1) % STAGES, lane, 0);
+#endif
+        }
+#if !PROMO
+        cumm_wgmma_wait<0>();
+        ring.release<1>((it - 1) % STAGES, lane, 0);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
+#endif
+        cumm_fp8_scale_tile<MT, BN / 2>(d, sa, sa_step, sb, sb_step, M, N, o.x + wrow, o.y, warp, g, t4);
+        // The TMA store takes every tile whose columns end on a 16-byte boundary (as 14)
+        if (CUMM_EPI_TMA && (N % 8 == 0 || o.y + BN <= N)) {
+            epi.store(d, o.y, o.x + wrow, 0, 1.0f, 0.0f);
+            continue;
+        }
+        cumm_store_tile<MT, BN / 2, VEC_C>(d, C, 0, ldc, M, N, o.x + wrow, o.y, warp, g, t4, 1.0f, 0.0f);
+    }
+    if (CUMM_EPI_TMA && tid % 128 == 0) cumm_tma_store_wait_all();
+}

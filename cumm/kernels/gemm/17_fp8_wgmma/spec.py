@@ -1,0 +1,60 @@
+"""The fp8_wgmma rung: FP8 (e4m3 / e5m2) wgmma on the Hopper skeleton, per-tensor / per-row / per-column scales
+applied in the epilogue (cumm.scaled_matmul). Its maps are :func:`cumm.ladder.common.fp8_maps`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
+from cumm.ladder.common import FP8_CONSTRAINTS, WGMMA_CONSTRAINTS, WS_SHAPE, hopper_fp8
+
+C = Constraint
+
+SPEC = KernelSpec(
+    name="fp8_wgmma",
+    top=True,  # cumm.scaled_matmul's kernel="auto" for per-tensor, per-row and per-column scales
+    template=Path(__file__).with_name("kernel.cu"),
+    **hopper_fp8(scales="tensor"),
+    persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, multiprocessors)
+    summary="FP8 wgmma m64nNk32 (e4m3 / e5m2), warp-specialized persistent, per-tensor / row / column scales in the"
+    " epilogue, promotion of each 128-deep slab into FP32 registers (PROMO)",
+    # PROMO = 1 (use_fast_accum=False) holds two accumulator sets: 128 x 128 tiles; PROMO = 0 128 x 256 (fast_accum)
+    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, EPI=1, PROMO=1, FA=0, FB=0, OUT=0, NUM_THREADS=384),
+    configs={
+        "fast_accum": dict(BN=256, STAGES=4, PROMO=0),  # torch._scaled_mm's use_fast_accum=True
+        "one_warpgroup_64x128": dict(BM=64, WGS=1, NUM_THREADS=256, STAGES=8),  # few tiles
+    },
+    block=lambda c: (c["NUM_THREADS"], 1, 1),
+    grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
+    smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384,
+    constraints=[
+        *WGMMA_CONSTRAINTS,
+        *positive("GM"),
+        *WS_SHAPE,
+        *FP8_CONSTRAINTS,
+        C(
+            "WGS in (1, 2)",
+            "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)",
+        ),
+        C(
+            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS",
+            "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1: "
+            "a slab's partial sums beside the FP32 totals); more than 128 spill under 232 registers",
+        ),
+        C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
+        C(
+            "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
+            "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
+        ),
+    ],
+    space=dict(
+        BM=(64, 128),
+        BN=(64, 128, 192, 256),
+        STAGES=(4, 5, 6, 8),
+        WGS=(1, 2),
+        GM=(4, 8, 16),
+        EPI=(0, 1),
+        PROMO=(0, 1),
+        NUM_THREADS=(256, 384),
+    ),
+)

@@ -1,0 +1,149 @@
+// fp8_block_scaled: 17_fp8_wgmma with DeepSeek-V3's fine-grained scales: A (M x K) has a float32 scale per row and
+// 128-deep block of K, sa[row * sa_m + kb * sa_k]; B (its N x K rows) one per 128 x 128 block, sb[nb * sb_n + kb *
+// sb_k]. A product is then no longer (A @ B) times one number per row and column: each 128-deep block of K has its
+// own, so they cannot wait for the epilogue. What changes from 17:
+// - Promotion with the scales (DeepSeek-V3 3.3, PROMO = 1): a stage is one 128-deep block of K (a 128-byte row of
+//   FP8, as in 17), its four k32 wgmma go into a fresh accumulator set p, and once they are done every thread adds
+//   p * sa[row, kb] * sb[nb, kb] into its FP32 totals d: an FMA per accumulator and block, where 17 adds p once
+//   per slab anyway. The scales of A are loaded (two a thread and m64 block, from L1 / L2) while the wgmma run.
+//   BN divides 128, so a tile sees one B scale per block of K (nb = the tile's first column / 128).
+// - PROMO = 0, for the error study only: the whole K in the tensor core's accumulators and the first block's
+//   scales applied once at the end; right only when every block of a row (of A) and of B has the same scale.
+//   Beside PROMO = 1 on deep K with uniform block scales, it measures what the tensor core's narrower FP8
+//   accumulation costs (the reason promotion exists).
+// Why it runs near 17: the added FMAs (BN / 2 a thread and block, 64 at BN = 128) take the CUDA cores while the
+// other consumer warpgroup's wgmma run; the scales cost a few L1 loads a block. Prediction: 0.9-1.0x 17 with PROMO
+// = 1 at 8192 x 14336 x 4096 (DeepGEMM reports 1,350-1,550 TFLOP/s on Hopper); to be measured.
+// Host: as 17 (cumm/api/scaled.py); sa and sb are float32 with any strides (sa_m, sa_k, sb_n, sb_k in elements).
+
+#define CUMM_CONSUMER_REGS 232  // setmaxnreg: with the producer's 40, all 65536 registers of a multiprocessor
+#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
+#define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+    CUMM_KERNEL(const int M, const int N, const int K, cumm_out_t* __restrict__ C, const int ldc,
+                const float* __restrict__ sa, const int sa_m, const int sa_k, const float* __restrict__ sb,
+                const int sb_n, const int sb_k, const __grid_constant__ CummTmap tmA,
+                const __grid_constant__ CummTmap tmB, const __grid_constant__ CummTmap tmC) {
+    constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
+    static_assert(MT * 64 * WGS == BM && 128 % BN == 0 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
+    unsigned char* const sm = smem_raw + (base - raw);
+    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(sm + STAGES * SB + CUMM_C_STAGE);
+    const CummRing<STAGES> ring{bars, bars + STAGES};
+
+    const int tid = threadIdx.x;
+    const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, KT = (K + 127) / 128;  // 128-deep blocks of K
+    const CummTileWalk<0> walk(ntm * ntn, KT, blockIdx.x, gridDim.x, false);
+    auto origin = [&](int t) {  // tile t's first row and column
+        const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
+        return make_int2(tc.x * BM, tc.y * BN);
+    };
+
+    if (tid == 0) {
+        cumm_prefetch_tmap(&tmA);
+        cumm_prefetch_tmap(&tmB);
+        ring.init<4 * WGS>();  // one arrival per consumer warp
+        cumm_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
+        if (tid == 0) {
+            int it = 0;
+            int t, k0, k1;
+            for (int j = 0; walk.next(j, t, k0, k1); ++j) {
+                const int2 o = origin(t);
+                for (int kt = k0; kt < k1; ++kt, ++it) {
+                    const int kc = walk.slab(j, kt);
+                    const int s = ring.acquire(it, SB);
+                    unsigned char* const st = sm + s * SB;
+                    cumm_tma_load(st, &tmA, kc * 128, o.x, &ring.full[s]);
+                    cumm_tma_load(st + BM * 128, &tmB, kc * 128, o.y, &ring.full[s]);
+                }
+            }
+        }
+        return;
+    }
+
+    const int wg = tid / 128 - 1, warp = tid % 128 / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    const int wrow = wg * MT * 64;
+    CummTmaEpilogue<MT, BN, 0> epi{sm + STAGES * SB + wg * 64 * 128 * 2, &tmC, nullptr, 1 + wg, tid % 128, warp, g,
+                                   t4, 0};
+    int it = 0;
+    int t, k0, k1;
+    for (int i = 0; walk.next(i, t, k0, k1); ++i) {
+        const int2 o = origin(t);
+        // this thread's rows' scales: row (clamped to M - 1: rows past M are never stored) times sa_m
+        const float* sar[MT][2];
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                sar[m][h] = sa + (i64)sa_m * min(o.x + wrow + m * 64 + warp * 16 + g + 8 * h, M - 1);
+        const float* const sbn = sb + (i64)sb_n * (o.y / 128);  // the tile's one block column of B
+        float d[MT][BN / 2];
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+#if PROMO
+        float p[MT][BN / 2];  // one block's sums, promoted into d with its scales
+#endif
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+            const int kc = walk.slab(i, kt);
+            const int s = ring.wait(it);
+            const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
+            cumm_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+#if PROMO
+                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
+                                       kk > 0);
+#else
+                    cumm_wgmma_fp8<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
+                                       1);
+#endif
+            cumm_wgmma_commit();
+#if PROMO
+            float sc[MT][2];  // block kc's scale of each of this thread's rows, times B's: loaded while the wgmma run
+            const float bs = __ldg(sbn + (i64)sb_k * kc);
+#pragma unroll
+            for (int m = 0; m < MT; ++m)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) sc[m][h] = __ldg(sar[m][h] + (i64)sa_k * kc) * bs;
+            cumm_wgmma_wait<0>();
+            ring.release<1>(s, lane, 0);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                cumm_wgmma_pin(p[m]);
+#pragma unroll
+                for (int e = 0; e < BN / 2; ++e) d[m][e] = fmaf(p[m][e], sc[m][(e / 2) % 2], d[m][e]);
+            }
+#else
+            cumm_wgmma_wait<1>();
+            if (kt > k0) ring.release<1>((it - 1) % STAGES, lane, 0);
+#endif
+        }
+#if !PROMO
+        cumm_wgmma_wait<0>();
+        ring.release<1>((it - 1) % STAGES, lane, 0);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+            cumm_wgmma_pin(d[m]);
+            const float bs = __ldg(sbn);  // block (row, 0)'s scales for the whole K (uniform scales only)
+#pragma unroll
+            for (int e = 0; e < BN / 2; ++e) d[m][e] *= __ldg(sar[m][(e / 2) % 2]) * bs;
+        }
+#endif
+        if (CUMM_EPI_TMA && (N % 8 == 0 || o.y + BN <= N)) {
+            epi.store(d, o.y, o.x + wrow, 0, 1.0f, 0.0f);
+            continue;
+        }
+        cumm_store_tile<MT, BN / 2, VEC_C>(d, C, 0, ldc, M, N, o.x + wrow, o.y, warp, g, t4, 1.0f, 0.0f);
+    }
+    if (CUMM_EPI_TMA && tid % 128 == 0) cumm_tma_store_wait_all();
+}

@@ -1,0 +1,120 @@
+"""Decisions of cumm.scaled_matmul (FP8): which formats multiply, what the scales' shapes mean, which rung runs
+(through the specs' ``dtypes``, ``top`` and ``scales``), its configuration, and whether an operand is read in
+place or copied. Pure functions of shapes, strides and dtype names: the CPU tests call them directly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..core.dtypes import FP8, SCALED_OUT
+from ..core.errors import ConfigError
+from ..core.spec import KernelSpec, cdiv
+from ..ladder import REGISTRY
+from ..ladder.common import FP8_FORMATS, FP8_OUTPUTS, FP8_SLAB
+
+TMA_ALIGN = 16  # bytes: the copy engine's row pitch and base address (K % 16 == 0 for K-major FP8 rows)
+
+
+def check_formats(da: str, db: str) -> None:
+    """TypeError unless both inputs are FP8 (any of the four pairs: Hopper's wgmma has e4m3 and e5m2 for A and B
+    independently, e5m2 x e5m2 included; torch._scaled_mm / cuBLAS refuse that one pair)."""
+    fp8 = [d in FP8 for d in (da, db)]
+    if all(fp8):
+        return
+    if any(fp8):
+        other = db if fp8[0] else da
+        raise TypeError(
+            f"scaled_matmul multiplies two FP8 tensors; got {da} @ {db}: FP8 mixed with {other}. Quantize both "
+            f"(x.to(torch.float8_e4m3fn) with a scale) or use cumm.matmul for {other}"
+        )
+    raise TypeError(
+        f"scaled_matmul takes FP8 inputs ({', '.join(FP8)}), got {da} @ {db}; "
+        "for float32 / float16 / bfloat16 use cumm.matmul"
+    )
+
+
+def out_name(out_dtype: str | None) -> str:
+    if out_dtype is None:
+        return "bfloat16"
+    if out_dtype not in SCALED_OUT:
+        raise TypeError(f"out_dtype must be one of {', '.join(SCALED_OUT)} (FP32 accumulation), got {out_dtype}")
+    return out_dtype
+
+
+def scale_layout(M: int, N: int, K: int, sa_shape: tuple, sb_shape: tuple) -> str:
+    """ "tensor" (each scale one number, or scale_a (M, 1) per row of A, scale_b (1, N) per column of B: as
+    torch._scaled_mm) or "block" (scale_a (M, ceil(K/128)) per 1 x 128 block of A, scale_b (ceil(N/128),
+    ceil(K/128)) per 128 x 128 block of B: DeepSeek-V3); ValueError naming the accepted shapes otherwise."""
+
+    def numel(s: tuple) -> int:
+        n = 1
+        for d in s:
+            n *= d
+        return n
+
+    kb, nb = cdiv(K, FP8_SLAB), cdiv(N, FP8_SLAB)
+    a_tensor = numel(sa_shape) == 1 or tuple(sa_shape) == (M, 1)
+    b_tensor = numel(sb_shape) == 1 or tuple(sb_shape) == (1, N)
+    if a_tensor and b_tensor:
+        return "tensor"
+    if tuple(sa_shape) == (M, kb) and tuple(sb_shape) == (nb, kb):
+        return "block"
+    raise ValueError(
+        f"scale shapes {tuple(sa_shape)} (scale_a) and {tuple(sb_shape)} (scale_b) do not fit a {M} x {K} @ {K} x {N} "
+        f"product; accepted: per-tensor (one element each), per-row / per-column (scale_a ({M}, 1), scale_b (1, {N})),"
+        f" or block scales (scale_a ({M}, {kb}) per 1 x {FP8_SLAB} block, scale_b ({nb}, {kb}) per {FP8_SLAB} x "
+        f"{FP8_SLAB} block)"
+    )
+
+
+def choose(kernel: str, da: str, db: str, layout: str) -> KernelSpec:
+    """The rung: ``kernel`` by name (it must apply ``layout``'s scales), or for "auto" the last top rung whose
+    dtypes hold both formats and whose ``scales`` is ``layout``."""
+    if kernel == "auto":
+        fits = [s for s in REGISTRY.values() if s.top and s.scales == layout and da in s.dtypes and db in s.dtypes]
+        if not fits:
+            raise ConfigError(f"no kernel applies {layout} scales to {da} @ {db}")
+        return fits[-1]
+    spec = REGISTRY.get(kernel)
+    scaled = [n for n, s in REGISTRY.items() if s.scales]
+    if spec is None or not spec.scales:
+        raise ValueError(f"kernel {kernel!r} is not a scaled FP8 kernel; scaled_matmul runs 'auto' or one of {scaled}")
+    if spec.scales != layout:
+        raise ValueError(
+            f"kernel {kernel!r} applies {spec.scales} scales, and these are {layout} scales; use kernel='auto' or "
+            + str([n for n, s in REGISTRY.items() if s.scales == layout])
+        )
+    return spec
+
+
+def configure(
+    spec: KernelSpec,
+    da: str,
+    db: str,
+    out: str,
+    M: int,
+    N: int,
+    fast_accum: bool,
+    sms: int,
+    config: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """The configuration: the formats and C's type (FA, FB, OUT), then ``config`` when given; else the spec's
+    "fast_accum" configuration for use_fast_accum=True, and one consumer warpgroup of 64-row tiles (its
+    "one_warpgroup_64x128") when 128-row tiles would leave more than half the multiprocessors idle."""
+    fixed = dict(FA=FP8_FORMATS.index(da), FB=FP8_FORMATS.index(db), OUT=FP8_OUTPUTS.index(out))
+    if config is not None:
+        return spec.resolve({**dict(config), **fixed})
+    over: dict[str, int] = {}
+    if fast_accum and "fast_accum" in spec.configs:
+        over.update(spec.configs["fast_accum"])
+    cfg = spec.resolve({**over, **fixed})
+    if 2 * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < sms and "one_warpgroup_64x128" in spec.configs:
+        cfg = spec.resolve({**spec.configs["one_warpgroup_64x128"], **fixed})
+    return cfg
+
+
+def readable(ptr: int, ld: int, inner_stride: int, K: int) -> bool:
+    """Whether the copy engine reads an FP8 operand's K-major rows in place: unit stride along K, rows 16-byte
+    aligned (pointer and pitch). Otherwise scaled_matmul copies it into a zero-padded (rows x round_up(K, 16))
+    buffer first (one read and one write of the operand)."""
+    return inner_stride == 1 and ptr % TMA_ALIGN == 0 and ld % TMA_ALIGN == 0 and ld >= K

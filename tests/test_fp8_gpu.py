@@ -1,0 +1,156 @@
+"""FP8 on the GPU (sm_90a): cumm.scaled_matmul against a float64 product of the dequantized inputs, output
+NaN-poisoned first, beside torch._scaled_mm's error on the same inputs. Errors are printed (pytest -s) for the
+docs: per-tensor vs torch, block-scaled with and without promotion at K = 4096 and 16384."""
+
+from __future__ import annotations
+
+import pytest
+
+import cumm
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+E4, E5 = torch.float8_e4m3fn, torch.float8_e5m2
+FMAX = {E4: 448.0, E5: 57344.0}
+
+
+@pytest.fixture(autouse=True)
+def _hopper():
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the FP8 rungs run on sm_90a only")
+
+
+def quant(x, fmt, rowwise: bool):
+    """x (float32) -> (fp8 tensor, float32 scale: (rows, 1) or ()) with x ~ q * scale."""
+    amax = x.abs().amax(dim=1, keepdim=True) if rowwise else x.abs().amax()
+    s = (amax / FMAX[fmt]).clamp(min=1e-12).float()
+    return (x / s).to(fmt), s
+
+
+def ref(a, b, sa, sb):
+    return (a.double() * sa.double()) @ (b.double() * sb.double())
+
+
+def rel(c, r):
+    return ((c.double() - r).norm() / r.norm()).item()
+
+
+def run(a, b, sa, sb, out_dtype=torch.bfloat16, **kw):
+    out = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=out_dtype, device="cuda")
+    c = cumm.scaled_matmul(a, b, sa, sb, out_dtype=out_dtype, out=out, **kw)
+    torch.cuda.synchronize()
+    assert c is out
+    return c
+
+
+def operands(M, N, K, fa=E4, fb=E4, rowwise=False):
+    x = torch.randn(M, K, device="cuda")
+    w = torch.randn(N, K, device="cuda")
+    a, sa = quant(x, fa, rowwise)
+    wq, sw = quant(w, fb, rowwise)
+    return a, wq.t(), sa, (sw.t() if rowwise else sw)  # b: the (K, N) column-major view, scale (1, N)
+
+
+@pytest.mark.parametrize("fmts", [(E4, E4), (E4, E5), (E5, E4)])
+@pytest.mark.parametrize("rowwise", [False, True])
+@pytest.mark.parametrize("fast", [False, True])
+def test_against_torch_scaled_mm(fmts, rowwise, fast):
+    a, b, sa, sb = operands(2048, 2048, 4096, *fmts, rowwise=rowwise)
+    r = ref(a, b, sa, sb)
+    c = run(a, b, sa, sb, use_fast_accum=fast)
+    t = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+    e, et = rel(c, r), rel(t, r)
+    print(f"fmts {fmts} rowwise {rowwise} fast {fast}: cumm {e:.3e} torch {et:.3e}")
+    assert not c.isnan().any() and e <= 1.5 * et, (e, et)
+
+
+def test_e5m2_times_e5m2_against_float64():
+    a, b, sa, sb = operands(512, 384, 1024, E5, E5)
+    c = run(a, b, sa, sb)
+    assert rel(c, ref(a, b, sa, sb)) < 8e-3
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 1, 1), (1, 37, 16), (97, 1, 64), (127, 131, 257), (4097, 129, 160), (64, 4097, 48)]
+    + [(33, 65, k) for k in range(1, 17)],
+)
+def test_odd_shapes(shape, out_dtype):
+    M, N, K = shape
+    a, b, sa, sb = operands(M, N, K, rowwise=True)
+    c = run(a, b, sa, sb, out_dtype=out_dtype)
+    tol = {torch.bfloat16: 8e-3, torch.float16: 2e-3, torch.float32: 1e-5}[out_dtype]
+    assert not c.isnan().any() and rel(c, ref(a, b, sa, sb)) < tol
+
+
+@pytest.mark.parametrize("layout", ["row_major_b", "column_major_a", "offset_a"])
+def test_copied_operands(layout):
+    a, b, sa, sb = operands(300, 200, 512, rowwise=True)
+    if layout == "row_major_b":
+        b = b.contiguous()  # (K, N) row-major: a transposed copy
+    elif layout == "column_major_a":
+        a = a.t().contiguous().t()
+    else:  # a view 1 byte in: off the copy engine's 16 bytes
+        big = torch.zeros(300, 513, dtype=torch.uint8, device="cuda")
+        big[:, 1:].copy_(a.view(torch.uint8))
+        a = big[:, 1:].view(E4)
+    c = run(a, b, sa, sb)
+    assert rel(c, ref(a, b, sa, sb)) < 8e-3
+
+
+def test_nan_propagates():
+    a, b, sa, sb = operands(256, 256, 512)
+    a = a.clone()
+    a.view(torch.uint8)[7, 100] = 0x7F  # e4m3fn NaN
+    c = run(a, b, sa, sb)
+    assert c[7].isnan().all() and not c[8].isnan().any()
+    c = run(*operands(256, 256, 512)[:3], torch.tensor(float("nan"), device="cuda"))
+    assert c.isnan().all()
+
+
+def block_operands(M, N, K, fa=E4, fb=E4, uniform=False):
+    """DeepSeek-V3 quantization: A per 1 x 128 block, B per 128 x 128 block (uniform: one scale each)."""
+    kb, nb = -(-K // 128), -(-N // 128)
+    x = torch.randn(M, K, device="cuda")
+    w = torch.randn(N, K, device="cuda")
+    xp = torch.nn.functional.pad(x, (0, kb * 128 - K)).view(M, kb, 128)
+    wp = torch.nn.functional.pad(w, (0, kb * 128 - K, 0, nb * 128 - N)).view(nb, 128, kb, 128)
+    if uniform:
+        sa = (x.abs().amax() / FMAX[fa]).expand(M, kb).contiguous()
+        sb = (w.abs().amax() / FMAX[fb]).expand(nb, kb).contiguous()
+    else:
+        sa = (xp.abs().amax(dim=2) / FMAX[fa]).clamp(min=1e-12)
+        sb = (wp.abs().amax(dim=(1, 3)) / FMAX[fb]).clamp(min=1e-12)
+    a = (xp / sa[:, :, None]).view(M, kb * 128)[:, :K].to(fa)
+    wq = (wp / sb[:, None, :, None]).reshape(nb * 128, kb * 128)[:N, :K].to(fb)
+    ra = a.double() * sa.double().repeat_interleave(128, 1)[:, :K]
+    rb = wq.double() * sb.double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:N, :K]
+    return a, wq.t(), sa, sb, ra @ rb.t()
+
+
+@pytest.mark.parametrize("fmts", [(E4, E4), (E4, E5), (E5, E4)])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (129, 300, 1000), (4097, 127, 16), (77, 1031, 16)])
+def test_block_scaled(shape, fmts):
+    a, b, sa, sb, r = block_operands(*shape, *fmts)
+    c = run(a, b, sa, sb)
+    assert not c.isnan().any() and rel(c, r) < 8e-3
+
+
+@pytest.mark.parametrize("K", [4096, 16384])
+def test_block_scaled_error_with_and_without_promotion(K):
+    """Reported (pytest -s): promotion against the whole K in the tensor core, uniform block scales (where both are
+    right), beside the per-tensor rung with promotion on the same data."""
+    a, b, sa, sb, r = block_operands(1024, 1024, K, uniform=True)
+    promo = rel(run(a, b, sa, sb), r)
+    nopromo = rel(run(a, b, sa, sb, kernel="fp8_block_scaled", config={"PROMO": 0}), r)
+    tensor = rel(run(a, b, sa[:1, :1].reshape(()), sb[:1, :1].reshape(())), r)
+    fast = rel(run(a, b, sa[:1, :1].reshape(()), sb[:1, :1].reshape(()), use_fast_accum=True), r)
+    ga, gb, gsa, gsb, gr = block_operands(1024, 1024, K)
+    fine = rel(run(ga, gb, gsa, gsb), gr)
+    print(
+        f"K={K}: block promo {promo:.3e} no-promo {nopromo:.3e} per-tensor {tensor:.3e} fast {fast:.3e} "
+        f"block (fine scales) {fine:.3e}"
+    )
+    assert promo < 8e-3 and fine < 8e-3 and abs(promo - tensor) < 1e-3
