@@ -42,7 +42,10 @@ SPEC = KernelSpec(
     constraints=[
         *WGMMA_CONSTRAINTS,
         C("GM >= 1", "GM must be at least 1"),
-        C("WGS in (1, 2)", "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)"),
+        C(
+            "WGS in (1, 2)",
+            "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the 40 of the producer)",
+        ),
         *WS_SHAPE,
         C(
             "BM * BN <= 128 * 128 * WGS",
