@@ -4,8 +4,8 @@ A rung is a folder ``cumm/kernels/<kind>/<NN_name>/`` holding ``kernel.cu`` (the
 (a module that defines ``SPEC``, its :class:`~cumm.KernelSpec`: parameters, defaults, constraints, launch geometry
 and its own policy hooks). The folders are loaded here, the matrix-product ladder (``gemm``, ordered by their
 numbers) before the chain kernels (``chain``) and the grouped-product kernels (``grouped``), and each goes
-through the same checks as a user's kernel (:func:`cumm.register`). Adding a rung = adding a folder; nothing else names kernels. Spec pieces that several
-rungs share are in :mod:`cumm.ladder.common`.
+through the same checks as a user's kernel (:func:`cumm.register`). Adding a rung = adding a folder; nothing else
+names kernels. Spec pieces that several rungs share are in :mod:`cumm.ladder.common`.
 """
 
 from __future__ import annotations
