@@ -3,9 +3,9 @@
 A rung is a folder ``cumm/kernels/<kind>/<NN_name>/`` holding ``kernel.cu`` (the CUDA template) and ``spec.py``
 (a module that defines ``SPEC``, its :class:`~cumm.KernelSpec`: parameters, defaults, constraints, launch geometry
 and its own policy hooks). The folders are loaded here, the matrix-product ladder (``gemm``, ordered by their
-numbers) before the chain kernels (``chain``), and each goes through the same checks as a user's kernel
-(:func:`cumm.register`). Adding a rung = adding a folder; nothing else names kernels. Spec pieces that several
-rungs share are in :mod:`cumm.ladder.common`.
+numbers) before the chain kernels (``chain``) and the grouped-product kernels (``grouped``), and each goes
+through the same checks as a user's kernel (:func:`cumm.register`). Adding a rung = adding a folder; nothing else
+names kernels. Spec pieces that several rungs share are in :mod:`cumm.ladder.common`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..core.spec import KernelSpec
 from .registry import REGISTRY, add
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
-KINDS = ("gemm", "chain")  # the folders of rungs under KERNELS, loaded in this order
+KINDS = ("gemm", "chain", "grouped")  # the folders of rungs under KERNELS, loaded in this order
 _MODULES: dict[str, ModuleType] = {}  # rung name -> its spec module
 
 

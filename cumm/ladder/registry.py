@@ -23,7 +23,7 @@ _BUILTIN: dict[str, KernelSpec] = {}  # the ladder's specs, restored when a repl
 _lock = threading.Lock()
 
 RESERVED = ("auto", "cublas", "pairwise")  # names matmul, bench and multi_dot give other meanings
-KINDS = ("gemm", "chain")
+KINDS = ("gemm", "chain", "grouped")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PROBE = (256, 256, 256)  # M, N, K the grid is tried on
 

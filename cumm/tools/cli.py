@@ -190,6 +190,13 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         "accumulates across the timed calls (the work does not depend on the value)",
     )
     b.add_argument(
+        "--grouped",
+        action="store_true",
+        help="time cumm.grouped_matmul (bf16 mixture-of-experts shapes: 8 and 64 experts, N x K 4096 x 7168 and "
+        "7168 x 2048, balanced and skewed tokens) beside torch._grouped_mm and a loop of per-group cuBLAS calls "
+        "(needs torch)",
+    )
+    b.add_argument(
         "--overhead",
         action="store_true",
         help="also measure host overhead per call: cumm.matmul vs cupy.matmul on 64x64x64",
@@ -414,6 +421,18 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     reason = _bench.gpu_unavailable()
     if reason:
         return fail(f"{reason}; the benchmark needs an NVIDIA GPU")
+    if args.grouped:
+        from . import bench_grouped as _grouped
+
+        rows = _grouped.run()
+        table = _grouped.format_rows(rows)
+        print(table)
+        if args.json:
+            _bench.write_json(args.json, {"command": command, "device": _bench.device_info(), "grouped": rows})
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(table + "\n")
+        return 0
 
     shapes = [] if args.sizes is None else _bench.square(args.sizes)
     shapes += args.shapes or []
