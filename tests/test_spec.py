@@ -64,8 +64,9 @@ def test_registry_is_in_ladder_order_and_public():
         "tf32x3",
     ]
     half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
-    # the FP32-accurate rung on Hopper and the half branch for few tiles build on the wgmma rungs
-    assert gemm == fp32 + half + ["wgmma_tf32x3", "wgmma_cluster_split_k"]
+    # the FP32-accurate rung on Hopper and the half branch for few tiles build on the wgmma rungs, then the FP8 rungs
+    # (cumm.scaled_matmul's)
+    assert gemm == fp32 + half + ["wgmma_tf32x3", "wgmma_cluster_split_k", "fp8_wgmma", "fp8_block_scaled"]
     assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3"]
     assert cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half + ["wgmma_cluster_split_k"]
     assert [n for n, s in REGISTRY.items() if s.branch] == ["wgmma_cluster_split_k"]

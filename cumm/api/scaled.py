@@ -16,10 +16,10 @@ import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
 from ..plan import scaled as _plan
-from ..plan.auto import _sms
 from ..plan.operands import compute_capability
 from ..runtime import tmaps
 from ..runtime.compile import device_kernel
+from ..runtime.driver import multiprocessors as _sms
 from ..runtime.render import ALIGNED
 
 _ZERO_MAP = tmaps.aligned_map()  # C's map when the kernel stores directly (never read)

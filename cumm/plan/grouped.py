@@ -19,7 +19,7 @@ from ..ladder import get_spec, rung_module
 from ..runtime import tmaps
 from ..runtime.arrays import retry_without_context
 from ..runtime.compile import device_kernel
-from ..runtime.render import TRANSPOSED_B, dtype_flag
+from ..runtime.render import TRANSPOSED_B, Variant, dtype_flag
 from ..runtime.tmaps import MapSpec
 
 KERNEL = "wgmma_grouped"
@@ -83,7 +83,7 @@ class GroupedCall:
         item = a.dtype.itemsize
         ldc = out.strides[-2] // item
         vec_c = int(out.data.ptr % 4 == 0 and ldc % 2 == 0)
-        self.flags = (1, 1, vec_c, 0, dtype_flag(a.dtype.name, a.dtype.name), lay)
+        self.flags = Variant(1, 1, vec_c, 0, dtype_flag(a.dtype.name, a.dtype.name), lay)
         self.kern = device_kernel(spec, cfg, self.flags, device_id)
         lda = a.strides[-2] // item
         amap = MapSpec(0, K, rows, lda, 64, cfg["BM"], 3, 2, 1)

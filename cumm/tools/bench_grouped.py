@@ -45,7 +45,7 @@ def _time(fn, reps: int) -> float:
 def _methods(a, b, offs, out, ends: list[int]) -> dict:
     import torch
 
-    import cumm
+    from ..api.grouped import grouped_matmul
 
     starts = [0, *ends[:-1]]
 
@@ -55,7 +55,7 @@ def _methods(a, b, offs, out, ends: list[int]) -> dict:
                 torch.mm(a[s:e], b[g], out=out[s:e])
 
     return {
-        "cumm": lambda: cumm.grouped_matmul(a, b, offs, out=out),
+        "cumm": lambda: grouped_matmul(a, b, offs, out=out),
         "torch._grouped_mm": lambda: torch._grouped_mm(a, b, offs=offs),
         "cuBLAS loop": loop,
     }
