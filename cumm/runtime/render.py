@@ -42,6 +42,18 @@ LAYOUT = 5
 TRANSPOSED_A, TRANSPOSED_B = 1, 2
 
 
+# An optional seventh flag: the call's epilogue (cumm.plan.epilogue.Epilogue, hashable), None or absent: none. An
+# epilogue variant renders include/epilogue.cuh after the headers and the epilogue's function before the template;
+# a variant without one renders exactly as before the flag existed.
+EPILOGUE = 6
+EPILOGUE_HEADER = "include/epilogue.cuh"
+
+
+def epilogue_of(flags: tuple):
+    """The epilogue of ``flags`` (None: none)."""
+    return flags[EPILOGUE] if len(flags) > EPILOGUE else None
+
+
 def layout_of(flags: tuple[int, ...]) -> int:
     """The transposed-operand bits of ``flags`` (0: both row-major)."""
     return flags[LAYOUT] if len(flags) > LAYOUT else 0
@@ -130,6 +142,9 @@ def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED)
     lay = layout_of(flags)
     if lay:
         vec += "_t" + ("a" if lay & TRANSPOSED_A else "") + ("b" if lay & TRANSPOSED_B else "")
+    epi = epilogue_of(flags)
+    if epi is not None:
+        vec += f"_e{epi.digest}"
     return f"cumm_{spec.name}_{params}_{vec}"
 
 
@@ -146,7 +161,35 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
         lines += [f"#define CUMM_BF16 {int(inputs == 'bfloat16')}", f"#define OUT_F32 {int(output == 'float32')}"]
     lay = layout_of(flags)
     lines += [f"#define CUMM_T{x} 1" for x, bit in (("A", TRANSPOSED_A), ("B", TRANSPOSED_B)) if lay & bit]
-    for f, text in spec_parts(spec):
+    epi = epilogue_of(flags)
+    parts = spec_parts(spec)
+    if epi is not None:
+        lines += ["#define CUMM_EPI 1", f"#define CUMM_EPI_NOPS {epi.nops}"]
+        if "include/sm90.cuh" in spec.headers:
+            lines.append("#define CUMM_EPI_SM90 1")
+        parts = [*parts[:-1], (EPILOGUE_HEADER, template_text(EPILOGUE_HEADER))]
+        parts += [("cumm epilogue " + (epi.label or "identity"), epi.definition()), spec_parts(spec)[-1]]
+    for f, text in parts:
         lines.append(line_directive(f))
         lines.append(text)
     return name, "\n".join(lines)
+
+
+SNIPPET_FILE = "cumm epilogue snippet"  # the #line name of a user's snippet (cumm.plan.epilogue.Epilogue)
+
+
+def snippet_errors(log: str, source: str) -> str:
+    """NVRTC's messages about a user's epilogue snippet, each with the snippet's line it names, for a CompileError;
+    "" when the log names no line of a snippet."""
+    m = re.search(r'#line 1 "' + SNIPPET_FILE + r'"\n(.*?)\n;\n    }\n}', source, re.S)
+    if m is None:
+        return ""
+    snippet = m.group(1).splitlines()
+    notes = []
+    for line, msg in re.findall(r'"?' + SNIPPET_FILE + r'"?\((\d+)\): (.*)', log):
+        i = int(line)
+        text = snippet[i - 1].strip() if 0 < i <= len(snippet) else ""
+        notes.append(f"epilogue snippet line {i}: {msg.strip()}\n    {text}")
+    if not notes:
+        return ""
+    return "in your epilogue snippet:\n" + "\n".join(notes) + "\n"
