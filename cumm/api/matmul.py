@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import cupy
 import numpy as np
 
+from ..plan import epilogue as _epilogue
 from ..plan import splitk as _splitk
 from ..plan.operands import (
     F32_MAX,
@@ -128,6 +129,12 @@ def matmul(
     alpha: float = 1.0,
     beta: float = 0.0,
     split_k: int | None = None,
+    bias=None,
+    activation: str | None = None,
+    residual=None,
+    epilogue: str | None = None,
+    operands: Mapping | None = None,
+    aux=None,
 ):
     """C = alpha * a @ b + beta * out, for 2-D GPU arrays (cupy, torch, or anything with
     ``__cuda_array_interface__`` / ``__dlpack__``); the result is of the inputs' kind (see README.md).
@@ -136,7 +143,18 @@ def matmul(
     ``split_k``: slices of K run in parallel and summed (kernels with ``split_k`` in their spec); None: 1, or
     the heuristic's choice for kernel="auto". Kernels run on the stream of the inputs' library: torch's current
     stream for torch tensors, CuPy's current stream otherwise.
+
+    Fused epilogue (cumm/plan/epilogue.py, docs/epilogue.md), per element, after alpha and before beta * out and the
+    cast: ``bias`` ((N,) or (1, N): per column; (M, 1): per row), ``activation`` ("relu", "gelu", "gelu_tanh",
+    "silu"), ``residual`` (a matrix like the result), then ``epilogue``, CUDA statements over the float ``v``, its
+    ``row``, ``col``, product ``z`` and the arrays of ``operands`` ({"gate": t}: ``gate[i]``, ``ld_gate``; ``aux=t``
+    is ``operands={"aux": t}``).
     """
+    if bias is not None or activation is not None or residual is not None or epilogue is not None or operands or (
+        aux is not None
+    ):
+        epi = dict(bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux)
+        return _checked(a, b, out, kernel, config, alpha, beta, split_k, None, epi)
     # (the cached paths take alpha and beta as they are: floats that float32 holds; NaN, inf or larger go to the
     # checks, which name them)
     if (
@@ -266,8 +284,9 @@ def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
     return (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec)
 
 
-def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
-    """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one."""
+def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None):
+    """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one.
+    ``epi_args``: matmul's epilogue arguments (an epilogue call is never cached under a key)."""
     akind = _arrays.kind(a)
     if split_k is not None:
         split_k = _splitk.check_arg(split_k, kernel)
@@ -295,6 +314,19 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     if b.data.device_id != dev:
         raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
     _dims_ok(M, N, K)
+    epi, epi_ops = None, ()
+    if epi_args is not None:
+
+        def as_cupy(x, name):
+            if _arrays.kind(x) != akind:
+                raise TypeError(
+                    f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of one kind"
+                )
+            return _arrays.as_cupy(x, name)
+
+        epi, epi_ops = _epilogue.build(a, M, N, batch, dev, **epi_args, as_cupy=as_cupy)
+        if K == 0:
+            raise ValueError(f"K = 0 with an epilogue: a {M}x0 @ 0x{N} product has no kernel to run it in")
     if user_out is None:
         if beta != 0.0:
             raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
@@ -325,7 +357,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
                 out *= np.float32(beta)
             return result
         folded = False
-        if batch and b2.ndim == 2:
+        if batch and b2.ndim == 2 and epi is None:
             # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
             # rows, which every rung runs with the tiles tuned for its size; cached under this call's key (a fast
             # call launches on the caller's pointers, which are the stacked views')
@@ -333,13 +365,21 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
             if af is not None and of is not None:
                 a2, o2, batch, folded = af, of, (), True
         if batch:
-            got = decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind)
+            got = decide_batched(a2, b2, o2, batch, kernel, config, beta, dev, akind, epi)
             if got is None:  # auto chose a rung without batches: one product at a time
-                _each(a2, b2, o2, batch, config, alpha, beta)
+                _each(a2, b2, o2, batch, config, alpha, beta, epi_args)
                 return result
             call, ops = got
         else:
-            call, ops = decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind)
+            call, ops = decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind, epi)
+        if epi is not None:  # one launch; alpha becomes the CummAlpha argument (include/epilogue.cuh)
+            sptr = cupy.cuda.get_current_stream().ptr
+            pa, pb, pc = (a.data.ptr, b.data.ptr, out.data.ptr) if call.fast else (x.data.ptr for x in ops)
+            bsc = call.batch[3] if call.batch is not None else 0
+            packed = _epilogue.pack(alpha, M, N, pc, call.ldc, bsc, epi_ops)
+            with cupy.cuda.Device(dev):
+                call.launch(pa, pb, pc, packed, beta, sptr)
+            return result
         call.out_shape = shape
         call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the cached paths test for overlap
         if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
@@ -363,14 +403,21 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     return result
 
 
-def _each(a, b, out, batch, config, alpha, beta) -> None:
+def _each(a, b, out, batch, config, alpha, beta, epi_args=None) -> None:
     """A batched product as one matmul (and launch) per product of the batch under kernel="auto", its operands
-    broadcast."""
+    broadcast (an epilogue's batched operands: product idx's matrix)."""
     na, nb = a.ndim - 2, b.ndim - 2
     for idx in np.ndindex(*batch):
         ia = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - na :], a.shape[:na], strict=True))
         ib = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - nb :], b.shape[:nb], strict=True))
-        matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta)
+        extra = {}
+        if epi_args is not None:
+            extra = dict(epi_args)
+            cut = lambda x: x[idx] if x is not None and x.ndim > 2 else x  # noqa: E731
+            extra["residual"], extra["aux"] = cut(extra["residual"]), cut(extra["aux"])
+            if extra["operands"]:
+                extra["operands"] = {k: cut(x) for k, x in extra["operands"].items()}
+        matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta, **extra)
 
 
 def _run_decided(call: Call, a, b, out, alpha: float, beta: float, stream: int):

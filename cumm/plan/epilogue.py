@@ -57,6 +57,11 @@ class Epilogue:
     def nops(self) -> int:
         return len(self.operands)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its CummAlpha argument (a multiple of 8)."""
+        return _HEAD + _OP * max(1, self.nops)
+
     def definition(self) -> str:
         """The device function cumm_epi_user (include/epilogue.cuh): operand accessors, then the named statements,
         then the snippet under ``#line 1 "cumm epilogue snippet"`` (NVRTC's messages give the snippet's own line)."""
@@ -230,10 +235,6 @@ def pack(alpha: float, M: int, N: int, c_ptr: int, ldc: int, bsc: int, arrays) -
     head = struct.pack("<fiiiQqq", alpha, M, N, 0, c_ptr, ldc, bsc)
     body = b"".join(struct.pack("<Qqq", x.data.ptr, ld, bs) for x, ld, bs in arrays) or bytes(_OP)
     return head + body
-
-
-def nbytes(epi: Epilogue) -> int:
-    return _HEAD + _OP * max(1, epi.nops)
 
 
 def route(kernel: str, requested: str, split_k):

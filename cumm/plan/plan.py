@@ -26,6 +26,7 @@ from ..runtime.launch import Call
 from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B, dtype_flag, layout_of, supports_batch
 from . import auto as _auto
 from . import edges as _edges
+from . import epilogue as _epi
 from . import repack as _repack
 from . import splitk as _splitk
 from .operands import INT32_MAX, aligned, compute_capability, row_major, shares, span
@@ -218,7 +219,7 @@ def _readable(kernel, spec, config, flags, dims, dev: int, dtype: str, count: in
     return spec.fallback, get_spec(spec.fallback), _auto.named(spec.fallback, *dims, dev, count, dtype)
 
 
-def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[Call, tuple] | None:
+def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind, epilogue=None) -> tuple[Call, tuple] | None:
     """A batched product: one launch of a batched variant (grid z over the batch, or one run of the batch's tiles
     for a kernel that schedules them); no split-K, repacking, staging or edge strips (each product is one tile
     grid). Operands a copy-engine rung cannot read go to its fallback rung, or, when that runs no batches (the half
@@ -231,6 +232,8 @@ def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[
     kernel_arg = kernel
     chosen = config is None  # cumm chooses the configuration (spec.shape_config may adjust it)
     kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
+    if epilogue is not None:  # a rung whose stores take it (plan/epilogue.py)
+        kernel, config = _epi.route(kernel, kernel_arg, None), config if kernel not in _epi.NO_EPILOGUE else None
     spec = get_spec(kernel)
     in_place = spec.reads_transposed and supports_batch(spec)  # column-major batches read as they are
     a3, lda, bsa, ta = _batch_operand(a, batch, "a", in_place)
@@ -274,6 +277,9 @@ def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[
             b3, ldb, bsb = _copy_engine_batch(b3, bsb)
         flags = (1, 1, flags[2], 1)
     kernel, spec, config = _readable(kernel, spec, config, flags, (M, N, K), dev, dt, nb)
+    if epilogue is not None and kernel in _epi.NO_EPILOGUE:  # the fallback rung cannot take it
+        kernel, config = _epi.route(kernel, "auto", None), None
+        spec = get_spec(kernel)
     if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
         (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _batch_operand(a, batch, "a"), _batch_operand(b, batch, "b")
         flags = (ok(a3, lda, bsa), ok(b3, ldb, bsb), flags[2], 1)
@@ -289,7 +295,7 @@ def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[
         flags = (*flags, dtype_flag(a3.dtype.name, c3.dtype.name))
     if layout:
         flags = (*flags, layout)
-    plan = get_plan(kernel, config, flags, dev)
+    plan = get_plan(kernel, config, _epi.with_flags(flags, epilogue), dev)
     if spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
         raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")
     copied = not (shares(a3, a) or bsa == 0 and a3.data.mem is a.data.mem) or not (
@@ -308,19 +314,24 @@ def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind) -> tuple[
         fast,
         dict(splits=1, copies=tuple(n for n, x3, x in (("A", a3, a), ("B", b3, b)) if x3.data.mem is not x.data.mem)),
         batch=(nb, bsa, bsb, bsc),
-        direct=spec.tensor_maps is not None,  # maps go with the driver launch (Plan.launch has none)
+        # maps go with the driver launch (Plan.launch has none); so does an epilogue's CummAlpha
+        direct=spec.tensor_maps is not None or epilogue is not None,
     )
     return call, (a3, b3, c3)
 
 
-def decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
+def decide(a, b, out, kernel, config, split_k, beta, dev, akind, epilogue=None) -> Call:
     """Every decision for this call's key: kernel and configuration, repacking, split count, staging, strips."""
     M, K = a.shape
     N = b.shape[1]
     a_in, b_in = a, b
     dt, odt = a.dtype.name, out.dtype.name
     chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
+    kernel_arg, split_arg = kernel, split_k
     kernel, config, split_k = _choose(kernel, config, split_k, dt, M, N, K, dev)
+    if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
+        routed = _epi.route(kernel, kernel_arg, split_arg)
+        kernel, config, split_k = routed, config if routed == kernel else None, None
     spec = get_spec(kernel)
     # a transposed view that the rung reads in place keeps its layout (its column stride is its ld); any other
     # layout is made row-major (transposed views by a tiled copy)
@@ -348,6 +359,9 @@ def decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         else:  # one of them goes to the fallback anyway
             pad_a = pad_b = False
     kernel, spec, config = _readable(kernel, spec, config, flags0, (M, N, K), dev, dt)
+    if epilogue is not None and kernel in _epi.NO_EPILOGUE:  # the fallback rung cannot take it
+        kernel, config = _epi.route(kernel, "auto", None), None
+        spec = get_spec(kernel)
     if (ta or tb) and not spec.reads_transposed:  # the other operand sent the call to a fallback rung
         (a, lda), (b, ldb), ta, tb = row_major(a, "a", True), row_major(b, "b", True), 0, 0
         flags0 = (aligned(a, lda), aligned(b, ldb), flags0[2])
@@ -358,7 +372,7 @@ def decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
     # Split-K, padded copies, staging and strips are machinery of the float32 rungs that load through
     # registers; the copy-engine rungs and the half rungs run as one launch.
-    plain = half or spec.tensor_maps is not None
+    plain = half or spec.tensor_maps is not None or epilogue is not None
     repack_a = repack_b = False
     if _repack.ENABLED and not plain and not (flags0[0] and flags0[1]):  # scalar loads: a padded copy may pay
         repack_a, repack_b = _repack.repack_plan(spec, M, N, K, bool(flags0[0]), bool(flags0[1]))
@@ -382,7 +396,7 @@ def decide(a, b, out, kernel, config, split_k, beta, dev, akind) -> Call:
         flags = (*flags, 0, dtype_flag(dt, odt))
     if layout:
         flags = (*flags, layout)
-    plan = get_plan(kernel, config, flags, dev)
+    plan = get_plan(kernel, config, _epi.with_flags(flags, epilogue), dev)
     mm, nn = M, N
     bm, bn = plan.tile
     if (

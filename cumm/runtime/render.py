@@ -168,7 +168,7 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
         if "include/sm90.cuh" in spec.headers:
             lines.append("#define CUMM_EPI_SM90 1")
         parts = [*parts[:-1], (EPILOGUE_HEADER, template_text(EPILOGUE_HEADER))]
-        parts += [("cumm epilogue " + (epi.label or "identity"), epi.definition()), spec_parts(spec)[-1]]
+        parts += [(f"cumm epilogue function ({epi.label})", epi.definition()), spec_parts(spec)[-1]]
     for f, text in parts:
         lines.append(line_directive(f))
         lines.append(text)
