@@ -18,8 +18,13 @@ import cupy
 import cumm
 
 cupy.cuda.set_allocator(None)
-RUNGS = {"blocktile_2d": "float32", "double_buffer": "float32", "wgmma_tf32x3": "float32",
-         "mma_swizzled_pipeline": "bfloat16", "wgmma_ws": "bfloat16"}
+RUNGS = {
+    "blocktile_2d": "float32",
+    "double_buffer": "float32",
+    "wgmma_tf32x3": "float32",
+    "mma_swizzled_pipeline": "bfloat16",
+    "wgmma_ws": "bfloat16",
+}
 
 
 def _dt(name):

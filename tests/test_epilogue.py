@@ -48,7 +48,9 @@ def test_epilogue_render_splices_snippet_and_names_variant():
     assert f'#line 1 "{R.SNIPPET_FILE}"\n{SNIPPET.snippet}\n' in src
     assert "cumm_epi_in<float, 0>(cumm_al, 0, z)" in src and "ld_aux" in src
     # the hook comes after the headers and before the template
-    assert src.index("include/epilogue.cuh") < src.index("cumm_epi_user(float& v, const int row, const int col, const int z,\n")
+    assert src.index("include/epilogue.cuh") < src.index(
+        "cumm_epi_user(float& v, const int row, const int col, const int z,\n"
+    )
     assert src.index("cumm_epi_user(float& v") < src.index(spec.template)
 
 
@@ -205,8 +207,9 @@ def test_build_batched_residual_shape():
 
 
 def test_build_snippet_with_operands():
-    epi, ops = _build(epilogue="v *= gate[(i64)row * ld_gate + col] + s[col];", operands={"gate": _Fake((5, 7))},
-                      aux=None)
+    epi, ops = _build(
+        epilogue="v *= gate[(i64)row * ld_gate + col] + s[col];", operands={"gate": _Fake((5, 7))}, aux=None
+    )
     assert epi.operands == (("gate", "float32"),) and epi.snippet.startswith("v *= gate")
     epi, ops = _build(epilogue="v *= aux[col];", aux=_Fake((7,), "float16"))
     assert epi.operands == (("aux", "float16"),) and ops[0][1:] == (0, 0)
@@ -347,10 +350,12 @@ def test_snippet(rng, kernel, dt, M, N, K, request):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel,dt", [("double_buffer", "float32"), ("wgmma_ws", "bfloat16"), ("auto", "bfloat16"),
-                                       ("auto", "float32")])
-@pytest.mark.parametrize("shape_a,shape_b", [((3, 37, 64), (64, 72)), ((2, 65, 40), (2, 40, 136)),
-                                            ((4, 128, 64), (1, 64, 256))])
+@pytest.mark.parametrize(
+    "kernel,dt", [("double_buffer", "float32"), ("wgmma_ws", "bfloat16"), ("auto", "bfloat16"), ("auto", "float32")]
+)
+@pytest.mark.parametrize(
+    "shape_a,shape_b", [((3, 37, 64), (64, 72)), ((2, 65, 40), (2, 40, 136)), ((4, 128, 64), (1, 64, 256))]
+)
 def test_batched_epilogue(rng, kernel, dt, shape_a, shape_b, request):
     import cupy
 

@@ -150,8 +150,13 @@ def matmul(
     ``row``, ``col``, product ``z`` and the arrays of ``operands`` ({"gate": t}: ``gate[i]``, ``ld_gate``; ``aux=t``
     is ``operands={"aux": t}``).
     """
-    if bias is not None or activation is not None or residual is not None or epilogue is not None or operands or (
-        aux is not None
+    if (
+        bias is not None
+        or activation is not None
+        or residual is not None
+        or epilogue is not None
+        or operands
+        or (aux is not None)
     ):
         epi = dict(bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux)
         return _checked(a, b, out, kernel, config, alpha, beta, split_k, None, epi)
@@ -413,7 +418,10 @@ def _each(a, b, out, batch, config, alpha, beta, epi_args=None) -> None:
         extra = {}
         if epi_args is not None:
             extra = dict(epi_args)
-            cut = lambda x: x[idx] if x is not None and x.ndim > 2 else x  # noqa: E731
+
+            def cut(x, idx=idx):
+                return x[idx] if x is not None and x.ndim > 2 else x
+
             extra["residual"], extra["aux"] = cut(extra["residual"]), cut(extra["aux"])
             if extra["operands"]:
                 extra["operands"] = {k: cut(x) for k, x in extra["operands"].items()}
