@@ -35,6 +35,7 @@ from ..plan.operands import (
 from ..plan.plan import decide, decide_batched, run
 from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
+from . import fused as _fused
 
 
 def _dims_ok(M: int, N: int, K: int) -> None:
@@ -159,7 +160,7 @@ def matmul(
         or (aux is not None)
     ):
         epi = dict(bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux)
-        return _checked(a, b, out, kernel, config, alpha, beta, split_k, None, epi)
+        return _fused.matmul(a, b, out, kernel, config, alpha, beta, split_k, epi, _checked)
     # (the cached paths take alpha and beta as they are: floats that float32 holds; NaN, inf or larger go to the
     # checks, which name them)
     if (
@@ -377,16 +378,16 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None
             call, ops = got
         else:
             call, ops = decide(a2, b2, o2, kernel, config, split_k, beta, dev, akind, epi)
+        call.out_shape = shape
+        call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the cached paths test for overlap
         if epi is not None:  # one launch; alpha becomes the CummAlpha argument (include/epilogue.cuh)
             sptr = cupy.cuda.get_current_stream().ptr
             pa, pb, pc = (a.data.ptr, b.data.ptr, out.data.ptr) if call.fast else (x.data.ptr for x in ops)
             bsc = call.batch[3] if call.batch is not None else 0
-            packed = _epilogue.pack(alpha, M, N, pc, call.ldc, bsc, epi_ops)
             with cupy.cuda.Device(dev):
-                call.launch(pa, pb, pc, packed, beta, sptr)
+                call.launch(pa, pb, pc, _epilogue.pack(alpha, M, N, pc, call.ldc, bsc, epi_ops), beta, sptr)
+            _fused.keep(key, call, epi_args, epi_ops, (M, N))
             return result
-        call.out_shape = shape
-        call.spans = (span(a), span(b), span(out))  # the caller's arrays, which the cached paths test for overlap
         if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()

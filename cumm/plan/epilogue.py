@@ -230,11 +230,14 @@ def build(
 
 
 def pack(alpha: float, M: int, N: int, c_ptr: int, ldc: int, bsc: int, arrays) -> bytes:
-    """The CummAlpha argument (include/epilogue.cuh): alpha, M, N, C's base, ldc, bsc, then each operand's pointer,
-    ld and batch stride."""
+    """The CummAlpha argument (include/epilogue.cuh) for ``arrays`` as build() gives them."""
+    return pack_pointers(alpha, M, N, c_ptr, ldc, bsc, [(x.data.ptr, ld, bs) for x, ld, bs in arrays])
+
+
+def pack_pointers(alpha: float, M: int, N: int, c_ptr: int, ldc: int, bsc: int, ptrs) -> bytes:
+    """The CummAlpha argument: alpha, M, N, C's base, ldc, bsc, then each operand's (pointer, ld, batch stride)."""
     head = struct.pack("<fiiiQqq", alpha, M, N, 0, c_ptr, ldc, bsc)
-    body = b"".join(struct.pack("<Qqq", x.data.ptr, ld, bs) for x, ld, bs in arrays) or bytes(_OP)
-    return head + body
+    return head + (b"".join(struct.pack("<Qqq", *p) for p in ptrs) or bytes(_OP))
 
 
 def route(kernel: str, requested: str, split_k):
