@@ -415,3 +415,70 @@ def test_auto_routes_around_split_k_and_tf32x3(rng):
         got = cumm.matmul(a, b, activation="relu", bias=cupy.ones(N, dtype=cupy.float32))
         ref = cupy.maximum(_f64(a) @ _f64(b) + 1.0, 0)
         assert _rel(got, ref) < 1e-5
+
+
+# ---- cumm check / cumm bench with an epilogue ------------------------------------------------------------------
+
+
+def test_epiref_check_args():
+    from cumm.tools import epiref
+
+    epiref.check_args(None, None, None)
+    epiref.check_args(None, "gelu", None)
+    epiref.check_args("v = 2.0f * v;", None, "2 * v")
+    epiref.check_args("v = 2.0f * v;", None, lambda v, row, col: 2 * v)
+    with pytest.raises(ValueError, match="needs a reference"):
+        epiref.check_args("v = 2.0f * v;", None, None)
+    with pytest.raises(ValueError, match="activation='tanh'"):
+        epiref.check_args(None, "tanh", None)
+    with pytest.raises(TypeError, match="reference must be"):
+        epiref.check_args("v = v;", None, 3)
+    with pytest.raises(SyntaxError):
+        epiref.check_args("v = v;", None, "2 *")
+
+
+@pytest.mark.parametrize("command", ["check", "bench"])
+def test_cli_epilogue_errors_before_gpu(command, capsys):
+    from cumm.tools.cli import main
+
+    args = [command, "--kernel" if command == "check" else "--kernels", "warptile", "--epilogue", "v = 2.0f * v;"]
+    assert main(args) == 1
+    assert "needs a reference" in capsys.readouterr().err
+    assert main([*args, "--reference", "2 *"]) == 1
+    assert "invalid syntax" in capsys.readouterr().err
+
+
+def test_cli_parses_epilogue_arguments():
+    from cumm.tools.cli import build_parser
+
+    a = build_parser().parse_args(
+        ["bench", "--kernels", "auto", "--activation", "gelu", "--epilogue", "v += 1.0f;", "--reference", "v + 1"]
+    )
+    assert (a.activation, a.epilogue, a.reference) == ("gelu", "v += 1.0f;", "v + 1")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["check", "--kernel", "warptile", "--activation", "tanh"])
+
+
+@pytest.mark.gpu
+def test_check_and_bench_with_epilogue():
+    report = cumm.check(
+        "double_buffer",
+        epilogue="v = v / (1.0f + __expf(-v));",
+        reference="v / (1 + exp(-v))",
+        shapes=[(37, 41, 13), (129, 256, 65)],
+    )
+    assert report.ok, str(report)
+    report = cumm.check("double_buffer", activation="gelu", shapes=[(37, 41, 13)])
+    assert report.ok, str(report)
+    # a wrong reference is caught
+    report = cumm.check("double_buffer", epilogue="v = 2.0f * v;", reference="3 * v", shapes=[(37, 41, 13)])
+    assert not report.ok
+    rows = cumm.bench(
+        ["double_buffer"],
+        shapes=[(256, 256, 256)],
+        epilogue="v = 2.0f * v;",
+        reference="2 * v",
+        repeat=3,
+        progress=False,
+    )
+    assert [r["status"] for r in rows] == ["ok", "ok"]
