@@ -454,9 +454,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
             dtype=args.dtype,
             settle_s=args.settle,
             beta=args.beta,
-            epilogue=args.epilogue,
-            activation=args.activation,
-            reference=args.reference,
+            **_epilogue_args(args),
         )
         overhead = _bench.host_overhead() if args.overhead else None
         doc = _bench.build_report(
@@ -493,6 +491,12 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     if failed:
         return fail(f"{failed} kernel run(s) FAILed verification or could not run (see the table)")
     return 0
+
+
+def _epilogue_args(args: argparse.Namespace) -> dict:
+    """--epilogue, --activation, --reference as cumm.bench / cumm.check keywords (only those given)."""
+    names = ("epilogue", "activation", "reference")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
 def _run_new(args: argparse.Namespace, prog: str) -> int:
@@ -547,9 +551,7 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
                 k,
                 args.config,
                 shapes=args.shapes,
-                epilogue=args.epilogue,
-                activation=args.activation,
-                reference=args.reference,
+                **_epilogue_args(args),
             )
         except (ValueError, RuntimeError) as e:
             print(f"cumm check: {e}", file=sys.stderr)
