@@ -292,7 +292,7 @@ def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
 
 def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None):
     """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one.
-    ``epi_args``: matmul's epilogue arguments (an epilogue call is never cached under a key)."""
+    ``epi_args``: matmul's epilogue arguments (then ``key`` is cumm/api/fused.py's, which keeps the Call)."""
     akind = _arrays.kind(a)
     if split_k is not None:
         split_k = _splitk.check_arg(split_k, kernel)

@@ -232,8 +232,13 @@ def decide_batched(a, b, out, batch, kernel, config, beta, dev, akind, epilogue=
     kernel_arg = kernel
     chosen = config is None  # cumm chooses the configuration (spec.shape_config may adjust it)
     kernel, config, _ = _choose(kernel, config, 1, dt, M, N, K, dev, batched=nb)
-    if epilogue is not None:  # a rung whose stores take it (plan/epilogue.py)
+    if epilogue is not None:  # a rung whose stores take it (plan/epilogue.py), and runs the batch in one launch:
+        # one launch a product would give every product z = 0
         kernel, config = _epi.route(kernel, kernel_arg, None), config if kernel not in _epi.NO_EPILOGUE else None
+        if kernel_arg == "auto" and not supports_batch(get_spec(kernel)):
+            cc = compute_capability(dev)
+            able = [n for n in _batch_rungs(dt) if REGISTRY[n].min_cc <= cc and n not in _epi.NO_EPILOGUE]
+            kernel, config = (able[-1], None) if able else (kernel, config)
     spec = get_spec(kernel)
     in_place = spec.reads_transposed and supports_batch(spec)  # column-major batches read as they are
     a3, lda, bsa, ta = _batch_operand(a, batch, "a", in_place)
