@@ -80,16 +80,21 @@ __device__ __forceinline__ float cumm_epi_at(const CummAlpha& al, float acc, int
     return v;
 }
 
+// a / b for 0 <= a, 0 < b: a 32-bit division when both fit (a 64-bit one is a long subroutine)
+__device__ __forceinline__ i64 cumm_epi_div(i64 a, i64 b) {
+    return ((a | b) >> 32) == 0 ? (i64)((unsigned)a / (unsigned)b) : a / b;
+}
+
 // (product, row) of a row pointer of C: the stores of common.cuh and tc16.cuh get the row's address only.
 template <class T>
 __device__ __forceinline__ int2 cumm_epi_row(const CummAlpha& al, const T* row) {
     i64 off = row - static_cast<const T*>(al.c);
     int z = 0;
     if (al.bsc) {
-        z = (int)(off / al.bsc);
+        z = (int)cumm_epi_div(off, al.bsc);
         off -= (i64)z * al.bsc;
     }
-    return make_int2(z, (int)(off / al.ldc));
+    return make_int2(z, (int)cumm_epi_div(off, al.ldc));
 }
 
 // ---- common.cuh's stores (float C) -----------------------------------------------------------------------
@@ -97,10 +102,10 @@ __device__ __forceinline__ float cumm_epilogue(float acc, const float* c, const 
     i64 off = c - static_cast<const float*>(al.c);
     int z = 0;
     if (al.bsc) {
-        z = (int)(off / al.bsc);
+        z = (int)cumm_epi_div(off, al.bsc);
         off -= (i64)z * al.bsc;
     }
-    const int row = (int)(off / al.ldc), col = (int)(off - (i64)row * al.ldc);
+    const int row = (int)cumm_epi_div(off, al.ldc), col = (int)(off - (i64)row * al.ldc);
     return cumm_epilogue(cumm_epi_at(al, acc, row, col, z), c, 1.0f, beta);
 }
 
