@@ -24,6 +24,7 @@ from ..plan.operands import F32_MAX, compute_capability, config_key, prepare, re
 from ..plan.plan import decide
 from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
+from . import fused as _fused
 
 # ---------------------------------------------------------------------------------------------------
 # The key of a call: everything but the pointers
@@ -97,6 +98,12 @@ def matmul(
     alpha: float = 1.0,
     beta: float = 0.0,
     split_k: int | None = None,
+    bias=None,
+    activation: str | None = None,
+    residual=None,
+    epilogue: str | None = None,
+    operands: Mapping | None = None,
+    aux=None,
 ):
     """C = alpha * a @ b + beta * out, for 2-D GPU arrays (cupy, torch, or anything with
     ``__cuda_array_interface__`` / ``__dlpack__``); the result is of the inputs' kind (see README.md).
@@ -105,7 +112,23 @@ def matmul(
     ``split_k``: slices of K run in parallel and summed (kernels with ``split_k`` in their spec); None: 1, or
     the heuristic's choice for kernel="auto". Kernels run on the stream of the inputs' library: torch's current
     stream for torch tensors, CuPy's current stream otherwise.
+
+    Fused epilogue (cumm/plan/epilogue.py, docs/epilogue.md), per element, after alpha and before beta * out and the
+    cast: ``bias`` ((N,) or (1, N): per column; (M, 1): per row), ``activation`` ("relu", "gelu", "gelu_tanh",
+    "silu"), ``residual`` (a matrix like the result), then ``epilogue``, CUDA statements over the float ``v``, its
+    ``row``, ``col``, product ``z`` and the arrays of ``operands`` ({"gate": t}: ``gate[i]``, ``ld_gate``; ``aux=t``
+    is ``operands={"aux": t}``).
     """
+    if (
+        bias is not None
+        or activation is not None
+        or residual is not None
+        or epilogue is not None
+        or operands
+        or (aux is not None)
+    ):
+        epi = dict(bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux)
+        return _fused.matmul(a, b, out, kernel, config, alpha, beta, split_k, epi, _checked)
     # (the cached paths take alpha and beta as they are: floats that float32 holds; NaN, inf or larger go to the
     # checks, which name them)
     if (
@@ -235,8 +258,9 @@ def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
     return (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec)
 
 
-def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
-    """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one."""
+def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None):
+    """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one.
+    ``epi_args``: matmul's epilogue arguments (then ``key`` is cumm/api/fused.py's, which keeps the Call)."""
     akind = _arrays.kind(a)
     if split_k is not None:
         split_k = _splitk.check_arg(split_k, kernel)
@@ -245,11 +269,12 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     config_key(config)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
     p = prepare(a, b, out, beta, akind)
+    epi, epi_ops = (None, ()) if epi_args is None else _fused.build(p, akind, a, epi_args)
     stream = _arrays.torch_stream(p.dev) if akind == "torch" else None
     with _arrays.on_stream(stream, p.dev) if stream is not None else contextlib.nullcontext():
         if p.stage:  # an out the kernels cannot write in place: computed row-major, copied back
             staged = staging(p.out, beta)
-            _checked(p.a, p.b, staged, kernel, config, alpha, beta, split_k, None)
+            _checked(p.a, p.b, staged, kernel, config, alpha, beta, split_k, None, _fused.as_cupy_args(epi_args))
             p.out[...] = staged
             return p.result
         if p.empty:
@@ -262,20 +287,23 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
                 out *= np.float32(beta)
             return p.result
         a2, b2, o2, batch, folded = p.a2, p.b2, p.o2, p.batch, False
-        if batch and b2.ndim == 2:
+        if batch and b2.ndim == 2 and epi is None:
             # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
             # rows, which every rung runs with the tiles tuned for its size; cached under this call's key (a fast
             # call launches on the caller's pointers, which are the stacked views')
             af, of = stacked(a2, p.K), stacked(o2, p.N)
             if af is not None and of is not None:
                 a2, o2, batch, folded = af, of, (), True
-        got = decide(a2, b2, o2, batch, kernel, config, split_k, beta, p.dev, akind)
+        got = decide(a2, b2, o2, batch, kernel, config, split_k, beta, p.dev, akind, epi)
         if got is None:  # auto chose a rung without batches: one product at a time
-            _each(a2, b2, o2, batch, config, alpha, beta)
+            _each(a2, b2, o2, batch, config, alpha, beta, epi_args)
             return p.result
         call, ops = got
         call.out_shape = p.shape
         call.spans = (span(p.a), span(p.b), span(p.out))  # the caller's arrays, which the cached paths test for overlap
+        if epi is not None:  # one launch, alpha as the CummAlpha argument (include/epilogue.cuh); cached in fused.py
+            _fused.first(call, ops, p, alpha, beta, epi_ops, key, epi_args)
+            return p.result
         if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
@@ -284,14 +312,15 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key):
     return p.result
 
 
-def _each(a, b, out, batch, config, alpha, beta) -> None:
+def _each(a, b, out, batch, config, alpha, beta, epi_args=None) -> None:
     """A batched product as one matmul (and launch) per product of the batch under kernel="auto", its operands
-    broadcast."""
+    broadcast (an epilogue's batched operands: product idx's matrix)."""
     na, nb = a.ndim - 2, b.ndim - 2
     for idx in np.ndindex(*batch):
         ia = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - na :], a.shape[:na], strict=True))
         ib = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - nb :], b.shape[:nb], strict=True))
-        matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta)
+        extra = _fused.product_args(epi_args, idx)
+        matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta, **extra)
 
 
 def _run_decided(call: Call, a, b, out, alpha: float, beta: float, stream: int):

@@ -25,6 +25,7 @@ from ..runtime.launch import Call
 from ..runtime.render import ALIGNED, TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag, supports_batch, variant
 from . import auto as _auto
 from . import edges as _edges
+from . import epilogue as _epi
 from . import repack as _repack
 from . import splitk as _splitk
 from .operands import INT32_MAX, aligned, compute_capability, row_major, shares, span
@@ -230,10 +231,11 @@ def _refuse_batch(kernel: str, dt: str) -> None:
     )
 
 
-def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind) -> tuple[Call, tuple] | None:
+def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue=None) -> tuple[Call, tuple] | None:
     """Every decision for this call's key, for a 2-D product (``batch`` is ()) and a batch alike: the Call and the
     operands it runs on (2-D arrays for a product, 3-D for a batch). None when kernel="auto" chose, for a batch, a
-    rung without batched variants: the caller runs the products one at a time."""
+    rung without batched variants: the caller runs the products one at a time. ``epilogue``: a fused epilogue
+    (cumm.plan.epilogue.Epilogue), run in one unsplit launch of a rung whose stores take it."""
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
@@ -241,10 +243,23 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind) -> tuple
     half = dt != "float32"
     chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
     # 1. the kernel, its configuration and split count
-    kernel_arg = kernel
+    kernel_arg, split_arg = kernel, split_k
     kernel, config, split_k = _choose(
         kernel, config, 1 if batch else split_k, dt, M, N, K, dev, batched=nb if batch else 0
     )
+    if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
+        routed = _epi.route(kernel, kernel_arg, None if batch else split_arg)
+        kernel, config, split_k = routed, config if routed == kernel else None, None
+        if batch and kernel_arg == "auto" and not supports_batch(get_spec(kernel)):
+            # one launch a product would give every product z = 0: a rung that runs the batch in one launch
+            cc = compute_capability(dev)
+            able = [
+                n
+                for n in gemm_kernels_list()
+                if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes and REGISTRY[n].min_cc <= cc
+            ]
+            able = [n for n in able if n not in _epi.NO_EPILOGUE]
+            kernel, config = (able[-1], None) if able else (kernel, config)
     spec = get_spec(kernel)
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
@@ -287,6 +302,9 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind) -> tuple
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
         kernel = spec.fallback
         spec, config = get_spec(kernel), _auto.named(kernel, M, N, K, dev, nb, dt)
+        if epilogue is not None and kernel in _epi.NO_EPILOGUE:  # the fallback rung cannot take it
+            kernel, config = _epi.route(kernel, "auto", None), None
+            spec = get_spec(kernel)
     if (ta or tb) and not spec.reads_transposed:  # read in place by the first rung only: row-major now
         (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _operand(a, batch, "a"), _operand(b, batch, "b")
         vec[:2] = _readable_by(a3, lda, bsa), _readable_by(b3, ldb, bsb)
@@ -303,7 +321,7 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind) -> tuple
         )
     # 5. the float32 rungs that load through registers: padded copies, split-K, a staged output and edge strips.
     # The copy-engine rungs, the half rungs and batches run as one launch.
-    plain = half or spec.tensor_maps is not None or bool(batch)
+    plain = half or spec.tensor_maps is not None or bool(batch) or epilogue is not None
     repack_a = repack_b = False
     if _repack.ENABLED and not plain and not (vec[0] and vec[1]):  # scalar loads: a padded copy may pay
         repack_a, repack_b = _repack.repack_plan(spec, M, N, K, bool(vec[0]), bool(vec[1]))
@@ -324,7 +342,7 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind) -> tuple
     if stage:
         vec[2] = 1
     # 6. the compile variant, the compiled kernel, the edge strips
-    plan = get_plan(kernel, config, Variant(*vec, int(bool(batch)), dtype_flag(dt, odt), layout), dev)
+    plan = get_plan(kernel, config, Variant(*vec, int(bool(batch)), dtype_flag(dt, odt), layout, epilogue), dev)
     if batch and spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
         raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")
     mm, nn = M, N
@@ -364,6 +382,7 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind) -> tuple
         fast,
         decisions,
         batch=(nb, bsa, bsb, bsc) if batch else None,
-        direct=spec.tensor_maps is not None if batch else plain,  # maps go with the driver launch
+        # maps go with the driver launch (Plan.launch has none), and so does an epilogue's CummAlpha
+        direct=spec.tensor_maps is not None or epilogue is not None if batch else plain,
     )
     return call, ops

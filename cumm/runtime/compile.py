@@ -22,7 +22,7 @@ from ..core.errors import CompileError, ConfigError, SharedMemoryError
 from ..core.spec import Config, KernelSpec
 from ..plan.store import cache_dir
 from . import cache as _cache
-from .render import ALIGNED, render, template_hash, variant
+from .render import ALIGNED, render, snippet_errors, template_hash, variant
 
 # CuPy adds -ftz=true and its own -arch when it compiles; offline compiles add the same so that the
 # register report matches what runs.
@@ -100,7 +100,8 @@ def _nvrtc_compile(nvrtc, spec: KernelSpec, cfg: Config, arch: str, source: str,
         except nvrtc.NVRTCError as e:
             log = nvrtc.getProgramLog(prog)
             raise CompileError(
-                f"NVRTC failed to compile kernel {spec.name!r} for {arch} with {dict(cfg)}: {e}\n{log}",
+                f"NVRTC failed to compile kernel {spec.name!r} for {arch} with {dict(cfg)}: {e}\n"
+                f"{snippet_errors(log, source)}{log}",
                 log=log,
                 source=source,
             ) from None
@@ -202,7 +203,10 @@ def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
                 kern.compile()
             except CompileException as e:
                 raise CompileError(
-                    f"NVRTC failed to compile kernel {spec.name!r} with {dict(cfg)}:\n{e}", log=str(e), source=source
+                    f"NVRTC failed to compile kernel {spec.name!r} with {dict(cfg)}:\n{snippet_errors(str(e), source)}"
+                    f"{e}",
+                    log=str(e),
+                    source=source,
                 ) from None
         static = kern.shared_size_bytes
         if static + dynamic > limit:

@@ -187,6 +187,7 @@ class Call:
         "maps",
         "scratch",
         "cell",
+        "epi",
     )
 
     def __init__(
@@ -270,6 +271,13 @@ class Call:
                     self.params[arg] = _ZERO_MAP.ctypes.data
             self.params_ptr = self.params.ctypes.data  # (the .ctypes property builds an object per access)
             self.alpha = self.beta = None  # the alpha and beta written into the slots last
+            # an epilogue variant's alpha is a CummAlpha (include/epilogue.cuh): its bytes, passed per call as
+            # `alpha` (cumm.plan.epilogue.pack), are written here and the argument points at them
+            self.epi = None
+            epi = plan.flags.epilogue
+            if epi is not None:
+                self.epi = np.zeros(epi.nbytes // 8, dtype=np.uint64)
+                self.params[3] = self.epi.ctypes.data
             self.func = plan.kern.kernel.ptr
             self.grid = (gx, gy, gz if batch is None or walk else batch[0])
             self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
@@ -297,7 +305,12 @@ class Call:
             cell, nbytes = self.scratch
             cell[0] = scratch.pointer(self.dev, stream, nbytes)
         if alpha != self.alpha or beta != self.beta:
-            self.f32[6], self.f32[16] = self.alpha, self.beta = alpha, beta
+            if self.epi is not None:  # alpha: a CummAlpha's bytes
+                self.epi[:] = np.frombuffer(alpha, dtype=np.uint64)
+                self.f32[16] = beta
+                self.alpha, self.beta = alpha, beta
+            else:
+                self.f32[6], self.f32[16] = self.alpha, self.beta = alpha, beta
         gx, gy, gz, bx, by, bz, smem, func = self.geometry
         try:
             _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)

@@ -48,9 +48,12 @@ class Variant(NamedTuple):
     batched: int = 0  # the batched variant (CUMM_BATCHED: grid z, or the kernel's own walk, is the batch)
     dtype: int = 0  # an index into DTYPE_VARIANTS (0: float32 in and out)
     layout: int = 0  # TRANSPOSED_A | TRANSPOSED_B
+    epilogue: object = None  # a fused epilogue (cumm.plan.epilogue.Epilogue, hashable); None: none
 
 
 ALIGNED = Variant()
+# An epilogue variant renders include/epilogue.cuh after the headers and the epilogue's function before the template.
+EPILOGUE_HEADER = "include/epilogue.cuh"
 
 
 def variant(flags: tuple[int, ...]) -> Variant:
@@ -147,6 +150,8 @@ def kernel_name(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED)
     lay = v.layout
     if lay:
         vec += "_t" + ("a" if lay & TRANSPOSED_A else "") + ("b" if lay & TRANSPOSED_B else "")
+    if v.epilogue is not None:
+        vec += f"_e{v.epilogue.digest}"
     return f"cumm_{spec.name}_{params}_{vec}"
 
 
@@ -164,7 +169,35 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
         lines += [f"#define CUMM_BF16 {int(inputs == 'bfloat16')}", f"#define OUT_F32 {int(output == 'float32')}"]
     lay = v.layout
     lines += [f"#define CUMM_T{x} 1" for x, bit in (("A", TRANSPOSED_A), ("B", TRANSPOSED_B)) if lay & bit]
-    for f, text in spec_parts(spec):
+    epi = v.epilogue
+    parts = spec_parts(spec)
+    if epi is not None:
+        lines += ["#define CUMM_EPI 1", f"#define CUMM_EPI_NOPS {epi.nops}"]
+        if "include/sm90.cuh" in spec.headers:
+            lines.append("#define CUMM_EPI_SM90 1")
+        parts = [*parts[:-1], (EPILOGUE_HEADER, template_text(EPILOGUE_HEADER))]
+        parts += [(f"cumm epilogue function ({epi.label})", epi.definition()), spec_parts(spec)[-1]]
+    for f, text in parts:
         lines.append(line_directive(f))
         lines.append(text)
     return name, "\n".join(lines)
+
+
+SNIPPET_FILE = "cumm epilogue snippet"  # the #line name of a user's snippet (cumm.plan.epilogue.Epilogue)
+
+
+def snippet_errors(log: str, source: str) -> str:
+    """NVRTC's messages about a user's epilogue snippet, each with the snippet's line it names, for a CompileError;
+    "" when the log names no line of a snippet."""
+    m = re.search(r'#line 1 "' + SNIPPET_FILE + r'"\n(.*?)\n;\n    }\n}', source, re.S)
+    if m is None:
+        return ""
+    snippet = m.group(1).splitlines()
+    notes = []
+    for line, msg in re.findall(r'"?' + SNIPPET_FILE + r'"?\((\d+)\): (.*)', log):
+        i = int(line)
+        text = snippet[i - 1].strip() if 0 < i <= len(snippet) else ""
+        notes.append(f"epilogue snippet line {i}: {msg.strip()}\n    {text}")
+    if not notes:
+        return ""
+    return "in your epilogue snippet:\n" + "\n".join(notes) + "\n"

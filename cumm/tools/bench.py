@@ -433,7 +433,7 @@ def reference(a, b):
     return ref, float(cupy.linalg.norm(ref))
 
 
-def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0) -> Callable:
+def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0, epi: Mapping | None = None) -> Callable:
     """``call(a, b, c)`` writing a @ b into c: cuBLAS (cupy.matmul for float32; torch.matmul, the cuBLAS
     fp16/bf16 products with FP32 accumulation that users call, on the same memory for half dtypes), or a cumm
     kernel ("auto" too). With ``beta`` != 0 the call computes c = a @ b + beta * c in place: cuBLAS through
@@ -478,9 +478,10 @@ def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0) -> Calla
                 t[2].addmm_(t[0], t[1], beta=beta)  # cuBLAS's gemm with beta, on C's memory
 
         return call
+    epi = dict(epi or {})  # a fused epilogue (cumm kernels only; cuBLAS runs the plain product beside)
     if beta == 0.0:
-        return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c)
-    return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c, beta=beta)
+        return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c, **epi)
+    return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c, beta=beta, **epi)
 
 
 def verify(call: Callable, abc: tuple, ref, ref_norm: float, *, beta: float = 0.0, rng=None) -> float:
@@ -510,9 +511,17 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float, *, beta: float = 0.
 ROUNDS = 3  # each (kernel, shape) is timed in this many rounds, interleaved with the others of its shape
 
 
-def _prepare(kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str, beta: float = 0.0):
-    """(call, relative error) once verified, or (None, the FAIL row): a wrong kernel is never timed."""
-    call = kernel_call(kernel, dtype, beta)
+def _prepare(
+    kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str, beta: float = 0.0, fused=None
+):
+    """(call, relative error) once verified, or (None, the FAIL row): a wrong kernel is never timed. ``fused``:
+    (matmul's epilogue arguments, the float64 transform) for the cumm kernels."""
+    if fused is not None and kernel != CUBLAS:
+        from .epiref import apply
+
+        ref = apply(fused[1], ref)
+        ref_norm = float((ref * ref).sum() ** 0.5)
+    call = kernel_call(kernel, dtype, beta, fused[0] if fused is not None and kernel != CUBLAS else None)
     tol = TOLERANCES[dtype]
     try:
         err = verify(call, sets[0], ref, ref_norm, beta=beta)  # also compiles: keeps compile time out of the warm-up
@@ -534,13 +543,14 @@ def _measure_shape(
     dtype: str,
     warm_s: float = 0.0,
     beta: float = 0.0,
+    fused=None,
 ) -> list[Row]:
     """Rows for ``names`` (cuBLAS first) on one shape. The verified calls are timed in ROUNDS interleaved rounds,
     the order rotating every round and reversed every other round (so neither a call's place nor the call before
     it is always the same), each call loaded alone for SETTLE_S before its samples; each row takes the median
     of all its samples: the card's clocks drift under seconds of sustained load and follow the power of what ran
     just before."""
-    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype, beta) for n in names}
+    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype, beta, fused) for n in names}
     live = [n for n in names if prepared[n][0] is not None]
     samples: dict[str, list[float]] = {n: [] for n in live}
     if warm_s > 0 and live:  # an idle card starts at lower clocks: load it before the first samples
@@ -572,7 +582,7 @@ def _measure_shape(
         row = make_row(
             n, shape, ms=statistics.median(samples[n]), rel_err=got, runs=len(samples[n]), tolerance=TOLERANCES[dtype]
         )
-        if n != CUBLAS:  # which kernel and configuration the call ran (auto's choice, a named rung's tiles)
+        if n != CUBLAS and fused is None:  # which kernel and configuration the call ran (auto's choice, tiles)
             from ..api.matmul import decision
 
             row["ran"] = decision(*sets[0], kernel=n, beta=beta)
@@ -612,6 +622,9 @@ def run(
     dtype: str = "float32",
     settle_s: float = SETTLE_S,
     beta: float = 0.0,
+    epilogue: str | None = None,
+    activation: str | None = None,
+    reference=None,
 ) -> list[Row]:
     """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
     (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first. ``settle_s``: how long each
@@ -621,7 +634,13 @@ def run(
     ``cupy.cublas.gemm`` (float32) or ``torch.Tensor.addmm_`` (half dtypes) with the same beta. C then
     accumulates across the timed calls (C_n = A @ B + beta * C_(n-1)); a kernel's work depends only on whether
     beta is 0, not on its value, so the times hold for any nonzero beta. With |beta| >= 1 the values grow and
-    float16 may reach inf while timed, which costs the same work. TFLOP/s count 2 M N K as for beta = 0."""
+    float16 may reach inf while timed, which costs the same work. TFLOP/s count 2 M N K as for beta = 0.
+
+    ``epilogue`` / ``activation``: the cumm kernels run with this fused epilogue (cuBLAS: the plain product, so the
+    ratio is the epilogue's cost plus the kernel's), verified against ``reference`` (cumm/tools/epiref.py)."""
+    from . import epiref as _epiref
+
+    _epiref.check_args(epilogue, activation, reference)
     if not (isinstance(settle_s, (int, float)) and 0 <= settle_s <= 60):
         raise ValueError(f"settle_s must be a number of seconds from 0 to 60, got {settle_s!r}")
     beta = check_beta(beta)  # before the GPU is touched: a bad value fails at once, anywhere
@@ -644,6 +663,9 @@ def run(
     shapes = square(DEFAULT_SIZES) if shapes is None else list(shapes)
     timing = dict(warmup=warmup, repeat=repeat, budget_s=budget_s, settle_s=settle_s)
 
+    fn = _epiref.transform(activation, reference)
+    epi = {k: v for k, v in (("epilogue", epilogue), ("activation", activation)) if v is not None}
+    fused = (epi, fn) if fn is not None else None
     rng = cupy.random.default_rng()
     total = len(shapes) * (len(kernels) + 1)
     bar = _progress(total, total > 3 if progress is None else progress)
@@ -654,7 +676,9 @@ def run(
             ref, ref_norm = reference(*sets[0][:2])
             bar.set_postfix_str(f"{shape_str(shape)}")
             first = not results
-            rows = _measure_shape([CUBLAS, *kernels], sets, ref, ref_norm, shape, timing, dtype, 0.5 * first, beta=beta)
+            rows = _measure_shape(
+                [CUBLAS, *kernels], sets, ref, ref_norm, shape, timing, dtype, 0.5 * first, beta=beta, fused=fused
+            )
             base = rows[0]
             if base["status"] != "ok":
                 raise BenchError(
@@ -725,6 +749,9 @@ def bench(
     progress: bool | None = None,
     settle_s: float = SETTLE_S,
     beta: float = 0.0,
+    epilogue: str | None = None,
+    activation: str | None = None,
+    reference=None,
 ) -> list[Row]:
     """Time ``kernels`` (names: rungs, registered kernels, "auto"; default all GEMM kernels) beside cuBLAS, as
     ``python -m cumm bench`` does: each result checked against float64 first (a wrong one is a FAIL row with no
@@ -739,6 +766,10 @@ def bench(
     C = A @ B + beta * C, cuBLAS with the same beta beside (``cupy.cublas.gemm`` for float32,
     ``torch.Tensor.addmm_`` for float16 and bfloat16). C accumulates across the timed calls; the work does not
     depend on beta's value (see :func:`run`). ValueError for a beta that is not finite, before any GPU work.
+
+    ``epilogue`` (a CUDA snippet over v, row, col) / ``activation``: race a fused epilogue: the cumm kernels run
+    with it, checked against ``reference`` (a callable (v, row, col) or an expression, cumm/tools/epiref.py; a named
+    activation needs none), cuBLAS runs the plain product beside.
     """
     beta = check_beta(beta)
     if isinstance(kernels, str):
@@ -759,6 +790,9 @@ def bench(
         dtype=dtype,
         settle_s=settle_s,
         beta=beta,
+        epilogue=epilogue,
+        activation=activation,
+        reference=reference,
     )
     if plot:
         _draw(rows, plot, baseline=baseline_label(dtype, beta))

@@ -163,6 +163,9 @@ def check(
     dtypes: Sequence[str] | None = None,
     shapes: Iterable[Sequence[int]] | None = None,
     large: bool | None = None,
+    epilogue: str | None = None,
+    activation: str | None = None,
+    reference=None,
 ) -> CheckReport:
     """Run ``kernel`` (a registered name, or its spec) through ``cumm.matmul(..., kernel=kernel, config=config)``
     on the standard odd shapes (or ``shapes``, each M, N, K) in each of ``dtypes`` (default: the spec's), and
@@ -171,7 +174,15 @@ def check(
     ``config=None`` runs what ``cumm.matmul`` picks for a named kernel (a tuned entry, or the spec's "small"
     tiles for a small product, else the defaults): the "ran" column says which. ``large=False`` leaves out
     the 2048 cube (default: left out only under compute-sanitizer). Needs a GPU.
+
+    ``epilogue`` (a snippet) and ``activation`` run fused (``cumm.matmul(..., epilogue=, activation=)``); the
+    expected result is ``reference`` (a callable (v, row, col) or an expression, see cumm/tools/epiref.py) over
+    alpha * A @ B, after the activation, before beta * C.
     """
+    from . import epiref as _epiref
+
+    _epiref.check_args(epilogue, activation, reference)
+    epi = {k: v for k, v in (("epilogue", epilogue), ("activation", activation)) if v is not None}
     from ..ladder import get_spec
     from ..runtime.timing import gpu_unavailable
 
@@ -203,6 +214,7 @@ def check(
         )
     import cupy
 
+    fused = _epiref.transform(activation, reference)
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
     device = device.decode() if isinstance(device, bytes) else str(device)
     rows: list[CheckRow] = []
@@ -213,7 +225,7 @@ def check(
             if broken:  # a sticky CUDA error: the context can run nothing more
                 rows.append(CheckRow(case.name, case.shape, dtype, None, "ERROR", [f"not run: {broken}"]))
                 continue
-            row = _run_case(spec.name, config, case, dtype, rng)
+            row = _run_case(spec.name, config, case, dtype, rng, epi, fused)
             rows.append(row)
             if row.verdict == "ERROR" and _sticky(row.problems[0]):
                 broken = "an earlier case left a CUDA error that poisons the process (illegal address?)"
@@ -315,7 +327,7 @@ def _span(idx) -> str:
     return str(lo) if lo == hi else f"{lo}..{hi}"
 
 
-def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow:
+def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, fused=None) -> CheckRow:
     import cupy
 
     from ..api import matmul as _api
@@ -329,18 +341,22 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng) -> CheckRow
         sentinel = buf[(0,) * buf.ndim].copy()
         ref = _f64(a) @ _f64(b)
         ref *= case.alpha
+        if fused is not None:  # the epilogue: after alpha, before beta * C
+            from .epiref import apply
+
+            ref = apply(fused, ref)
         if case.beta != 0.0:
             c[...] = rng.standard_normal(c.shape, dtype=cupy.float32).astype(dtype)
             ref += case.beta * _f64(c)
         else:
             _bits(c)[...] = _bits(cupy.full((1, 1), math.nan, dtype=cupy.float32).astype(dtype))  # NaN everywhere
-        _api.matmul(a, b, kernel=kernel, config=config, out=c, alpha=case.alpha, beta=case.beta)
+        _api.matmul(a, b, kernel=kernel, config=config, out=c, alpha=case.alpha, beta=case.beta, **(epi or {}))
         cupy.cuda.get_current_stream().synchronize()
     except Exception as e:
         msg = f"{type(e).__name__}: {e}".strip()
         row.verdict, row.problems = "ERROR", [msg if len(msg) < 2000 else msg[:2000] + " ..."]
         return row
-    if config is None and case.alpha == 1.0 and case.beta == 0.0:
+    if config is None and case.alpha == 1.0 and case.beta == 0.0 and not epi:
         decision = _api.decision  # what the call ran ("" when not known)
         row.ran = decision(a, b, c, kernel=kernel)
     problems = _guard_problems(buf, M, N, sentinel)

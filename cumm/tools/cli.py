@@ -292,6 +292,27 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     )
     n.add_argument("--dir", default=".", metavar="DIR", help="where to write the files (default: here)")
     n.add_argument("--force", action="store_true", help="overwrite NAME/kernel.cu and NAME/spec.py if they exist")
+    for sp in (b, c):  # a fused epilogue (cumm/plan/epilogue.py), verified against its float64 reference
+        sp.add_argument(
+            "--epilogue",
+            default=None,
+            metavar="SNIPPET",
+            help="run the cumm kernels with this epilogue: CUDA statements over the float v, row, col, e.g. "
+            "'v = v / (1.0f + __expf(-v));' (needs --reference)",
+        )
+        sp.add_argument(
+            "--activation",
+            default=None,
+            choices=("relu", "gelu", "gelu_tanh", "silu"),
+            help="run the cumm kernels with this fused activation (before --epilogue)",
+        )
+        sp.add_argument(
+            "--reference",
+            default=None,
+            metavar="EXPR",
+            help="the epilogue's float64 meaning: a Python expression over v, row, col with cp, exp, tanh, erf, "
+            "sqrt, maximum, e.g. 'v / (1 + exp(-v))'",
+        )
     for sp in (b, t, c):
         sp.add_argument(
             "--kernel-file",
@@ -413,6 +434,12 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
         _bench.check_tf32()
     except _bench.BenchError as e:
         return fail(str(e))
+    from . import epiref as _epiref
+
+    try:  # an epilogue that cannot be verified: said before the GPU is touched
+        _epiref.check_args(args.epilogue, args.activation, args.reference)
+    except (ValueError, TypeError, SyntaxError) as e:
+        return fail(str(e))
     if args.plot:
         try:
             _bench.require_matplotlib()
@@ -446,6 +473,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
             dtype=args.dtype,
             settle_s=args.settle,
             beta=args.beta,
+            **_epilogue_args(args),
         )
         overhead = _bench.host_overhead() if args.overhead else None
         doc = _bench.build_report(
@@ -484,6 +512,12 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
+def _epilogue_args(args: argparse.Namespace) -> dict:
+    """--epilogue, --activation, --reference as cumm.bench / cumm.check keywords (only those given)."""
+    names = ("epilogue", "activation", "reference")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
 def _run_new(args: argparse.Namespace, prog: str) -> int:
     from .new import new
 
@@ -506,6 +540,13 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
         args.subparser.error("give --kernel, or a --kernel-file that registers a kernel")
     if "auto" in kernels:
         args.subparser.error("check runs a named kernel, not auto")
+    from . import epiref as _epiref
+
+    try:  # an epilogue that cannot be verified: said before the GPU is touched
+        _epiref.check_args(args.epilogue, args.activation, args.reference)
+    except (ValueError, TypeError, SyntaxError) as e:
+        print(f"cumm check: {e}", file=sys.stderr)
+        return 1
     if args.sanitize and not os.environ.get(_check.UNDER_SANITIZER):
         rest = [a for a in argv if a != "--sanitize"]
         cmd = _check.sanitizer_command(rest)
@@ -525,7 +566,12 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
     failed = 0
     for k in kernels:
         try:
-            report = _check.check(k, args.config, shapes=args.shapes)
+            report = _check.check(
+                k,
+                args.config,
+                shapes=args.shapes,
+                **_epilogue_args(args),
+            )
         except (ValueError, RuntimeError) as e:
             print(f"cumm check: {e}", file=sys.stderr)
             return 1

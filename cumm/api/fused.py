@@ -1,0 +1,175 @@
+"""The cached path of ``cumm.matmul`` calls with an epilogue (cumm/plan/epilogue.py).
+
+The first call with a key (every array's kind, shape, strides, dtype, device and 16-byte misalignment, ``kernel``,
+``config``, ``split_k``, whether beta is zero, the activation and the snippet) runs matmul's checked path, which
+keeps its Call here when it is one launch on the caller's own arrays (no copy of an operand); a later call packs
+the CummAlpha argument with its pointers and launches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import cupy
+
+from ..plan import epilogue as _epilogue
+from ..plan.operands import F32_MAX
+from ..runtime import arrays as _arrays
+
+_calls: dict[tuple, tuple] = {}
+_CALLS_MAX = 1024
+_ND = cupy.ndarray
+
+
+def _sig(x) -> tuple | None:
+    """(kind, shape, strides, dtype, device, misalignment) of a cupy array or torch tensor; None for None."""
+    if x is None:
+        return None
+    if type(x) is _ND:
+        return ("cupy", x.shape, x.strides, x.dtype, x.data.device_id, x.data.ptr & 15)
+    if type(x).__module__ == "torch":
+        return ("torch", tuple(x.shape), x.stride(), x.dtype, x.get_device(), x.data_ptr() & 15)
+    raise TypeError  # another kind: the checked path
+
+
+def _ptr(x) -> int:
+    return x.data.ptr if type(x) is _ND else x.data_ptr()
+
+
+def _in_order(epi_args: dict) -> list:
+    """The epilogue's arrays in its operands' order (plan/epilogue.py build: bias, residual, operands, aux)."""
+    ops = epi_args["operands"] or {}
+    xs = [epi_args["bias"], epi_args["residual"], *ops.values(), epi_args["aux"]]
+    return [x for x in xs if x is not None]
+
+
+def key(a, b, out, kernel, config, split_k, beta, epi_args: dict) -> tuple | None:
+    """The call's key, or None when it is not cached (another kind of array, an unhashable argument)."""
+    try:
+        ops = epi_args["operands"] or {}
+        k = (
+            _sig(a),
+            _sig(b),
+            _sig(out),
+            kernel,
+            None if config is None else tuple(sorted(config.items())),
+            split_k,
+            beta == 0.0,
+            epi_args["activation"],
+            epi_args["epilogue"],
+            _sig(epi_args["bias"]),
+            _sig(epi_args["residual"]),
+            tuple((n, _sig(x)) for n, x in ops.items()),
+            _sig(epi_args["aux"]),
+        )
+        hash(k)
+        return k
+    except Exception:  # noqa: BLE001 - an unhashable or unknown argument: the checked path says what
+        return None
+
+
+def keep(k: tuple | None, call, epi_args: dict, arrays, shape) -> None:
+    """Keep ``call`` under ``k`` when it launches on the caller's arrays and every operand is read in place."""
+    if k is None or not call.fast:
+        return
+    users = _in_order(epi_args)
+    if len(users) != len(arrays) or any(_ptr(u) != x.data.ptr for u, (x, _, _) in zip(users, arrays, strict=True)):
+        return  # an operand was copied (a layout the kernel does not read): copied again on every call
+    if len(_calls) >= _CALLS_MAX:
+        _calls.clear()
+    _calls[k] = (call, tuple((ld, bs) for _, ld, bs in arrays), shape)
+
+
+def matmul(a, b, out, kernel, config, alpha, beta, split_k, epi_args: dict, checked: Callable):
+    """matmul with an epilogue: the cached launch, or ``checked`` (matmul's checked path) with the key."""
+    k = key(a, b, out, kernel, config, split_k, beta, epi_args)
+    hit = _calls.get(k) if k is not None else None
+    if (
+        hit is None
+        or type(alpha) is not float
+        or type(beta) is not float
+        or not (-F32_MAX <= alpha <= F32_MAX and -F32_MAX <= beta <= F32_MAX)
+    ):
+        return checked(a, b, out, kernel, config, alpha, beta, split_k, k, epi_args)
+    call, layouts, shape = hit
+    torch_in = type(a) is not _ND
+    if out is None:
+        if torch_in:
+            if call.torch_empty is None:
+                call.torch_empty = _arrays.torch_empty(call.out_shape, call.dtype, call.dev)
+            out = call.torch_empty()
+        else:
+            with cupy.cuda.Device(call.dev):
+                out = _ND(call.out_shape, call.dtype)
+    pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
+    ea, eb, ec = call.spans
+    if (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec):  # out overlaps an input: its message
+        return checked(a, b, out, kernel, config, alpha, beta, split_k, None, epi_args)
+    M, N = shape
+    bsc = call.batch[3] if call.batch is not None else 0
+    ptrs = [(_ptr(x), ld, bs) for x, (ld, bs) in zip(_in_order(epi_args), layouts, strict=True)]
+    packed = _epilogue.pack_pointers(alpha, M, N, pc, call.ldc, bsc, ptrs)
+    stream = _arrays.torch_stream(call.dev) if torch_in else cupy.cuda.get_current_stream().ptr
+    with cupy.cuda.Device(call.dev):
+        call.launch(pa, pb, pc, packed, beta, stream)
+    return out
+
+
+def build(p, akind: str, a_in, epi_args: dict):
+    """(Epilogue, its operands) for checked operands ``p`` (cumm.plan.operands.Operands): every epilogue array of
+    the inputs' kind (``akind``), checked and laid out by cumm.plan.epilogue.build."""
+
+    def as_cupy(x, name):
+        if _arrays.kind(x) != akind:
+            raise TypeError(
+                f"a is a {_arrays.describe(a_in)} but {name} is a {_arrays.describe(x)}: pass arrays of one kind"
+            )
+        return _arrays.as_cupy(x, name)
+
+    epi, ops = _epilogue.build(p.a, p.M, p.N, p.batch, p.dev, **epi_args, as_cupy=as_cupy)
+    if p.K == 0:
+        raise ValueError(f"K = 0 with an epilogue: a {p.M}x0 @ 0x{p.N} product has no kernel to run it in")
+    return epi, ops
+
+
+def as_cupy_args(epi_args: dict | None) -> dict | None:
+    """``epi_args`` with its arrays as cupy views (a staged call runs on cupy views of the caller's arrays)."""
+    if epi_args is None:
+        return None
+
+    def cv(x, name):
+        return None if x is None else _arrays.as_cupy(x, name)
+
+    out = dict(epi_args)
+    for name in ("bias", "residual", "aux"):
+        out[name] = cv(out[name], name)
+    if out["operands"]:
+        out["operands"] = {k: cv(x, k) for k, x in out["operands"].items()}
+    return out
+
+
+def product_args(epi_args: dict | None, idx: tuple) -> dict:
+    """matmul's epilogue arguments for product ``idx`` of a batch run one product at a time: a batched operand's
+    matrix idx (a bias or a 2-D operand broadcasts)."""
+    if epi_args is None:
+        return {}
+    extra = dict(epi_args)
+
+    def cut(x):
+        return x[idx] if x is not None and x.ndim > 2 else x
+
+    extra["residual"], extra["aux"] = cut(extra["residual"]), cut(extra["aux"])
+    if extra["operands"]:
+        extra["operands"] = {k: cut(x) for k, x in extra["operands"].items()}
+    return extra
+
+
+def first(call, ops: tuple, p, alpha: float, beta: float, epi_ops, key: tuple | None, epi_args: dict) -> None:
+    """The first run of an epilogue call (one launch: on the caller's arrays when fast, else on decide's operands),
+    its Call kept under ``key`` when it can be run again as it is."""
+    sptr = cupy.cuda.get_current_stream().ptr
+    pa, pb, pc = (p.a.data.ptr, p.b.data.ptr, p.out.data.ptr) if call.fast else (x.data.ptr for x in ops)
+    bsc = call.batch[3] if call.batch is not None else 0
+    with cupy.cuda.Device(p.dev):
+        call.launch(pa, pb, pc, _epilogue.pack(alpha, p.M, p.N, pc, call.ldc, bsc, epi_ops), beta, sptr)
+    keep(key, call, epi_args, epi_ops, (p.M, p.N))

@@ -1,0 +1,202 @@
+// epilogue.cuh: the epilogue hook. Rendered only into a variant with an epilogue (CUMM_EPI = 1), after
+// common.cuh and the spec's headers and before the kernel's template; a variant without one renders without it,
+// so its source, template hash and SASS are what they were.
+//
+// How it reaches every rung without a per-kernel copy: in an epilogue variant the kernel's `alpha` argument is a
+// CummAlpha (the GEMM argument macros are redefined below), a struct passed by value that carries alpha, M, N,
+// C's base and leading dimensions, and the epilogue's extra operands. Every store of the ladder already takes
+// alpha: common.cuh's cumm_epilogue / cumm_store4 / cumm_store2, tc16.cuh's cumm_store_pair, sm90.cuh's
+// cumm_store_tile and CummTmaEpilogue. Each gets an overload here taking a CummAlpha: it applies the epilogue
+// to alpha * acc at (row, col) of product z, then calls the unchanged store with alpha = 1 (folded away), which
+// adds beta * C and casts. CummAlpha has no conversion to float, so a store that is not covered here does not
+// compile (never silently skipped). The epilogue runs where row < M and col < N only (its operands are read in
+// range), once per element of C, after the whole sum (split-K partials never get it: the plan does not split).
+//
+// Order per element: v = alpha * acc; cumm_epi_user(v, row, col, z) (the renderer's: named epilogues and a
+// user's snippet alike); then C = v + beta * C, cast to C's dtype.
+#ifndef CUMM_EPI_NOPS
+#define CUMM_EPI_NOPS 0
+#endif
+typedef long long i64;
+
+struct CummEpiOp {  // an extra operand: its base, row stride and batch stride (elements; 0: broadcast)
+    const void* p;
+    i64 ld;
+    i64 bs;
+};
+
+struct CummAlpha {
+    float a;
+    int M, N, pad_;
+    const void* c;  // C as the kernel was given it (before a batched variant moves it to product z)
+    i64 ldc, bsc;   // bsc = 0: one product
+    CummEpiOp op[CUMM_EPI_NOPS > 0 ? CUMM_EPI_NOPS : 1];
+    // split-K's `alpha = 1.0f` (common.cuh) compiles; an epilogue variant never splits (plan/epilogue.py)
+    __device__ __forceinline__ CummAlpha& operator=(float x) {
+        a = x;
+        return *this;
+    }
+};
+__device__ __forceinline__ float operator*(const CummAlpha& al, float x) { return al.a * x; }
+__device__ __forceinline__ float operator*(float x, const CummAlpha& al) { return x * al.a; }
+
+// An extra operand as the snippet reads it: x[i] is element i (row * ld_x + col for a matrix) as a float,
+// whatever its dtype (T: float, or 16-bit bits with BF = 1 for bfloat16).
+template <class T, int BF>
+struct CummIn {
+    const T* p;
+    __device__ __forceinline__ float operator[](i64 i) const {
+        if constexpr (sizeof(T) == 4) {
+            return p[i];
+        } else if constexpr (BF) {
+            return __uint_as_float((unsigned)p[i] << 16);
+        } else {
+            float f;
+            asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(p[i]));
+            return f;
+        }
+    }
+};
+template <class T, int BF>
+__device__ __forceinline__ CummIn<T, BF> cumm_epi_in(const CummAlpha& al, int k, int z) {
+    return CummIn<T, BF>{static_cast<const T*>(al.op[k].p) + (i64)z * al.op[k].bs};
+}
+
+// Activations of the named epilogues (also usable in a snippet).
+__device__ __forceinline__ float cumm_relu(float v) { return fmaxf(v, 0.0f); }
+__device__ __forceinline__ float cumm_gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+__device__ __forceinline__ float cumm_gelu_tanh(float v) {
+    return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+}
+__device__ __forceinline__ float cumm_silu(float v) { return v / (1.0f + __expf(-v)); }
+
+// The epilogue itself: defined by the renderer after this header (named epilogues and snippets alike).
+__device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,
+                                              const CummAlpha& cumm_al);
+
+__device__ __forceinline__ float cumm_epi_at(const CummAlpha& al, float acc, int row, int col, int z) {
+    float v = al.a * acc;
+    if (row < al.M && col < al.N) cumm_epi_user(v, row, col, z, al);
+    return v;
+}
+
+// a / b for 0 <= a, 0 < b: a 32-bit division when both fit (a 64-bit one is a long subroutine)
+__device__ __forceinline__ i64 cumm_epi_div(i64 a, i64 b) {
+    return ((a | b) >> 32) == 0 ? (i64)((unsigned)a / (unsigned)b) : a / b;
+}
+
+// (product, row) of a row pointer of C: the stores of common.cuh and tc16.cuh get the row's address only.
+template <class T>
+__device__ __forceinline__ int2 cumm_epi_row(const CummAlpha& al, const T* row) {
+    i64 off = row - static_cast<const T*>(al.c);
+    int z = 0;
+    if (al.bsc) {
+        z = (int)cumm_epi_div(off, al.bsc);
+        off -= (i64)z * al.bsc;
+    }
+    return make_int2(z, (int)cumm_epi_div(off, al.ldc));
+}
+
+// ---- common.cuh's stores (float C) -----------------------------------------------------------------------
+__device__ __forceinline__ float cumm_epilogue(float acc, const float* c, const CummAlpha& al, float beta) {
+    i64 off = c - static_cast<const float*>(al.c);
+    int z = 0;
+    if (al.bsc) {
+        z = (int)cumm_epi_div(off, al.bsc);
+        off -= (i64)z * al.bsc;
+    }
+    const int row = (int)cumm_epi_div(off, al.ldc), col = (int)(off - (i64)row * al.ldc);
+    return cumm_epilogue(cumm_epi_at(al, acc, row, col, z), c, 1.0f, beta);
+}
+
+template <int VEC>
+__device__ __forceinline__ void cumm_store4(float* __restrict__ row, int col, int ncols, float4 acc,
+                                            const CummAlpha& al, float beta) {
+    const int2 zr = cumm_epi_row(al, row);
+    acc.x = cumm_epi_at(al, acc.x, zr.y, col + 0, zr.x);
+    acc.y = cumm_epi_at(al, acc.y, zr.y, col + 1, zr.x);
+    acc.z = cumm_epi_at(al, acc.z, zr.y, col + 2, zr.x);
+    acc.w = cumm_epi_at(al, acc.w, zr.y, col + 3, zr.x);
+    cumm_store4<VEC>(row, col, ncols, acc, 1.0f, beta);
+}
+
+template <int VC>
+__device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, int ncols, float x, float y,
+                                            const CummAlpha& al, float beta) {
+    const int2 zr = cumm_epi_row(al, row);
+    cumm_store2<VC>(row, col, ncols, cumm_epi_at(al, x, zr.y, col, zr.x), cumm_epi_at(al, y, zr.y, col + 1, zr.x),
+                    1.0f, beta);
+}
+
+#ifdef CUMM_MMA_T  // ---- tc16.cuh's stores (16-bit or float C) -------------------------------------------
+template <int VC>
+__device__ __forceinline__ void cumm_store_pair(cumm_out_t* __restrict__ row, int col, int ncols, float x, float y,
+                                                const CummAlpha& al, float beta) {
+    const int2 zr = cumm_epi_row(al, row);
+    cumm_store_pair<VC>(row, col, ncols, cumm_epi_at(al, x, zr.y, col, zr.x),
+                        cumm_epi_at(al, y, zr.y, col + 1, zr.x), 1.0f, beta);
+}
+
+#ifdef CUMM_EPI_SM90  // ---- sm90.cuh's epilogues (the renderer defines it when sm90.cuh is a header) ------
+// The wgmma layout (sm90.cuh): thread (warp, g, t4) holds, of m64 block m, rows 64 m + 16 warp + g (+ 8) and
+// columns 8 j + 2 t4 (+ 1) in d[m][4 j + 2 h (+ 1)].
+// In place: the kernels' accumulators are their own non-const arrays, dead once stored (a second array of MT * R
+// floats spilled under wgmma_ws's 232 registers).
+template <int MT, int R>
+__device__ __forceinline__ void cumm_epi_tile(const float (&dc)[MT][R], const CummAlpha& al, int row0, int col0,
+                                              int z, int warp, int g, int t4) {
+    float(&d)[MT][R] = const_cast<float(&)[MT][R]>(dc);
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int j = 0; j < R / 4; ++j)
+#pragma unroll
+                for (int i = 0; i < 2; ++i)
+                    d[m][4 * j + 2 * h + i] = cumm_epi_at(al, d[m][4 * j + 2 * h + i], row0 + m * 64 + warp * 16 + g + 8 * h,
+                                                          col0 + 8 * j + 2 * t4 + i, z);
+}
+
+template <int MT, int R, int VEC>
+__device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
+                                                int N, int row0, int col0, int warp, int g, int t4,
+                                                const CummAlpha& al, float beta) {
+    cumm_epi_tile<MT, R>(d, al, row0, col0, al.bsc ? (int)(coff / al.bsc) : 0, warp, g, t4);
+    cumm_store_tile<MT, R, VEC>(d, C, coff, ldc, M, N, row0, col0, warp, g, t4, 1.0f, beta);
+}
+
+// The TMA-store path: the same epilogue on the registers, then the unchanged staging and copy-engine store.
+template <int MT, int TN, int B3D>
+struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
+    using CummTmaEpilogue<MT, TN, B3D>::store;
+    __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z,
+                                          const CummAlpha& al, float beta) {
+        cumm_epi_tile<MT, TN / 2>(d, al, row0, bn0, z, this->warp, this->g, this->t4);
+        CummTmaEpilogue<MT, TN, B3D>::store(d, bn0, row0, z, 1.0f, beta);
+    }
+};
+#define CummTmaEpilogue CummTmaEpilogueE
+#endif  // CUMM_EPI_SM90
+#endif  // CUMM_MMA_T
+
+// The kernels' argument lists with alpha as a CummAlpha (the macros expand where the kernel is declared, below).
+#undef CUMM_GEMM_ARGS
+#if CUMM_BATCHED
+#define CUMM_GEMM_ARGS                                                                         \
+    const int M, const int N, int K, CummAlpha alpha,                                          \
+    const float* __restrict__ A, const int lda, const float* __restrict__ B, const int ldb,    \
+    float beta, float* __restrict__ C, const int ldc, const i64 bsa, const i64 bsb, const i64 bsc
+#else
+#define CUMM_GEMM_ARGS                                                                         \
+    const int M, const int N, int K, CummAlpha alpha,                                          \
+    const float* __restrict__ A, const int lda, const float* __restrict__ B, const int ldb,    \
+    float beta, float* __restrict__ C, const int ldc
+#endif
+#ifdef CUMM_GEMM16_ARGS
+#undef CUMM_GEMM16_ARGS
+#define CUMM_GEMM16_ARGS                                                                               \
+    const int M, const int N, const int K, const CummAlpha alpha, const cumm_h16* __restrict__ A,      \
+    const int lda, const cumm_h16* __restrict__ B, const int ldb, const float beta,                     \
+    cumm_out_t* __restrict__ C, const int ldc
+#endif

@@ -1,0 +1,263 @@
+"""Fused epilogues: what ``cumm.matmul``'s ``bias=``, ``activation=``, ``residual=``, ``epilogue=`` and
+``operands=`` / ``aux=`` mean, their checks, and how a call with one is planned and launched.
+
+Every epilogue is one device function over the FP32 value ``v = alpha * (A @ B)[row, col]`` of product ``z``
+(include/epilogue.cuh): the named ones are snippets this module writes, a user's snippet is spliced as given. Per
+element of C, in this order::
+
+    v = alpha * acc
+    v += bias[col] (1-D bias of N, or (1, N))  or  v += bias[row] ((M, 1) bias)
+    v = act(v)                                 (relu, gelu (exact, erf), gelu_tanh, silu)
+    v += residual[row, col]                    (a matrix like C: (M, N), or (..., M, N) of the batch)
+    <the user's snippet>                       (reads v, row, col, z and each named operand x as x[i], ld_x)
+    C = v + beta * C, cast to C's dtype
+
+The epilogue variant of a kernel is its own compiled variant (the :class:`Epilogue` rides in the compile flags;
+its digest is in the kernel's name and so in every cache key). Calls with an epilogue never split K, stage C,
+repack operands or add edge strips (the epilogue runs once, in the kernel that writes C), and rungs whose stores
+do not pass through the epilogue overloads (tf32x3's shared tile function) are routed to one that does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..runtime.render import SNIPPET_FILE, variant
+
+ACTIVATIONS = {"relu": "cumm_relu", "gelu": "cumm_gelu", "gelu_tanh": "cumm_gelu_tanh", "silu": "cumm_silu"}
+OPERAND_DTYPES = {"float32": ("float", 0), "float16": ("unsigned short", 0), "bfloat16": ("unsigned short", 1)}
+# rungs whose stores go through a header function that takes alpha as a float (tf32x3_tile.cuh): no epilogue
+NO_EPILOGUE = frozenset({"tf32x3"})
+_RESERVED = frozenset({"v", "row", "col", "z", "bias", "residual", "alpha", "beta", "M", "N", "K"})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_HEAD = 40  # bytes of CummAlpha before its operands: a, M, N, pad, c, ldc, bsc
+_OP = 24  # bytes of a CummEpiOp: p, ld, bs
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """A compiled epilogue: ``named`` (the statements cumm writes for bias/activation/residual), ``snippet`` (the
+    user's, or ""), ``operands`` ((name, dtype) in argument order). Hashable: it keys compiled variants."""
+
+    named: str
+    snippet: str
+    operands: tuple[tuple[str, str], ...]
+    label: str
+
+    @property
+    def digest(self) -> str:
+        text = repr((self.named, self.snippet, self.operands))
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    @property
+    def nops(self) -> int:
+        return len(self.operands)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its CummAlpha argument (a multiple of 8)."""
+        return _HEAD + _OP * max(1, self.nops)
+
+    def definition(self) -> str:
+        """The device function cumm_epi_user (include/epilogue.cuh): operand accessors, then the named statements,
+        then the snippet under ``#line 1 "cumm epilogue snippet"`` (NVRTC's messages give the snippet's own line)."""
+        lines = [
+            "__device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,",
+            "                                              const CummAlpha& cumm_al) {",
+        ]
+        for k, (name, dt) in enumerate(self.operands):
+            ctype, bf = OPERAND_DTYPES[dt]
+            lines.append(f"    const auto {name} = cumm_epi_in<{ctype}, {bf}>(cumm_al, {k}, z);")
+            lines.append(f"    const i64 ld_{name} = cumm_al.op[{k}].ld;")
+            lines.append(f"    (void){name};")
+            lines.append(f"    (void)ld_{name};")
+        lines.append("    (void)row;")
+        lines.append("    (void)col;")
+        lines.append("    (void)z;")
+        if self.named:
+            lines.append("    " + self.named)
+        if self.snippet:
+            lines.append("    {")
+            lines.append(f'#line 1 "{SNIPPET_FILE}"')
+            lines.append(self.snippet)
+            lines.append(";")
+            lines.append("    }")
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def _operand_dtype(x, name: str) -> str:
+    dt = x.dtype.name
+    if dt not in OPERAND_DTYPES:
+        raise TypeError(f"{name} has dtype {dt}; epilogue operands are float32, float16 or bfloat16")
+    return dt
+
+
+def _matrix_layout(x, name: str, rows: int, cols: int, batch: tuple[int, ...]):
+    """(array, ld, batch stride) in elements for an operand of shape (rows, cols) or batch + (rows, cols), unit
+    column stride (a contiguous copy is made otherwise); the batch collapses to one stride or is copied."""
+    import cupy
+
+    shape = tuple(x.shape)
+    if shape[-2:] != (rows, cols) or (len(shape) > 2 and shape[:-2] != batch):
+        want = f"({rows}, {cols})" + (f" or {batch + (rows, cols)}" if batch else "")
+        raise ValueError(f"{name} has shape {shape}; it must be {want} (a matrix like the result)")
+    item = x.dtype.itemsize
+    st = x.strides
+    ok = (st[-1] == item or cols == 1) and all(s % item == 0 for s in st)
+    nb = 1
+    for d in shape[:-2]:
+        nb *= d
+    if ok and len(shape) > 2:  # the batch dims must be one stride apart
+        x3 = x.reshape(nb, rows, cols)
+        ok = x3.data.ptr == x.data.ptr and x3.strides[1:] == st[-2:]
+        if ok:
+            x = x3
+    if not ok:
+        x = cupy.ascontiguousarray(x)
+        if len(shape) > 2:
+            x = x.reshape(nb, rows, cols)
+    ld = max(x.strides[-2] // item, cols)
+    bs = x.strides[0] // item if x.ndim == 3 else 0
+    return x, ld, bs
+
+
+def build(
+    a,
+    M: int,
+    N: int,
+    batch: tuple[int, ...],
+    dev: int,
+    bias=None,
+    activation: str | None = None,
+    residual=None,
+    epilogue: str | None = None,
+    operands: Mapping | None = None,
+    aux=None,
+    as_cupy=None,
+):
+    """(Epilogue, ((array, ld, batch stride), ...) in operand order) for these arguments, or (None, ()) when none
+    is given. ``as_cupy(x, name)`` views an operand as a cupy array (the API's conversion, which also refuses host
+    arrays). Raises TypeError / ValueError naming the argument and what it must be."""
+    if bias is None and activation is None and residual is None and epilogue is None and not operands and aux is None:
+        return None, ()
+    named, ops, arrays = [], [], []
+
+    def add(name, x, layout):
+        x = as_cupy(x, name)
+        if x.data.device_id != dev:
+            raise ValueError(f"{name} is on device {x.data.device_id} and a on device {dev}; put both on one device")
+        dt = _operand_dtype(x, name)
+        x, ld, bs = layout(x)
+        ops.append((name, dt))
+        arrays.append((x, ld, bs))
+
+    if bias is not None:
+        b = as_cupy(bias, "bias")
+        shp = tuple(b.shape)
+        if shp in ((N,), (1, N)):
+            add("bias", bias, lambda x: (x.reshape(N) if x.ndim == 2 else x, 0, 0))
+            per = "col"
+        elif shp == (M, 1):
+            add("bias", bias, lambda x: (x.reshape(M), 0, 0))
+            per = "row"
+        else:
+            raise ValueError(
+                f"bias has shape {shp}; it must be ({N},) or (1, {N}) (one per column) or ({M}, 1) (one per row) "
+                f"for a result of {M} x {N} (broadcast over a batch)"
+            )
+        if bias is not None and arrays[-1][0].strides[0] != arrays[-1][0].dtype.itemsize and arrays[-1][0].size > 1:
+            import cupy
+
+            x = cupy.ascontiguousarray(arrays[-1][0])
+            arrays[-1] = (x, 0, 0)
+        named.append(f"v += bias[{per}];")
+    if activation is not None:
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation={activation!r}; it must be one of {sorted(ACTIVATIONS)} or None")
+        named.append(f"v = {ACTIVATIONS[activation]}(v);")
+    if residual is not None:
+        add("residual", residual, lambda x: _matrix_layout(x, "residual", M, N, batch))
+        named.append("v += residual[(i64)row * ld_residual + col];")
+    extra = dict(operands or {})
+    if aux is not None:
+        if "aux" in extra:
+            raise ValueError("aux= and operands={'aux': ...} name the same operand: pass one")
+        extra["aux"] = aux
+    if extra and epilogue is None:
+        raise ValueError(f"operands {sorted(extra)} are read only by an epilogue= snippet; pass one that uses them")
+    for name, x in extra.items():
+        if not isinstance(name, str) or not _IDENT.match(name) or name in _RESERVED or name.startswith("cumm"):
+            raise ValueError(
+                f"operand name {name!r} must be a C identifier, not one of {sorted(_RESERVED)} and not starting "
+                "with 'cumm'"
+            )
+        if x is None:
+            raise TypeError(f"operand {name!r} is None; pass a GPU array")
+
+        def layout(x, name=name):
+            if x.ndim == 1:
+                if x.strides[0] != x.dtype.itemsize and x.size > 1:
+                    import cupy
+
+                    x = cupy.ascontiguousarray(x)
+                return x, 0, 0
+            if x.ndim == 2:
+                return _matrix_layout(x, name, x.shape[0], x.shape[1], ())
+            return _matrix_layout(x, name, x.shape[-2], x.shape[-1], batch)
+
+        add(name, x, layout)
+    if epilogue is not None:
+        if not isinstance(epilogue, str) or not epilogue.strip():
+            raise TypeError(f"epilogue must be a non-empty str of CUDA statements over v, row, col; got {epilogue!r}")
+        if "\x00" in epilogue:
+            raise ValueError("epilogue contains a NUL character")
+    label = "+".join(
+        p
+        for p in (
+            "bias" if bias is not None else "",
+            activation or "",
+            "residual" if residual is not None else "",
+            "snippet" if epilogue is not None else "",
+        )
+        if p
+    )
+    return Epilogue(" ".join(named), epilogue or "", tuple(ops), label), tuple(arrays)
+
+
+def pack(alpha: float, M: int, N: int, c_ptr: int, ldc: int, bsc: int, arrays) -> bytes:
+    """The CummAlpha argument (include/epilogue.cuh) for ``arrays`` as build() gives them."""
+    return pack_pointers(alpha, M, N, c_ptr, ldc, bsc, [(x.data.ptr, ld, bs) for x, ld, bs in arrays])
+
+
+def pack_pointers(alpha: float, M: int, N: int, c_ptr: int, ldc: int, bsc: int, ptrs) -> bytes:
+    """The CummAlpha argument: alpha, M, N, C's base, ldc, bsc, then each operand's (pointer, ld, batch stride)."""
+    head = struct.pack("<fiiiQqq", alpha, M, N, 0, c_ptr, ldc, bsc)
+    return head + (b"".join(struct.pack("<Qqq", *p) for p in ptrs) or bytes(_OP))
+
+
+def route(kernel: str, requested: str, split_k):
+    """The rung an epilogue call runs: ``kernel`` (auto's choice or the caller's) unless its stores cannot take an
+    epilogue; split-K refused (an epilogue runs once, after the whole sum)."""
+    if split_k not in (None, 1):
+        raise ValueError(
+            f"split_k={split_k} with an epilogue: slices of K write partial sums, and the epilogue must run once on "
+            "the whole sum; pass split_k=None"
+        )
+    if kernel in NO_EPILOGUE:
+        if requested != "auto":
+            raise ValueError(
+                f"kernel {kernel!r} does not take an epilogue (its stores are in a shared tile function that takes "
+                "alpha as a float); use 'wgmma_tf32x3', 'double_buffer' or kernel='auto'"
+            )
+        return "double_buffer"
+    return kernel
+
+
+def with_flags(flags: tuple, epi: Epilogue | None):
+    """The compile variant ``flags`` (a Variant, or a tuple of its first fields) with the epilogue ``epi``."""
+    return variant(flags)._replace(epilogue=epi)

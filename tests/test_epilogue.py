@@ -1,0 +1,506 @@
+"""Fused epilogues (cumm/plan/epilogue.py, include/epilogue.cuh): rendering, checks, offline compiles and NVRTC
+messages on the CPU; every named epilogue and a user's snippet against float64 on the GPU (SIMT, mma and wgmma_ws
+rungs, the TMA-store path included, odd shapes, batches)."""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+import pytest
+
+import cumm
+from cumm.core.errors import CompileError
+from cumm.ladder import REGISTRY
+from cumm.plan import epilogue as E
+from cumm.runtime import render as R
+from cumm.runtime.compile import compile_offline
+
+GELU_BIAS = E.Epilogue("v += bias[col]; v = cumm_gelu(v);", "", (("bias", "bfloat16"),), "bias+gelu")
+SNIPPET = E.Epilogue("", "v = v * (1.0f / (1.0f + __expf(-v))) * aux[row * ld_aux + col];", (("aux", "float32"),), "s")
+
+
+# ---- CPU: rendering ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", ["naive", "warptile", "double_buffer", "mma", "wgmma_ws"])
+def test_no_epilogue_renders_as_before(kernel):
+    """A variant without an epilogue renders without the hook: same source, name and template hash (so its SASS
+    and tuned entries are unchanged); with_flags(flags, None) is the variant of flags."""
+    spec = REGISTRY[kernel]
+    cfg = spec.resolve(None, 90)
+    flags = (1, 1, 1) if "float32" in spec.dtypes else (1, 1, 1, 0, R.dtype_flag("bfloat16", "bfloat16"))
+    assert E.with_flags(flags, None) == R.variant(flags)
+    name, src = R.render(spec, cfg, flags)
+    assert "#define CUMM_EPI 1" not in src and "epilogue.cuh" not in src and "cumm_epi_user" not in src
+    name2, src2 = R.render(spec, cfg, (*flags, *(0,) * (6 - len(flags)), None))  # an explicit None epilogue
+    assert (name2, src2) == (name, src)
+
+
+def test_epilogue_render_splices_snippet_and_names_variant():
+    spec = REGISTRY["double_buffer"]
+    cfg = spec.resolve(None, 90)
+    name0, _ = R.render(spec, cfg, (1, 1, 1))
+    name, src = R.render(spec, cfg, E.with_flags((1, 1, 1), SNIPPET))
+    assert name != name0 and name.endswith("_e" + SNIPPET.digest)
+    assert "#define CUMM_EPI 1" in src and "#define CUMM_EPI_NOPS 1" in src
+    assert f'#line 1 "{R.SNIPPET_FILE}"\n{SNIPPET.snippet}\n' in src
+    assert "cumm_epi_in<float, 0>(cumm_al, 0, z)" in src and "ld_aux" in src
+    # the hook comes after the headers and before the template
+    assert src.index("include/epilogue.cuh") < src.index(
+        "cumm_epi_user(float& v, const int row, const int col, const int z,\n"
+    )
+    assert src.index("cumm_epi_user(float& v") < src.index(spec.template)
+
+
+def test_epilogue_digest_keys_variants():
+    a = E.Epilogue("", "v = v * 2.0f;", (), "s")
+    b = E.Epilogue("", "v = v * 3.0f;", (), "s")
+    c = E.Epilogue("", "v = v * 2.0f;", (("x", "float32"),), "s")
+    d = E.Epilogue("", "v = v * 2.0f;", (("x", "bfloat16"),), "s")
+    assert len({a.digest, b.digest, c.digest, d.digest}) == 4
+    assert a.digest == E.Epilogue("", "v = v * 2.0f;", (), "another label").digest  # the label is not code
+    spec = REGISTRY["warptile"]
+    cfg = spec.resolve(None, 90)
+    names = {R.kernel_name(spec, cfg, E.with_flags((1, 1, 1), e)) for e in (a, b, c, d)}
+    assert len(names) == 4
+
+
+def test_with_flags_pads_defaults():
+    assert E.with_flags((1, 0, 1), SNIPPET) == (1, 0, 1, 0, 0, 0, SNIPPET)
+    assert E.with_flags((1, 1, 1, 1, 2), SNIPPET) == (1, 1, 1, 1, 2, 0, SNIPPET)
+    assert R.variant((1, 1, 1)).epilogue is None and E.with_flags((1, 1, 1), SNIPPET).epilogue is SNIPPET
+
+
+def test_pack_layout():
+    x = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x1000))
+    b = E.pack(2.0, 7, 9, 0x2000, 16, 0, [(x, 5, 3)])
+    assert len(b) == SNIPPET.nbytes == 64
+    assert np.frombuffer(b[:4], np.float32)[0] == 2.0
+    assert tuple(np.frombuffer(b[4:16], np.int32)) == (7, 9, 0)
+    assert tuple(np.frombuffer(b[16:], np.int64)) == (0x2000, 16, 0, 0x1000, 5, 3)
+    assert len(E.pack(1.0, 1, 1, 0, 1, 0, [])) == E.Epilogue("", "", (), "").nbytes == 64
+
+
+# ---- CPU: offline compiles and NVRTC messages ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kernel,dt",
+    [
+        ("blocktile_2d", "float32"),
+        ("double_buffer", "float32"),
+        ("wgmma_tf32x3", "float32"),
+        ("mma_swizzled_pipeline", "bfloat16"),
+        ("wgmma", "float16"),
+        ("wgmma_ws", "bfloat16"),
+        ("wgmma_cluster_split_k", "bfloat16"),
+    ],
+)
+@pytest.mark.parametrize("batched", [0, 1])
+def test_epilogue_compiles_offline(kernel, dt, batched):
+    """Every store path takes the CummAlpha overloads (a store that does not would not compile: no conversion)."""
+    spec = REGISTRY[kernel]
+    if batched and not R.supports_batch(spec):
+        pytest.skip(f"{kernel} runs no batches")
+    cfg = spec.resolve(None, 90)
+    flags = (1, 1, 1, batched, 0 if dt == "float32" else R.dtype_flag(dt, dt))
+    k = compile_offline(spec, cfg, "sm_90", E.with_flags(flags, GELU_BIAS))
+    assert k.registers > 0
+
+
+def test_tf32x3_takes_no_epilogue():
+    assert E.route("tf32x3", "auto", None) == "double_buffer"
+    with pytest.raises(ValueError, match="does not take an epilogue"):
+        E.route("tf32x3", "tf32x3", None)
+    with pytest.raises(ValueError, match="split_k=4 with an epilogue"):
+        E.route("warptile", "warptile", 4)
+    assert E.route("wgmma_ws", "auto", None) == "wgmma_ws"
+
+
+def test_snippet_compile_error_names_its_line():
+    spec = REGISTRY["warptile"]
+    epi = E.Epilogue("", "float t = v * 2.0f;\nv = t + not_declared;", (), "snippet")
+    with pytest.raises(CompileError) as e:
+        compile_offline(spec, spec.resolve(None, 90), "sm_90", E.with_flags((1, 1, 1), epi))
+    msg = str(e.value)
+    assert "epilogue snippet line 2" in msg and "not_declared" in msg and "v = t + not_declared;" in msg
+
+
+def test_snippet_errors_without_snippet_is_empty():
+    assert R.snippet_errors("warptile.cu(3): error: x", "no snippet here") == ""
+
+
+# ---- CPU: argument checks ----------------------------------------------------------------------------------------
+
+
+class _Fake:
+    """Enough of a cupy array for build()'s checks (no GPU)."""
+
+    def __init__(self, shape, dtype="float32", dev=0, strides=None):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype) if dtype != "bfloat16" else types.SimpleNamespace(name="bfloat16", itemsize=2)
+        item = self.dtype.itemsize
+        self.ndim = len(self.shape)
+        self.size = math.prod(self.shape)
+        if strides is None:
+            strides, s = [], item
+            for d in reversed(self.shape):
+                strides.insert(0, s)
+                s *= max(d, 1)
+        self.strides = tuple(strides)
+        self.data = types.SimpleNamespace(ptr=4096, device_id=dev)
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return _Fake(shape, self.dtype.name, self.data.device_id)
+
+
+def _build(M=5, N=7, batch=(), **kw):
+    return E.build(None, M, N, batch, 0, as_cupy=lambda x, name: x, **kw)
+
+
+def test_build_none():
+    assert _build() == (None, ())
+
+
+def test_build_named_order_and_operands():
+    epi, ops = _build(bias=_Fake((7,)), activation="gelu", residual=_Fake((5, 7), "float16"))
+    assert epi.named == "v += bias[col]; v = cumm_gelu(v); v += residual[(i64)row * ld_residual + col];"
+    assert epi.operands == (("bias", "float32"), ("residual", "float16"))
+    assert [(ld, bs) for _, ld, bs in ops] == [(0, 0), (7, 0)]
+    epi, _ = _build(bias=_Fake((5, 1)))
+    assert epi.named == "v += bias[row];"
+    epi, _ = _build(bias=_Fake((1, 7)))
+    assert epi.named == "v += bias[col];"
+    epi, ops = _build(M=5, N=7, batch=(3,), residual=_Fake((3, 5, 7)))
+    assert ops[0][1:] == (7, 35)
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(bias=_Fake((6,))), r"bias has shape \(6,\); it must be \(7,\) or \(1, 7\).*\(5, 1\)"),
+        (dict(bias=_Fake((5, 7))), "bias has shape"),
+        (dict(activation="tanh"), "activation='tanh'; it must be one of"),
+        (dict(residual=_Fake((7, 5))), r"residual has shape \(7, 5\); it must be \(5, 7\)"),
+        (dict(bias=_Fake((7,), "int32")), "bias has dtype int32"),
+        (dict(bias=_Fake((7,), dev=1)), "bias is on device 1 and a on device 0"),
+        (dict(aux=_Fake((5, 7))), "read only by an epilogue= snippet"),
+        (dict(epilogue="v = v * x[col];", operands={"row": _Fake((7,))}), "operand name 'row'"),
+        (dict(epilogue="v = 1;", operands={"2x": _Fake((7,))}), "must be a C identifier"),
+        (dict(epilogue="v = 1;", operands={"cumm_x": _Fake((7,))}), "starting with 'cumm'"),
+        (dict(epilogue="v = 1;", aux=_Fake((7,)), operands={"aux": _Fake((7,))}), "name the same operand"),
+        (dict(epilogue="   "), "epilogue must be a non-empty str"),
+        (dict(epilogue=3), "epilogue must be a non-empty str"),
+    ],
+)
+def test_build_errors(kw, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        _build(**kw)
+
+
+def test_build_batched_residual_shape():
+    with pytest.raises(ValueError, match=r"\(4, 5, 7\)"):
+        _build(batch=(4,), residual=_Fake((3, 5, 7)))
+
+
+def test_build_snippet_with_operands():
+    epi, ops = _build(
+        epilogue="v *= gate[(i64)row * ld_gate + col] + s[col];", operands={"gate": _Fake((5, 7))}, aux=None
+    )
+    assert epi.operands == (("gate", "float32"),) and epi.snippet.startswith("v *= gate")
+    epi, ops = _build(epilogue="v *= aux[col];", aux=_Fake((7,), "float16"))
+    assert epi.operands == (("aux", "float16"),) and ops[0][1:] == (0, 0)
+
+
+# ---- GPU -----------------------------------------------------------------------------------------------------
+
+
+def _acts():
+    import cupy
+    from cupyx.scipy.special import erf
+
+    return {
+        None: lambda v: v,
+        "relu": lambda v: cupy.maximum(v, 0),
+        "gelu": lambda v: 0.5 * v * (1 + erf(v / math.sqrt(2))),
+        "gelu_tanh": lambda v: 0.5 * v * (1 + cupy.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3))),
+        "silu": lambda v: v / (1 + cupy.exp(-v)),
+    }
+
+
+def _rel(c, ref):
+    import cupy
+
+    c64 = cupy.asarray(c).astype(cupy.float32).astype(cupy.float64)
+    den = float(cupy.linalg.norm(ref))
+    return float(cupy.linalg.norm(c64 - ref)) / (den or 1.0)
+
+
+def _dt(name):
+    import cupy
+
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return cupy.dtype(name)
+
+
+def _f64(x):
+    import cupy
+
+    return cupy.asarray(x).astype(cupy.float32).astype(cupy.float64)
+
+
+# (kernel, dtype): SIMT lower and top rungs, tf32x3 on wgmma, mma, wgmma (13) and wgmma_ws (TMA-store path for
+# bf16 with N % 8 == 0, direct stores otherwise), and auto
+RUNGS = [
+    ("blocktile_2d", "float32"),
+    ("double_buffer", "float32"),
+    ("wgmma_tf32x3", "float32"),
+    ("mma_swizzled_pipeline", "bfloat16"),
+    ("wgmma", "float16"),
+    ("wgmma_ws", "bfloat16"),
+    ("auto", "float32"),
+    ("auto", "bfloat16"),
+]
+SHAPES = [(1, 1, 1), (37, 41, 13), (129, 256, 65), (257, 131, 300)]  # N = 256: wgmma_ws's TMA store; 131: direct
+_SM90 = {"wgmma_tf32x3", "wgmma", "wgmma_ws"}
+
+
+def _b(rng, K, N, dt):
+    """B as a view of rows padded to 16 bytes: the copy engine reads it whatever N is, so wgmma_ws keeps an N off
+    the 8-column grid and stores C through its direct path (cumm_store_tile), N % 8 == 0 through the TMA store."""
+    pad = (-N) % 8
+    return rng.standard_normal((K, N + pad), dtype="float32").astype(_dt(dt))[:, :N]
+
+
+def _cfg(kernel):
+    """A named rung runs its default tiles on every shape (one variant to compile per epilogue: wgmma_ws's take
+    ~15 s each); auto chooses its own."""
+    return None if kernel == "auto" else {}
+
+
+def _tol(dt, out_ref):
+    """float32: 1e-5 (tf32x3 and FP32 FMAs); 16-bit: the error of the float64 reference rounded to the output's
+    dtype, times 2, plus a little (accumulation order)."""
+    if dt == "float32":
+        return 1e-5
+    return 2 * _rel(out_ref.astype(_dt(dt)), out_ref) + 2e-3
+
+
+ACTIVATIONS = [None, "relu", "gelu", "gelu_tanh", "silu"]
+
+
+def _named_case(rng, kernel, dt, M, N, K, act):
+    import cupy
+
+    a = rng.standard_normal((M, K), dtype="float32").astype(_dt(dt))
+    b = _b(rng, K, N, dt)
+    bias = rng.standard_normal((N,), dtype="float32").astype(_dt(dt))
+    res = rng.standard_normal((M, N), dtype="float32").astype(_dt(dt))
+    c0 = rng.standard_normal((M, N), dtype="float32").astype(_dt(dt))
+    p = _f64(a) @ _f64(b)
+    f = _acts()[act]
+    out = cupy.full((M, N), math.nan, dtype="float32").astype(_dt(dt))
+    cumm.matmul(a, b, kernel=kernel, config=_cfg(kernel), out=out, alpha=0.5, bias=bias, activation=act)
+    ref = f(0.5 * p + _f64(bias)[None, :])
+    assert _rel(out, ref) < _tol(dt, ref)
+    # per-row bias, residual, beta: C = act(alpha A@B + bias) + residual + beta C
+    rb = rng.standard_normal((M, 1), dtype="float32").astype(_dt(dt))
+    out = c0.copy()
+    cumm.matmul(
+        a, b, kernel=kernel, config=_cfg(kernel), out=out, alpha=-1.0, beta=2.0, bias=rb, activation=act, residual=res
+    )
+    ref = f(-p + _f64(rb)) + _f64(res) + 2.0 * _f64(c0)
+    assert _rel(out, ref) < _tol(dt, ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("act", ACTIVATIONS)
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (67, 45, 33), (300, 257, 129)])
+def test_activations(rng, act, M, N, K):
+    """Every activation's math, on the cheapest rung to compile."""
+    _named_case(rng, "naive", "float32", M, N, K, act)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,dt", RUNGS)
+@pytest.mark.parametrize("M,N,K", SHAPES)
+def test_named_epilogues(rng, kernel, dt, M, N, K, request):
+    """bias (per column, per row), an activation (one per rung, in turn: few variants to compile), residual, beta."""
+    if kernel in _SM90:
+        request.getfixturevalue("sm90")
+    act = ACTIVATIONS[1 + RUNGS.index((kernel, dt)) % 4]
+    _named_case(rng, kernel, dt, M, N, K, act)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,dt", RUNGS)
+@pytest.mark.parametrize("M,N,K", SHAPES)
+def test_snippet(rng, kernel, dt, M, N, K, request):
+    import cupy
+
+    if kernel in _SM90:
+        request.getfixturevalue("sm90")
+    a = rng.standard_normal((M, K), dtype="float32").astype(_dt(dt))
+    b = _b(rng, K, N, dt)
+    t = rng.standard_normal((M, N), dtype="float32")
+    s = rng.standard_normal((N,), dtype="float32").astype(_dt(dt))
+    p = _f64(a) @ _f64(b)
+    out = cupy.full((M, N), math.nan, dtype="float32").astype(_dt(dt))
+    got = cumm.matmul(
+        a,
+        b,
+        kernel=kernel,
+        config=_cfg(kernel),
+        epilogue="v = v * (1.0f / (1.0f + __expf(-v))) * aux[row * ld_aux + col];",
+        aux=t,
+    )
+    ref = p / (1 + cupy.exp(-p)) * _f64(t)
+    assert got.shape == (M, N) and _rel(got, ref) < max(_tol(dt, ref), 2e-5)
+    # two named operands, a multi-line snippet, row and col
+    snip = "float g = gate[(i64)row * ld_gate + col];\nv = v * g + sc[col] + 0.001f * row;"
+    cumm.matmul(a, b, kernel=kernel, config=_cfg(kernel), out=out, epilogue=snip, operands={"gate": t, "sc": s})
+    ref = p * _f64(t) + _f64(s)[None, :] + 0.001 * cupy.arange(M, dtype=cupy.float64)[:, None]
+    assert _rel(out, ref) < max(_tol(dt, ref), 2e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "kernel,dt", [("double_buffer", "float32"), ("wgmma_ws", "bfloat16"), ("auto", "bfloat16"), ("auto", "float32")]
+)
+@pytest.mark.parametrize(
+    "shape_a,shape_b", [((3, 37, 64), (64, 72)), ((2, 65, 40), (2, 40, 136)), ((4, 128, 64), (1, 64, 256))]
+)
+def test_batched_epilogue(rng, kernel, dt, shape_a, shape_b, request):
+    import cupy
+
+    if kernel in _SM90:
+        request.getfixturevalue("sm90")
+    a = rng.standard_normal(shape_a, dtype="float32").astype(_dt(dt))
+    b = rng.standard_normal(shape_b, dtype="float32").astype(_dt(dt))
+    p = _f64(a) @ _f64(b)
+    batch, M, N = p.shape[:-2], p.shape[-2], p.shape[-1]
+    bias = rng.standard_normal((N,), dtype="float32").astype(_dt(dt))
+    res = rng.standard_normal(p.shape, dtype="float32").astype(_dt(dt))
+    got = cumm.matmul(a, b, kernel=kernel, config=_cfg(kernel), bias=bias, activation="gelu", residual=res)
+    ref = _acts()["gelu"](p + _f64(bias)) + _f64(res)
+    assert got.shape == p.shape and _rel(got, ref) < _tol(dt, ref)
+    aux = rng.standard_normal((M, N), dtype="float32")  # 2-D: broadcast over the batch
+    got = cumm.matmul(
+        a, b, kernel=kernel, config=_cfg(kernel), epilogue="v = v * aux[row * ld_aux + col] + z;", aux=aux
+    )
+    zz = cupy.arange(math.prod(batch), dtype=cupy.float64).reshape(batch + (1, 1))
+    ref = p * _f64(aux) + zz
+    assert _rel(got, ref) < max(_tol(dt, ref), 2e-5)
+
+
+@pytest.mark.gpu
+def test_torch_epilogue_and_errors(rng):
+    torch = pytest.importorskip("torch")
+    x = torch.randn(129, 200, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(200, 264, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(264, device="cuda", dtype=torch.bfloat16)
+    got = cumm.matmul(x, w, bias=bias, activation="gelu")
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+    ref = torch.nn.functional.gelu(x.double() @ w.double() + bias.double())
+    theirs = torch.nn.functional.gelu(torch.addmm(bias, x, w))
+    err = float((got.double() - ref).norm() / ref.norm())
+    err_torch = float((theirs.double() - ref).norm() / ref.norm())
+    assert err <= 1.5 * err_torch + 1e-3
+    import cupy
+
+    with pytest.raises(TypeError, match="bias is a"):
+        cumm.matmul(x, w, bias=cupy.zeros(264, dtype=cupy.float32))
+    with pytest.raises(ValueError, match="bias has shape"):
+        cumm.matmul(x, w, bias=bias[:10])
+    with pytest.raises(ValueError, match="split_k=2 with an epilogue"):
+        cumm.matmul(x.float(), w.float(), kernel="warptile", split_k=2, activation="relu")
+    with pytest.raises(ValueError, match="does not take an epilogue"):
+        cumm.matmul(x.float(), w.float(), kernel="tf32x3", activation="relu")
+    with pytest.raises(CompileError, match="epilogue snippet line 1"):
+        cumm.matmul(x, w, epilogue="v = nope;")
+
+
+@pytest.mark.gpu
+def test_auto_routes_around_split_k_and_tf32x3(rng):
+    """Shapes where auto would split K or pick tf32x3 still get the epilogue once, on the whole sum."""
+    import cupy
+
+    for M, N, K in ((64, 64, 8192), (32, 48, 4096), (8, 8, 20000)):
+        a = rng.standard_normal((M, K), dtype="float32")
+        b = rng.standard_normal((K, N), dtype="float32")
+        got = cumm.matmul(a, b, activation="relu", bias=cupy.ones(N, dtype=cupy.float32))
+        ref = cupy.maximum(_f64(a) @ _f64(b) + 1.0, 0)
+        assert _rel(got, ref) < 1e-5
+
+
+# ---- cumm check / cumm bench with an epilogue ------------------------------------------------------------------
+
+
+def test_epiref_check_args():
+    from cumm.tools import epiref
+
+    epiref.check_args(None, None, None)
+    epiref.check_args(None, "gelu", None)
+    epiref.check_args("v = 2.0f * v;", None, "2 * v")
+    epiref.check_args("v = 2.0f * v;", None, lambda v, row, col: 2 * v)
+    with pytest.raises(ValueError, match="needs a reference"):
+        epiref.check_args("v = 2.0f * v;", None, None)
+    with pytest.raises(ValueError, match="activation='tanh'"):
+        epiref.check_args(None, "tanh", None)
+    with pytest.raises(TypeError, match="reference must be"):
+        epiref.check_args("v = v;", None, 3)
+    with pytest.raises(SyntaxError):
+        epiref.check_args("v = v;", None, "2 *")
+
+
+@pytest.mark.parametrize("command", ["check", "bench"])
+def test_cli_epilogue_errors_before_gpu(command, capsys):
+    from cumm.tools.cli import main
+
+    args = [command, "--kernel" if command == "check" else "--kernels", "warptile", "--epilogue", "v = 2.0f * v;"]
+    assert main(args) == 1
+    assert "needs a reference" in capsys.readouterr().err
+    assert main([*args, "--reference", "2 *"]) == 1
+    assert "invalid syntax" in capsys.readouterr().err
+
+
+def test_cli_parses_epilogue_arguments():
+    from cumm.tools.cli import build_parser
+
+    a = build_parser().parse_args(
+        ["bench", "--kernels", "auto", "--activation", "gelu", "--epilogue", "v += 1.0f;", "--reference", "v + 1"]
+    )
+    assert (a.activation, a.epilogue, a.reference) == ("gelu", "v += 1.0f;", "v + 1")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["check", "--kernel", "warptile", "--activation", "tanh"])
+
+
+@pytest.mark.gpu
+def test_check_and_bench_with_epilogue():
+    report = cumm.check(
+        "double_buffer",
+        epilogue="v = v / (1.0f + __expf(-v));",
+        reference="v / (1 + exp(-v))",
+        shapes=[(37, 41, 13), (129, 256, 65)],
+    )
+    assert report.ok, str(report)
+    report = cumm.check("double_buffer", activation="gelu", shapes=[(37, 41, 13)])
+    assert report.ok, str(report)
+    # a wrong reference is caught
+    report = cumm.check("double_buffer", epilogue="v = 2.0f * v;", reference="3 * v", shapes=[(37, 41, 13)])
+    assert not report.ok
+    rows = cumm.bench(
+        ["double_buffer"],
+        shapes=[(256, 256, 256)],
+        epilogue="v = 2.0f * v;",
+        reference="2 * v",
+        repeat=3,
+        progress=False,
+    )
+    assert [r["status"] for r in rows] == ["ok", "ok"]
