@@ -291,12 +291,12 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue
             if not ((pad_a or vec[0]) and (pad_b or vec[1])):  # one of them goes to the fallback anyway
                 pad_a = pad_b = False
         pad_a, pad_b = pad_a and not vec[0], pad_b and not vec[1]
-        if pad_a:
-            a3, lda = _repack.copy_engine_rows(a3)
-            bsa = 0 if bsa == 0 else a3.shape[1] * lda
+        if pad_a:  # (a product's matrix is copied as the 2-D array it is)
+            y, lda = _repack.copy_engine_rows(a3 if batch else a3[0])
+            a3, bsa = (y, 0 if bsa == 0 else y.shape[1] * lda) if batch else (y[None], 0)
         if pad_b:
-            b3, ldb = _repack.copy_engine_rows(b3)
-            bsb = 0 if bsb == 0 else b3.shape[1] * ldb
+            y, ldb = _repack.copy_engine_rows(b3 if batch else b3[0])
+            b3, bsb = (y, 0 if bsb == 0 else y.shape[1] * ldb) if batch else (y[None], 0)
         if pad_a or pad_b:
             vec[0] = vec[1] = 1
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
