@@ -12,7 +12,8 @@ For each M x N x K (x: M x K, w: K x N, b: N, all bf16 torch tensors): every var
 - ``cumm bias+gelu``: ``cumm.matmul(x, w, bias=b, activation="gelu")``
 - ``cumm snippet silu``: ``epilogue="v = v / (1.0f + __expf(-v));"`` (no operand)
 - ``cumm snippet gate``: the issue's ``v * sigmoid(v) * aux[row * ld_aux + col]`` with an M x N bf16 aux
-- ``cuBLASLt bias+gelu``: ``torch._addmm_activation(b, x, w, use_gelu=True)``
+- ``cumm bias+gelu_tanh``: the same with the tanh approximation, which cuBLASLt's fused GELU computes
+- ``cuBLASLt bias+gelu``: ``torch._addmm_activation(b, x, w, use_gelu=True)`` (tanh GELU)
 - ``torch.compile``: of ``F.gelu(F.linear(x, w.t(), b))`` (skipped with --no-compile)
 - ``eager``: ``F.gelu(x @ w + b)``
 - gated MLP ``silu(x @ w1) * (x @ w3)``: ``cumm 2 products`` (the second's epilogue reads the first's result),
@@ -57,6 +58,7 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
     variants = {
         "cumm": lambda: cumm.matmul(x, w),
         "cumm bias+gelu": lambda: cumm.matmul(x, w, bias=b, activation="gelu"),
+        "cumm bias+gelu_tanh": lambda: cumm.matmul(x, w, bias=b, activation="gelu_tanh"),
         "cumm snippet silu": lambda: cumm.matmul(x, w, epilogue=SILU),
         "cumm snippet gate": lambda: cumm.matmul(x, w, epilogue=GATE, aux=aux),
         "torch.matmul": lambda: x @ w,
@@ -84,6 +86,7 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
     refs = {
         "plain": p64,
         "bias+gelu": F.gelu(p64 + b.double()),
+        "bias+gelu_tanh": F.gelu(p64 + b.double(), approximate="tanh"),
         "silu": F.silu(p64),
         "gate": F.silu(p64) * aux.double(),
         "gated": F.silu(p64) * (x.double() @ w3.double()),
@@ -98,6 +101,8 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
             if "gate" in name
             else "silu"
             if "silu" in name
+            else "bias+gelu_tanh"
+            if "gelu_tanh" in name or "cuBLASLt" in name
             else "bias+gelu"
             if "gelu" in name
             else "plain"
@@ -110,6 +115,7 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
     unfused = {
         "plain": errors["torch.matmul"],
         "bias+gelu": errors["eager bias+gelu"],
+        "bias+gelu_tanh": err(F.gelu(x @ w + b, approximate="tanh"), refs["bias+gelu_tanh"]),
         "silu": err(F.silu(x @ w), refs["silu"]),
         "gate": err(F.silu(x @ w) * aux, refs["gate"]),
         "gated": errors.get("eager gated", 1.0),
@@ -151,7 +157,7 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
     print(f"{M}x{N}x{K} (byte bound of fusing over eager: {bound:.3f}x)")
     for name, ms in med.items():
         extra = ""
-        if name == "cumm bias+gelu":
+        if name in ("cumm bias+gelu", "cumm bias+gelu_tanh"):
             extra = "  ".join(
                 f"{med[o] / ms:.3f}x vs {o}"
                 for o in ("cuBLASLt bias+gelu", "torch.compile bias+gelu", "eager bias+gelu")

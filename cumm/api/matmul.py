@@ -19,7 +19,7 @@ import cupy
 import numpy as np
 
 from ..plan import splitk as _splitk
-from ..plan.execute import execute, run
+from ..plan.execute import execute, run_cached
 from ..plan.operands import F32_MAX, compute_capability, config_key, prepare, real_scalar, span, stacked, staging
 from ..plan.plan import decide
 from ..runtime import arrays as _arrays
@@ -119,16 +119,9 @@ def matmul(
     ``row``, ``col``, product ``z`` and the arrays of ``operands`` ({"gate": t}: ``gate[i]``, ``ld_gate``; ``aux=t``
     is ``operands={"aux": t}``).
     """
-    if (
-        bias is not None
-        or activation is not None
-        or residual is not None
-        or epilogue is not None
-        or operands
-        or (aux is not None)
-    ):
+    if operands or not (bias is None and activation is None and residual is None and epilogue is None and aux is None):
         epi = dict(bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux)
-        return _fused.matmul(a, b, out, kernel, config, alpha, beta, split_k, epi, _checked)
+        return _fused.matmul(a, b, out, kernel, config, alpha, beta, split_k, epi, _checked)  # its own call cache
     # (the cached paths take alpha and beta as they are: floats that float32 holds; NaN, inf or larger go to the
     # checks, which name them)
     if (
@@ -177,7 +170,7 @@ def matmul(
             if out is None:
                 with cupy.cuda.Device(call.dev):
                     out = _ND(call.out_shape, call.dtype)
-            return _run_decided(call, a, b, out, alpha, beta, cupy.cuda.get_current_stream().ptr)
+            return run_cached(call, a, b, out, alpha, beta, cupy.cuda.get_current_stream().ptr)
         dev = call.dev
         if dev != _getdevice():
             with cupy.cuda.Device(dev):
@@ -213,7 +206,7 @@ def matmul(
             return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
     stream = _arrays.torch_stream(call.dev)
     if not call.fast:
-        return _run_decided(call, a, b, out, alpha, beta, stream)
+        return run_cached(call, a, b, out, alpha, beta, stream)
     if call.dev != _getdevice():
         with cupy.cuda.Device(call.dev):
             call.launch(pa, pb, pc, alpha, beta, stream)
@@ -321,14 +314,3 @@ def _each(a, b, out, batch, config, alpha, beta, epi_args=None) -> None:
         ib = tuple(0 if d == 1 else i for i, d in zip(idx[len(idx) - nb :], b.shape[:nb], strict=True))
         extra = _fused.product_args(epi_args, idx)
         matmul(a[ia], b[ib], kernel="auto", config=config, out=out[idx], alpha=alpha, beta=beta, **extra)
-
-
-def _run_decided(call: Call, a, b, out, alpha: float, beta: float, stream: int):
-    """A cached call that is not a single launch: cupy views of the arrays, the kernels on ``stream``."""
-    va, vb, vo = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b"), _arrays.as_cupy(out, "out")
-    va = va[None, :] if va.ndim == 1 else va  # numpy's rules for vectors, as in _checked
-    vb = vb[:, None] if vb.ndim == 1 else vb
-    vo = vo.reshape(call.M, call.N)
-    with _arrays.on_stream(stream, call.dev) if call.kind == "torch" else contextlib.nullcontext():
-        run(call, va, vb, vo, alpha, beta)
-    return out

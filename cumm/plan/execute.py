@@ -4,8 +4,11 @@ a staged output, edge strips), cached and run again on each later call with its 
 
 from __future__ import annotations
 
+import contextlib
+
 import cupy
 
+from ..runtime import arrays as _arrays
 from ..runtime.driver import multiprocessors
 from ..runtime.launch import Call
 from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B
@@ -72,3 +75,15 @@ def run(call: Call, a, b, c, alpha: float, beta: float) -> None:
             _edges.run(M, N, K, d["mm"], d["nn"], alpha, a, lda, b, ldb, beta, tgt, ldt, multiprocessors(dev), dev)
     if staged is not None:
         _repack.unstage_out(tgt, ldt, c, ldc)
+
+
+def run_cached(call: Call, a, b, out, alpha: float, beta: float, stream: int):
+    """A cached call that is not a single launch, on the caller's arrays (of any kind): cupy views of them, the
+    kernels on ``stream``."""
+    va, vb, vo = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b"), _arrays.as_cupy(out, "out")
+    va = va[None, :] if va.ndim == 1 else va  # numpy's rules for vectors, as in cumm.plan.operands.prepare
+    vb = vb[:, None] if vb.ndim == 1 else vb
+    vo = vo.reshape(call.M, call.N)
+    with _arrays.on_stream(stream, call.dev) if call.kind == "torch" else contextlib.nullcontext():
+        run(call, va, vb, vo, alpha, beta)
+    return out
