@@ -83,6 +83,15 @@ def _shape_list(text: str) -> list[tuple[int, int, int]]:
     return [_shape(s) for s in text.split(",") if s.strip()] or [_shape(text)]
 
 
+def _suite(text: str):
+    from .suite import SuiteError, load
+
+    try:
+        return load(text)
+    except SuiteError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _seconds(text: str) -> float:
     try:
         v = float(text)
@@ -195,6 +204,15 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         help="time cumm.grouped_matmul (bf16 mixture-of-experts shapes: 8 and 64 experts, N x K 4096 x 7168 and "
         "7168 x 2048, balanced and skewed tokens) beside torch._grouped_mm and a loop of per-group cuBLAS calls "
         "(needs torch)",
+    )
+    b.add_argument(
+        "--suite",
+        type=_suite,
+        default=None,
+        metavar="NAME|FILE.json",
+        help="time a shape suite instead of --sizes/--shapes: 'llm' (squares, Llama-3-8B layers at 16 to 8192 "
+        "tokens, decode, short-and-deep, attention batches, odd sizes) or a suite file of your own; --kernels "
+        "defaults to auto; the table ends with the geomean and the minimum ratio to cuBLAS",
     )
     b.add_argument(
         "--overhead",
@@ -430,6 +448,8 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
         print(f"cumm bench: {msg}", file=sys.stderr)
         return 1
 
+    if args.suite is not None:
+        _suite_conflicts(args)
     try:
         _bench.check_tf32()
     except _bench.BenchError as e:
@@ -448,6 +468,8 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     reason = _bench.gpu_unavailable()
     if reason:
         return fail(f"{reason}; the benchmark needs an NVIDIA GPU")
+    if args.suite is not None:
+        return _run_suite(args, command, fail)
     if args.grouped:
         from . import bench_grouped as _grouped
 
@@ -509,6 +531,63 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     failed = sum(r["status"] != "ok" for r in results)
     if failed:
         return fail(f"{failed} kernel run(s) FAILed verification or could not run (see the table)")
+    return 0
+
+
+def _suite_conflicts(args: argparse.Namespace) -> None:
+    """--suite brings its own shapes and times the plain product: the options it cannot honour are errors (exit 2)."""
+    given = [
+        flag
+        for flag, on in (
+            ("--sizes", args.sizes is not None),
+            ("--shapes", args.shapes is not None),
+            ("--grouped", args.grouped),
+            ("--beta", args.beta != 0.0),
+            ("--epilogue", args.epilogue is not None),
+            ("--activation", args.activation is not None),
+            ("--reference", args.reference is not None),
+            ("--plot", args.plot is not None),
+            ("--overhead", args.overhead),
+        )
+        if on
+    ]
+    if given:
+        args.subparser.error(
+            f"--suite times its own shapes (the plain product C = A @ B, a table rather than a plot); drop "
+            f"{', '.join(given)}, or run without --suite"
+        )
+
+
+def _run_suite(args: argparse.Namespace, command: str, fail) -> int:
+    import time
+
+    from . import bench as _bench
+    from . import suite as _suite_mod
+
+    t0 = time.perf_counter()
+    try:
+        results = _suite_mod.run(args.suite, args.kernels, dtype=args.dtype, repeat=args.repeat, settle_s=args.settle)
+        doc = _suite_mod.build_report(
+            results,
+            args.suite,
+            device=_bench.device_info(),
+            dtype=args.dtype,
+            settle_s=args.settle,
+            repeat=args.repeat,
+            seconds=time.perf_counter() - t0,
+            command=command,
+        )
+    except (ValueError, RuntimeError) as e:  # BenchError is a RuntimeError
+        return fail(str(e))
+    print(_suite_mod.format_table(results, args.dtype))
+    if args.json:
+        _bench.write_json(args.json, doc)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(_suite_mod.format_markdown(doc))
+    failed = sum(r["status"] != "ok" for r in results)
+    if failed:
+        return fail(f"{failed} run(s) FAILed verification or could not run (see the table)")
     return 0
 
 
