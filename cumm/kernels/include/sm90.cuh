@@ -281,8 +281,14 @@ __device__ __forceinline__ int2 cumm_tile_coord(int t, int ntm, int ntn, int gm)
     return make_int2(first + r % rows, r / rows);
 }
 
-// Variants of the copies for kernels that walk a batch of products themselves: B3D = CUMM_BATCHED picks the 3-D
-// map (z: the product) or the 2-D one (z unused), so a kernel's code is the same text in both variants.
+// Variants of the copies for kernels that read a batch of products through 3-D maps (a grid z over the batch, or a
+// walk over the batch's tiles): B3D = CUMM_BATCHED picks the 3-D map (z: the product) or the 2-D one (z unused),
+// so a kernel's code is the same text in both variants. The unbatched variant has no batch-stride arguments
+// (common.cuh, tc16.cuh): zeros here, so `bsa ? z : 0` (an operand broadcast over the batch is matrix 0 of its
+// map) and `z * bsc` read the same in both variants and compile to nothing in the 2-D one.
+#if !CUMM_BATCHED
+constexpr i64 bsa = 0, bsb = 0, bsc = 0;
+#endif
 template <int B3D>
 __device__ __forceinline__ void cumm_tma_load_z(void* dst, const CummTmap* map, int x, int y, int z,
                                                 unsigned long long* bar) {
@@ -332,6 +338,12 @@ struct CummRing {
         cumm_mbar_wait(&empty[s], ((it / NSTAGES) & 1) ^ 1);
         cumm_mbar_expect(&full[s], bytes);
         return s;
+    }
+    // Producer, the first round only (it < NSTAGES: no slot has been used yet): acquire without the wait, for a
+    // kernel that fills the ring before the consumers start (13_wgmma's thread 0 is producer and consumer).
+    __device__ __forceinline__ int fill(int it, unsigned bytes) const {
+        cumm_mbar_expect(&full[it], bytes);
+        return it;
     }
     // Consumer: the slot of slab `it`, once it has landed.
     __device__ __forceinline__ int wait(int it) const {
