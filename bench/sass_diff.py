@@ -171,8 +171,13 @@ def main(argv=None) -> int:
                 print(f"  {side}: {cfg} {flags}")
                 continue
             diff = {f: (old[k][f], new[k][f]) for f in ("regs", "spill", *OPS, "total") if old[k][f] != new[k][f]}
-            print(f"  differs: {cfg} {flags}: " + (", ".join(f"{f} {o}->{n}" for f, (o, n) in diff.items()) or
-                                                   "same registers, spills and counts (order / addressing)"))
+            print(
+                f"  differs: {cfg} {flags}: "
+                + (
+                    ", ".join(f"{f} {o}->{n}" for f, (o, n) in diff.items())
+                    or "same registers, spills and counts (order / addressing)"
+                )
+            )
     return 0
 
 

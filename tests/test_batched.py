@@ -78,7 +78,7 @@ def test_a_rung_without_batches_says_so(rng):
     # the message lists the rungs that do run batched products of that dtype
     with pytest.raises(
         ValueError,
-        match=r"kernel 'mma' does not run batched products .*; the rungs that do: \['wgmma_ws'\]",
+        match=r"kernel 'mma' does not run batched products .*; the rungs that do: \['wgmma', 'wgmma_ws'\]",
     ):
         cumm.matmul(a, a, kernel="mma")
 
@@ -226,6 +226,85 @@ def test_half_batches_keep_out_of_the_guard_bands(mnk, config, dt, rng, sm90):
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
     assert _err(out, ref) <= 1.5 * _err(ref.astype(cupy.float32).astype(a.dtype), ref) + 1e-7
     assert bool((big[:, M:, :] == 7.0).all()) and bool((big[:, :, N:] == 7.0).all())
+
+
+# wgmma (13_wgmma.cu): grid z over the batch, 3-D maps; its defaults (128 x 256 tiles, two warpgroups), one warpgroup
+# of 128 x 128 and three stages of 256 x 128
+WGMMA_CONFIGS = [{}, dict(BM=128, BN=128, WGS=1, NUM_THREADS=128), dict(BM=256, BN=128, STAGES=3)]
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("config", WGMMA_CONFIGS, ids=lambda c: str(c) or "defaults")
+@pytest.mark.parametrize("shapes", HALF_CASES, ids=lambda s: "@".join("x".join(map(str, x)) for x in s))
+def test_wgmma_batches_against_float64_and_cublas(shapes, config, dt, rng, sm90):
+    """kernel="wgmma" on batched and broadcast products: each product against float64 and cuBLAS's error on the same
+    inputs, out NaN-poisoned first; a float32 out with alpha and beta."""
+    import cupy
+
+    from .test_half import _cublas, _dtype, _err
+
+    sa, sb = shapes
+    a = rng.standard_normal(sa, dtype=cupy.float32).astype(_dtype(dt))
+    b = rng.standard_normal(sb, dtype=cupy.float32).astype(_dtype(dt))
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    out = cupy.full(ref.shape, math.nan, dtype=a.dtype)
+    got = cumm.matmul(a, b, kernel="wgmma", config=config, out=out)
+    assert got is out
+    theirs = _cublas(a, b)
+    for idx in np.ndindex(*ref.shape[:-2]):
+        bound = 1.5 * _err(theirs[idx], ref[idx]) + 1e-7
+        assert _err(got[idx], ref[idx]) <= bound, (idx, _err(got[idx], ref[idx]), bound)
+    c0 = rng.standard_normal(ref.shape, dtype=cupy.float32)
+    o32 = c0.copy()
+    cumm.matmul(a, b, kernel="wgmma", config=config, out=o32, alpha=0.5, beta=-1.0)
+    assert _err(o32, 0.5 * ref - c0.astype(cupy.float64)) < 1e-5  # FP32 accumulation, written in FP32
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_wgmma_batches_broadcast_and_guard_bands(dt, rng, sm90):
+    """wgmma's batched variant: an operand broadcast over the batch (read in place as matrix 0 of its map), both
+    broadcast over different axes, 4-D batches, a half out that is a view into padded matrices (rows and columns
+    past each product's M x N stay as they were), alpha and beta, torch tensors; the batched call is one launch of
+    wgmma (its decision)."""
+    import cupy
+
+    from cumm.api.matmul import decision
+
+    from .test_half import _cublas, _dtype, _err
+
+    h = _dtype(dt)
+    a = rng.standard_normal((2, 3, 129, 72), dtype=cupy.float32).astype(h)
+    b = rng.standard_normal((3, 72, 200), dtype=cupy.float32).astype(h)  # broadcast over the first axis
+    got = cumm.matmul(a, b, kernel="wgmma")
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    assert got.shape == (2, 3, 129, 200) and got.dtype == a.dtype
+    assert _err(got, ref) <= 1.5 * _err(_cublas(a, b), ref) + 1e-7
+    a3, o3 = a[1], cupy.full((3, 129, 200), math.nan, dtype=h)
+    cumm.matmul(a3, b, kernel="wgmma", out=o3)
+    assert decision(a3, b, o3, kernel="wgmma").startswith("wgmma"), decision(a3, b, o3, kernel="wgmma")
+    ref3 = a3.astype(cupy.float64) @ b.astype(cupy.float64)
+    assert _err(o3, ref3) <= 1.5 * _err(_cublas(a3, b), ref3) + 1e-7
+    a1 = rng.standard_normal((1, 129, 72), dtype=cupy.float32).astype(h)  # a broadcast (batch stride 0)
+    for x, y in ((a1, b), (a3, b[:1]), (a[:, :1], b[None])):
+        r = x.astype(cupy.float64) @ y.astype(cupy.float64)
+        o = cupy.full(r.shape, math.nan, dtype=h)
+        cumm.matmul(x, y, kernel="wgmma", out=o)
+        assert _err(o, r) <= 1.5 * _err(_cublas(x, y), r) + 1e-7, (x.shape, y.shape)
+    M, N, K, nb = 300, 1003, 136, 3
+    x = rng.standard_normal((nb, M, K), dtype=cupy.float32).astype(h)
+    y = rng.standard_normal((nb, K, N), dtype=cupy.float32).astype(h)
+    big = cupy.full((nb, M + 5, N + 13), 7.0, dtype=h)
+    out = big[:, :M, :N]
+    c0 = rng.standard_normal((nb, M, N), dtype=cupy.float32).astype(h)
+    out[...] = c0
+    cumm.matmul(x, y, kernel="wgmma", out=out, alpha=0.5, beta=-1.5)
+    r = 0.5 * (x.astype(cupy.float64) @ y.astype(cupy.float64)) - 1.5 * c0.astype(cupy.float64)
+    assert _err(out, r) <= 1.5 * _err(r.astype(cupy.float32).astype(h), r) + 1e-7
+    assert bool((big[:, M:, :] == 7.0).all()), "rows past M were written"
+    assert bool((big[:, :, N:] == 7.0).all()), "columns past N were written"
+    torch = pytest.importorskip("torch")
+    tc = cumm.matmul(torch.from_dlpack(a), torch.from_dlpack(b), kernel="wgmma")
+    assert isinstance(tc, torch.Tensor) and bool((cupy.from_dlpack(tc) == got).all())
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32"])

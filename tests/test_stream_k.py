@@ -66,7 +66,9 @@ def test_ping_pong_is_gone_and_sk_is_checked():
     """PP (ping-pong consumers, measured slower and removed) is no longer a parameter: naming it says so and lists
     the parameters there are, for any value; a negative SK is refused with its rule."""
     for pp in (0, 1):
-        with pytest.raises(cumm.ConfigError, match=r"kernel 'wgmma_ws' has no parameter\(s\) \['PP'\]; its parameters are \[.*'SK'"):
+        with pytest.raises(
+            cumm.ConfigError, match=r"kernel 'wgmma_ws' has no parameter\(s\) \['PP'\]; its parameters are \[.*'SK'"
+        ):
             cumm.compile("wgmma_ws", dict(SK=4, PP=pp), arch="sm_90a")
     assert "PP" not in SPEC.defaults and "PP" not in SPEC.space
     with pytest.raises(cumm.ConfigError, match="SK must be a non-negative integer"):
