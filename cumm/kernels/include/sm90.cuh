@@ -323,11 +323,12 @@ struct CummRing {
     unsigned long long* full;   // NSTAGES barriers: the slot's slab has landed
     unsigned long long* empty;  // NSTAGES barriers: every consumer warp is done reading the slot
     // One thread, before any use (then cumm_mbar_init_fence and a block or cluster barrier). `full` counts one
-    // arrival (the producer's expect_tx) and the bytes; `empty` one arrival per consumer warp.
-    template <int CONSUMER_WARPS>
+    // arrival (the producer's expect_tx) and the bytes, or PRODUCER_WARPS arrivals of warps that write the slot
+    // themselves (publish); `empty` one arrival per consumer warp.
+    template <int CONSUMER_WARPS, int PRODUCER_WARPS = 1>
     __device__ __forceinline__ void init() const {
         for (int s = 0; s < NSTAGES; ++s) {
-            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<PRODUCER_WARPS>(&full[s]);
             cumm_mbar_init<CONSUMER_WARPS>(&empty[s]);
         }
     }
@@ -344,6 +345,16 @@ struct CummRing {
     __device__ __forceinline__ int fill(int it, unsigned bytes) const {
         cumm_mbar_expect(&full[it], bytes);
         return it;
+    }
+    // Producer warps that fill the slot with their own stores (15_wgmma_tf32x3's splitters): the slot of slab `it`,
+    // once its last slab is released; then each warp's publish once its stores are done (and fenced for wgmma).
+    __device__ __forceinline__ int acquire(int it) const {
+        const int s = it % NSTAGES;
+        cumm_mbar_wait(&empty[s], ((it / NSTAGES) & 1) ^ 1);
+        return s;
+    }
+    __device__ __forceinline__ void publish(int s, int lane) const {
+        if (lane == 0) cumm_mbar_arrive(&full[s]);
     }
     // Consumer: the slot of slab `it`, once it has landed.
     __device__ __forceinline__ int wait(int it) const {
@@ -458,6 +469,33 @@ __device__ __forceinline__ void cumm_sk_add(float (&d)[MT][R], const float* part
             const float4 v = __ldcg(w + (m * R / 4 + e) * NC);
             d[m][4 * e] += v.x, d[m][4 * e + 1] += v.y, d[m][4 * e + 2] += v.z, d[m][4 * e + 3] += v.w;
         }
+}
+
+// ---- Direct stores of a warpgroup's accumulators, any operand type ------------------------------------------
+// Thread 32 w + 4 g + t4 of a warpgroup holds, of each of its MT m64 blocks m, rows 16 w + g (+ 8) and columns
+// 8 j + 2 t4 (+ 1) in d[m][4 j .. 4 j + 3] (the wgmma accumulator layout, TF32 and 16-bit alike). Rows row0 + 64 m
+// + ... below M, columns col0 + 8 j + ... for j < R / 4, of the matrix at C + coff (a batch's product), each pair
+// through pair(row pointer, column, x, y): C's own pair store (alpha, beta, the edge of N).
+template <int MT, int R, typename T, typename Pair>
+__device__ __forceinline__ void cumm_store_rows(const float (&d)[MT][R], T* C, i64 coff, int ldc, int M, int row0,
+                                                int col0, int warp, int g, int t4, Pair pair) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + m * 64 + warp * 16 + g + 8 * h;
+            if (row >= M) continue;
+            T* crow = C + (i64)row * ldc;
+            crow += coff;
+#pragma unroll
+            for (int j = 0; j < R / 4; ++j) pair(crow, col0 + 8 * j + 2 * t4, d[m][4 * j + 2 * h], d[m][4 * j + 2 * h + 1]);
+        }
+}
+// One m64 block (a 1-D accumulator array).
+template <int R, typename T, typename Pair>
+__device__ __forceinline__ void cumm_store_rows(const float (&d)[R], T* C, i64 coff, int ldc, int M, int row0,
+                                                int col0, int warp, int g, int t4, Pair pair) {
+    cumm_store_rows(reinterpret_cast<const float(&)[1][R]>(d), C, coff, ldc, M, row0, col0, warp, g, t4, pair);
 }
 
 // ---- wgmma with TF32 operands: m64nNk8, FP32 accumulators ------------------------------------------------
@@ -584,25 +622,14 @@ struct CummWgmma16<256, TA, TB> {
 // Thread 32 w + 4 g + t4 of a warpgroup holds, of each of its MT m64 blocks m, rows 16 w + g (+ 8) and columns
 // 8 j + 2 t4 (+ 1) in d[m][4 j .. 4 j + 3] (the wgmma layout above).
 
-// Direct stores (cumm_store_pair: alpha, beta, the edges of M and N): rows row0 + 64 m + ..., columns col0 + 8 j
-// + ... for j < R / 4; C + coff (a batch's product) is the matrix.
+// Direct stores (cumm_store_pair: alpha, beta, the edges of M and N): cumm_store_rows with C's pair store.
 template <int MT, int R, int VEC>
 __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
                                                 int N, int row0, int col0, int warp, int g, int t4, float alpha,
                                                 float beta) {
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = row0 + m * 64 + warp * 16 + g + 8 * h;
-            if (row >= M) continue;
-            cumm_out_t* crow = C + (i64)row * ldc;
-            crow += coff;
-#pragma unroll
-            for (int j = 0; j < R / 4; ++j)
-                cumm_store_pair<VEC>(crow, col0 + 8 * j + 2 * t4, N, d[m][4 * j + 2 * h], d[m][4 * j + 2 * h + 1],
-                                     alpha, beta);
-        }
+    cumm_store_rows(d, C, coff, ldc, M, row0, col0, warp, g, t4, [&](cumm_out_t* crow, int col, float x, float y) {
+        cumm_store_pair<VEC>(crow, col, N, x, y, alpha, beta);
+    });
 }
 
 // The TMA-store epilogue (16-bit C, 16-byte aligned, ldc % 8 == 0): the warpgroup writes its 64-row blocks to a
