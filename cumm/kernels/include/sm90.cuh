@@ -346,6 +346,14 @@ struct CummRing {
         cumm_mbar_expect(&full[it], bytes);
         return it;
     }
+    // A producer that also consumes (13_wgmma's thread 0): slab done + NSTAGES into the slot of slab `done` once
+    // every consumer warp has released slab done (acquire(done + NSTAGES), with the phase counted from done).
+    __device__ __forceinline__ int refill(int done, unsigned bytes) const {
+        const int s = done % NSTAGES;
+        cumm_mbar_wait(&empty[s], (done / NSTAGES) & 1);
+        cumm_mbar_expect(&full[s], bytes);
+        return s;
+    }
     // Producer warps that fill the slot with their own stores (15_wgmma_tf32x3's splitters): the slot of slab `it`,
     // once its last slab is released; then each warp's publish once its stores are done (and fenced for wgmma).
     __device__ __forceinline__ int acquire(int it) const {

@@ -71,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         cumm_wgmma_wait<1>();  // slab kt - 1's wgmma are done: its stage may be refilled
         if (kt > 0) {
             ring.release<1>((kt - 1) % STAGES, lane, 0);
-            if (tid == 0 && kt - 1 + STAGES < KT) load(kt - 1 + STAGES, ring.acquire(kt - 1 + STAGES, SB));
+            if (tid == 0 && kt - 1 + STAGES < KT) load(kt - 1 + STAGES, ring.refill(kt - 1, SB));
         }
     }
     cumm_wgmma_wait<0>();

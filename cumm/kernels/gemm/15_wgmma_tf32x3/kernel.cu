@@ -14,14 +14,13 @@
 //   instructions, tails past M, N, K zero-filled by the hardware.
 // - Warp specialization as in wgmma_ws: warp 0 of the producer warpgroup issues the copies, warps 1-3 split,
 //   two consumer warpgroups (setmaxnreg: 216 registers, the producers 72) only load and split their A
-//   fragments and issue wgmma. Two stage rings (sm90.cuh's CummRing): STAGES raw stages (full: copies landed ->
-//   empty: read by the splitters and the consumers, refilled), and SB split buffers (full: split, published by
-//   the splitter warps -> empty: their wgmma completed). A raw stage is handed back as soon as it is read, so the
-//   copies run well ahead of the tensor cores.
+//   fragments and issue wgmma. Two rings: STAGES raw stages (full: copies landed -> spent: read by the splitters
+//   and the consumers, refilled), and SB split buffers (ready: split -> done: their wgmma completed). A raw stage
+//   is handed back as soon as it is read, so the copies run well ahead of the tensor cores.
 // - The splitters set the pace (docs/ladder.md): their addresses are per-lane constants, and each block's
 //   loads are issued before the previous block's stores (software pipelining), so loads are always in flight.
-// - Persistent grid, grouped tile order (sm90.cuh's CummTileWalk over whole tiles, cumm_tile_coord): the rings run
-//   on across tiles, so the next tile's first stages load and split while the consumers store this one.
+// - Persistent grid, grouped tile order (cumm_tile_coord, sm90.cuh): the ring runs on across tiles, so the next
+//   tile's first stages load and split while the consumers store this one.
 // Accumulation, as tf32x3: the tensor cores add into their accumulator rounding toward zero, so each stage
 // (32 of K: 12 wgmma) sums into a fresh partial pb, added to the running sum acc rounded to nearest once the
 // stage's wgmma are done; the error of that rounding stays bounded by one stage's chain, not by K.
@@ -38,6 +37,11 @@
 #define CUMM_B_BYTES (BN * 128)  // raw B: BN / 32 boxes of 32 k-rows x 32 floats; also each half of a split buffer
 #define CUMM_RAW_BYTES (CUMM_A_BYTES + CUMM_B_BYTES)
 #define CUMM_SPLITTERS 3  // warps 1-3 of the producer warpgroup
+#if CUMM_BATCHED  // a copy of product z's box: 3-D maps, z = 0 for an operand broadcast over the batch
+#define CUMM_LOAD(dst, map, x, y, bs, bar) cumm_tma_load_3d(dst, map, x, y, bs ? (int)blockIdx.z : 0, bar)
+#else
+#define CUMM_LOAD(dst, map, x, y, bs, bar) cumm_tma_load(dst, map, x, y, bar)
+#endif
 
 // Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled tile (TMA's 128-byte swizzle).
 __device__ __forceinline__ unsigned cumm_sw128(int r, int c) { return r * 128 + ((c ^ (r % 8)) << 4); }
@@ -51,42 +55,45 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     const unsigned raw = cumm_smem(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
     unsigned char* const splits = sm + STAGES * CUMM_RAW_BYTES;  // SB buffers: B^T big, then B^T small
-    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(splits + SB * 2 * CUMM_B_BYTES);
-    // Two stage rings (sm90.cuh): the raw stages (full: the copies landed; empty: read by the splitters and the
-    // consumers) and the split buffers (full: split, an arrival per splitter warp; empty: their wgmma completed).
-    const CummRing<STAGES> ring{bars, bars + STAGES};
-    const CummRing<SB> split{bars + 2 * STAGES, bars + 2 * STAGES + SB};
+    unsigned long long* const full = reinterpret_cast<unsigned long long*>(splits + SB * 2 * CUMM_B_BYTES);
+    unsigned long long* const spent = full + STAGES;  // raw stage read (by the splitters and the consumers)
+    unsigned long long* const ready = spent + STAGES;  // split buffer written
+    unsigned long long* const done = ready + SB;       // split buffer's wgmma completed
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, tiles = ntm * ntn, KT = (K + 31) / 32;
-    const int za = bsa ? (int)blockIdx.z : 0, zb = bsb ? (int)blockIdx.z : 0;  // a broadcast operand: matrix 0
-    const CummTileWalk<0> walk(tiles, KT, blockIdx.x, gridDim.x, false);  // whole tiles, grouped order
-    int t, k0, k1;  // the walk's item: tile t, slabs k0 <= kt < k1
 
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
-        ring.init<CUMM_SPLITTERS + 8>();  // the splitter warps and the 8 consumer warps read a raw stage
-        split.init<8, CUMM_SPLITTERS>();  // the splitters write a split buffer, the consumer warps' wgmma read it
+        for (int s = 0; s < STAGES; ++s) {
+            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<CUMM_SPLITTERS + 8>(&spent[s]);  // the splitter warps and the 8 consumer warps
+        }
+        for (int b = 0; b < SB; ++b) {
+            cumm_mbar_init<CUMM_SPLITTERS>(&ready[b]);
+            cumm_mbar_init<8>(&done[b]);
+        }
         cumm_mbar_init_fence();
     }
     __syncthreads();
 
-    // 128 x (168 - 72) registers handed to the consumers: 256 x (216 - 168)
-    if (cumm_ws_producer<72, 216>(tid)) {
+    if (warp < 4) {  // producer warpgroup
+        cumm_setmaxnreg_dec<72>();  // 128 x (168 - 72) registers handed to the consumers: 256 x (216 - 168)
         if (warp == 0) {  // the copies: one thread
             if (lane == 0) {
                 int it = 0;
-                for (int j = 0; walk.next(j, t, k0, k1); ++j) {
+                for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                     const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
-                    for (int kt = k0; kt < k1; ++kt, ++it) {
-                        const int s = ring.acquire(it, CUMM_RAW_BYTES);
+                    for (int kt = 0; kt < KT; ++kt, ++it) {
+                        const int s = it % STAGES;
+                        cumm_mbar_wait(&spent[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
                         unsigned char* const st = sm + s * CUMM_RAW_BYTES;
-                        cumm_tma_load_z<CUMM_BATCHED>(st, &tmA, kt * 32, tc.x * BM, za, &ring.full[s]);
+                        cumm_mbar_expect(&full[s], CUMM_RAW_BYTES);
+                        CUMM_LOAD(st, &tmA, kt * 32, tc.x * BM, bsa, &full[s]);
 #pragma unroll
                         for (int j = 0; j < BN / 32; ++j)
-                            cumm_tma_load_z<CUMM_BATCHED>(st + CUMM_A_BYTES + j * 4096, &tmB, tc.y * BN + 32 * j,
-                                                          kt * 32, zb, &ring.full[s]);
+                            CUMM_LOAD(st + CUMM_A_BYTES + j * 4096, &tmB, tc.y * BN + 32 * j, kt * 32, bsb, &full[s]);
                     }
                 }
             }
@@ -118,10 +125,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             sb[r] = ((m >> 1) * 8 + a) * 512;
         }
         int it = 0;
-        for (int j = 0; walk.next(j, t, k0, k1); ++j)
-            for (int kt = k0; kt < k1; ++kt, ++it) {
-                const int s = ring.wait(it);
-                const int b = split.acquire(it);  // its last wgmma are done (first round: at once)
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x)
+            for (int kt = 0; kt < KT; ++kt, ++it) {
+                const int s = it % STAGES, b = it % SB;
+                cumm_mbar_wait(&full[s], (it / STAGES) & 1);
+                cumm_mbar_wait(&done[b], ((it / SB) & 1) ^ 1);  // its last wgmma are done (first round: at once)
                 const unsigned char* const rb = sm + s * CUMM_RAW_BYTES + CUMM_A_BYTES;
                 unsigned char* const big = splits + b * 2 * CUMM_B_BYTES;
                 // Software-pipelined: the next block's loads are issued before this block's stores (the compiler
@@ -153,24 +161,28 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                 }
                 cumm_fence_proxy_async_shared();  // these stores -> the consumers' wgmma (the async proxy)
                 __syncwarp();
-                ring.release<1>(s, lane, 0);
-                split.publish(b, lane);
+                if (lane == 0) {
+                    cumm_mbar_arrive(&spent[s]);
+                    cumm_mbar_arrive(&ready[b]);
+                }
             }
         return;
     }
 
+    cumm_setmaxnreg_inc<216>();
     const int wg = warp / 4 - 1, w4 = warp % 4, g = lane / 4, t4 = lane % 4;
     const int r0 = wg * 64 + w4 * 16 + g;  // this thread's first row of the tile (and r0 + 8)
     int it = 0;                            // stages consumed (over all tiles)
-    for (int j = 0; walk.next(j, t, k0, k1); ++j) {
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
         const int bm0 = tc.x * BM, bn0 = tc.y * BN;
         float acc[BN / 2], pb[BN / 2];
 #pragma unroll
         for (int e = 0; e < BN / 2; ++e) acc[e] = 0.0f;
-        for (int kt = k0; kt < k1; ++kt, ++it) {
-            const int s = ring.wait(it), b = it % SB;
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+            const int s = it % STAGES, b = it % SB;
             const unsigned char* const st = sm + s * CUMM_RAW_BYTES;
+            cumm_mbar_wait(&full[s], (it / STAGES) & 1);
             // This warp's A fragments (4 k-steps of 8), raw: rows r0, r0 + 8; columns 8 j + t4 and 8 j + t4 + 4,
             // loaded while the previous stage's wgmma run.
             float xr[4][4];
@@ -182,13 +194,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                 xr[j][3] = *reinterpret_cast<const float*>(st + cumm_sw128(r0 + 8, 2 * j + 1) + 4 * t4);
             }
             __syncwarp();
-            ring.release<1>(s, lane, 0);  // (release: after this warp's loads of the stage)
-            if (kt > k0) {  // the previous stage's wgmma: done, its partial into the sum, its split buffer free
+            if (lane == 0) cumm_mbar_arrive(&spent[s]);  // (release: after this warp's loads of the stage)
+            if (kt > 0) {  // the previous stage's wgmma: done, its partial into the sum, its split buffer free
                 cumm_wgmma_wait<0>();
                 cumm_wgmma_pin(pb);
 #pragma unroll
                 for (int e = 0; e < BN / 2; ++e) acc[e] += pb[e];
-                split.release<1>((it - 1) % SB, lane, 0);
+                if (lane == 0) cumm_mbar_arrive(&done[(it - 1) % SB]);
             }
             // Split only now: the registers of xb and xs were the previous stage's wgmma operands.
             unsigned xb[4][4], xs[4][4];
@@ -196,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             for (int j = 0; j < 4; ++j)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) cumm_split_tf32(xr[j][i], xb[j][i], xs[j][i]);
-            split.wait(it);
+            cumm_mbar_wait(&ready[b], (it / SB) & 1);
             const unsigned bt = cumm_smem(splits) + b * 2 * CUMM_B_BYTES;  // B^T big; B^T small after it
             cumm_wgmma_fence();
 #pragma unroll
@@ -213,11 +225,18 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         cumm_wgmma_pin(pb);
 #pragma unroll
         for (int e = 0; e < BN / 2; ++e) acc[e] += pb[e];
-        split.release<1>((it - 1) % SB, lane, 0);
+        if (lane == 0) cumm_mbar_arrive(&done[(it - 1) % SB]);
 
         // Thread (g, t4) of warp w4 holds rows r0, r0 + 8, columns 8 j + 2 t4 (+1) in acc[4 j .. 4 j + 3].
-        cumm_store_rows(acc, C, 0, ldc, M, bm0 + wg * 64, bn0, w4, g, t4, [&](float* crow, int col, float x, float y) {
-            cumm_store2<VEC_C>(crow, col, N, x, y, alpha, beta);
-        });
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = bm0 + r0 + 8 * h;
+            if (row >= M) continue;
+            float* const crow = C + (i64)row * ldc;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+                cumm_store2<VEC_C>(crow, bn0 + 8 * j + 2 * t4, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], alpha,
+                                   beta);
+        }
     }
 }
