@@ -323,12 +323,11 @@ struct CummRing {
     unsigned long long* full;   // NSTAGES barriers: the slot's slab has landed
     unsigned long long* empty;  // NSTAGES barriers: every consumer warp is done reading the slot
     // One thread, before any use (then cumm_mbar_init_fence and a block or cluster barrier). `full` counts one
-    // arrival (the producer's expect_tx) and the bytes, or PRODUCER_WARPS arrivals of warps that write the slot
-    // themselves (publish); `empty` one arrival per consumer warp.
-    template <int CONSUMER_WARPS, int PRODUCER_WARPS = 1>
+    // arrival (the producer's expect_tx) and the bytes; `empty` one arrival per consumer warp.
+    template <int CONSUMER_WARPS>
     __device__ __forceinline__ void init() const {
         for (int s = 0; s < NSTAGES; ++s) {
-            cumm_mbar_init<PRODUCER_WARPS>(&full[s]);
+            cumm_mbar_init<1>(&full[s]);
             cumm_mbar_init<CONSUMER_WARPS>(&empty[s]);
         }
     }
@@ -353,16 +352,6 @@ struct CummRing {
         cumm_mbar_wait(&empty[s], (done / NSTAGES) & 1);
         cumm_mbar_expect(&full[s], bytes);
         return s;
-    }
-    // Producer warps that fill the slot with their own stores (15_wgmma_tf32x3's splitters): the slot of slab `it`,
-    // once its last slab is released; then each warp's publish once its stores are done (and fenced for wgmma).
-    __device__ __forceinline__ int acquire(int it) const {
-        const int s = it % NSTAGES;
-        cumm_mbar_wait(&empty[s], ((it / NSTAGES) & 1) ^ 1);
-        return s;
-    }
-    __device__ __forceinline__ void publish(int s, int lane) const {
-        if (lane == 0) cumm_mbar_arrive(&full[s]);
     }
     // Consumer: the slot of slab `it`, once it has landed.
     __device__ __forceinline__ int wait(int it) const {
