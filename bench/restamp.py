@@ -10,6 +10,10 @@ entries can run: each entry's configuration x C aligned or not x an output of th
 batched or not. For each kernel whose hash changed and whose variants' cubins are all byte-identical, it rewrites
 that hash in the entries (their own and in ``raced``) to the current one; any other entry stays as it is (retired:
 tune it again). It prints what it compared and what it kept.
+
+``--drop PARAM`` (a parameter removed from a spec): the entries' configurations lose it, and since a kernel's name
+spells its configuration (so the cubins differ in their symbol names), variants are compared by their SASS with
+the kernel's name masked (cuobjdump: CUOBJDUMP or PATH, see bench/sass.py) instead of byte for byte.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def variants(entries: dict) -> set[tuple]:
-    """(kernel, config items, flags) of every variant the sm_90 entries can run."""
+def variants(entries: dict, drop: tuple[str, ...] = ()) -> set[tuple]:
+    """(kernel, config items, flags) of every variant the sm_90 entries can run (without the ``drop`` parameters: a
+    tree whose spec still has one resolves it to its default)."""
     from cumm.ladder import REGISTRY
     from cumm.runtime.render import dtype_flag, supports_batch
 
@@ -38,7 +43,8 @@ def variants(entries: dict) -> set[tuple]:
         spec = REGISTRY.get(e["kernel"])
         if spec is None or spec.kind != "gemm":
             continue
-        cfg = tuple(sorted(spec.resolve(e["config"], e["cc"]).items()))
+        given = {k: v for k, v in e["config"].items() if k not in drop}
+        cfg = tuple(sorted((k, v) for k, v in spec.resolve(given, e["cc"]).items() if k not in drop))
         for vc in (0, 1):
             for bt in (0, 1) if supports_batch(spec) else (0,):
                 if e["dtype"] == "float32":
@@ -49,8 +55,18 @@ def variants(entries: dict) -> set[tuple]:
     return jobs
 
 
-def dump(table: str, out: str) -> None:
-    """Run under the tree on PYTHONPATH: the sha256 of each variant's cubin, and the kernels' template hashes."""
+def _masked_sass(cubin: bytes, name: str) -> bytes:
+    exe = os.environ.get("CUOBJDUMP") or "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([exe, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+    return text.replace(name, "KERNEL").encode()
+
+
+def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
+    """Run under the tree on PYTHONPATH: the sha256 of each variant's cubin (with ``drop``: of its SASS, the
+    kernel's name masked), and the kernels' template hashes."""
     from cupy.cuda import nvrtc
 
     from cumm.ladder import REGISTRY
@@ -61,19 +77,21 @@ def dump(table: str, out: str) -> None:
         kernel, cfg, cc, flags = job
         spec = REGISTRY[kernel]
         arch = spec.target(cc)
-        _, source = render(spec, dict(cfg), flags)
-        _, cubin = _nvrtc_compile(nvrtc, spec, dict(cfg), arch, source, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}"])
-        return json.dumps(job), hashlib.sha256(cubin).hexdigest()
+        full = spec.resolve(dict(cfg), cc)  # (a dropped parameter the spec still has: its default)
+        name, source = render(spec, full, flags)
+        _, cubin = _nvrtc_compile(nvrtc, spec, full, arch, source, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}"])
+        return json.dumps(job), hashlib.sha256(_masked_sass(cubin, name) if drop else cubin).hexdigest()
 
     with ThreadPoolExecutor(os.cpu_count() or 4) as ex:
-        shas = dict(ex.map(one, sorted(variants(json.loads(Path(table).read_text())["entries"]))))
+        shas = dict(ex.map(one, sorted(variants(json.loads(Path(table).read_text())["entries"], drop))))
     hashes = {k: template_hash(s) for k, s in REGISTRY.items() if s.kind == "gemm"}
     Path(out).write_text(json.dumps({"cubins": shas, "hashes": hashes}))
 
 
-def _run_dump(root: Path, table: Path, out: Path) -> dict:
+def _run_dump(root: Path, table: Path, out: Path, drop: tuple[str, ...]) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    subprocess.run([sys.executable, __file__, "--dump", str(table), str(out)], env=env, check=True, cwd=root)
+    cmd = [sys.executable, __file__, "--dump", str(table), str(out), *(["--drop", ",".join(drop)] if drop else [])]
+    subprocess.run(cmd, env=env, check=True, cwd=root)
     return json.loads(out.read_text())
 
 
@@ -82,10 +100,12 @@ def main(argv=None) -> int:
     p.add_argument("--base", help="the git revision whose templates the entries were tuned with")
     p.add_argument("--table", default=str(ROOT / "cumm/tuned/h200.json"))
     p.add_argument("--dry-run", action="store_true", help="compare and print; write nothing")
+    p.add_argument("--drop", default="", help="parameters removed from the specs (comma-separated)")
     p.add_argument("--dump", nargs=2, metavar=("TABLE", "OUT"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    drop = tuple(d for d in a.drop.split(",") if d)
     if a.dump:
-        dump(*a.dump)
+        dump(*a.dump, drop=drop)
         return 0
     if not a.base:
         p.error("--base REV is required")
@@ -96,8 +116,8 @@ def main(argv=None) -> int:
         tar.write_bytes(archive)
         with tarfile.open(tar) as t:
             t.extractall(Path(tmp) / "base", filter="data")
-        old = _run_dump(Path(tmp) / "base", table, Path(tmp) / "old.json")
-        new = _run_dump(ROOT, table, Path(tmp) / "new.json")
+        old = _run_dump(Path(tmp) / "base", table, Path(tmp) / "old.json", drop)
+        new = _run_dump(ROOT, table, Path(tmp) / "new.json", drop)
     changed = {k for k, h in old["hashes"].items() if new["hashes"].get(k) != h}
     differ = {json.loads(j)[0] for j, sha in old["cubins"].items() if new["cubins"].get(j) != sha}
     keep = {k: (old["hashes"][k], new["hashes"][k]) for k in changed - differ}
@@ -105,10 +125,15 @@ def main(argv=None) -> int:
     for k in sorted(changed):
         verdict = "machine code differs: its entries stay retired" if k in differ else "identical: kept"
         print(f"{k}: hash {old['hashes'][k]} -> {new['hashes'][k]}, {n[k]} variants compared, {verdict}")
+    from cumm.ladder import REGISTRY
+
     data = json.loads(table.read_text())
     kept = 0
     for e in data["entries"].values():
         k = e["kernel"]
+        for d in drop:  # a removed parameter: gone from the entries of the kernels that lost it
+            if k in REGISTRY and d not in REGISTRY[k].defaults:
+                e["config"].pop(d, None)
         if k in keep and e["template_hash"] == keep[k][0]:
             e["template_hash"] = keep[k][1]
             kept += 1

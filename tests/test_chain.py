@@ -190,7 +190,7 @@ def test_fused3_tc_configs(config, dims, rng):
 
 
 # a former named configuration for n = 321 to 640 (128 x 32 tiles, chunks of 32, eight stages), kept in the tests
-WG128X32 = dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, MINB=1, TMA=1)
+WG128X32 = dict(BM=128, BN=32, BK=32, CL=2, STAGES=8, TMA=1)
 
 
 def _check_wg(config, dims, rng):

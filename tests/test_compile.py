@@ -364,3 +364,32 @@ def test_wgmma_ws_reads_transposed_operands_without_spills(layout, config):
     row = compile_offline(spec, cfg, "sm_90a", base)
     k = compile_offline(spec, cfg, "sm_90a", base + (layout,))
     assert k.spill_bytes == 0 and k.registers == row.registers, (k.registers, row.registers)
+
+
+def test_no_inline_ptx_outside_include():
+    """Rungs and chain kernels reach PTX only through the wrappers in kernels/include/ (tc16.cuh's cp.async groups,
+    sm90.cuh's mbarriers, TMA, wgmma): no asm statement in any kernel.cu."""
+    import re
+    from pathlib import Path
+
+    root = Path(cumm.__file__).parent / "kernels"
+    files = sorted(p for p in root.rglob("*.cu") if "include" not in p.parts)
+    assert any(p.parent.name == "12_mma_swizzled_pipeline" for p in files)
+    for p in files:
+        code = re.sub(r"//[^\n]*", "", p.read_text())
+        assert not re.search(r"\basm\b", code), f"{p.relative_to(root)} has inline asm: a wrapper in include/ instead"
+
+
+@pytest.mark.parametrize("dt", [("bfloat16", "bfloat16"), ("float16", "float32")], ids=lambda d: "->".join(d))
+def test_wgmma_batched_variant_is_the_2d_one_with_3d_maps(dt):
+    """13_wgmma runs batches (grid z, 3-D maps): its batched variant compiles with the registers of the 2-D one and no
+    spills, and its spec says it runs batches."""
+    from cumm.runtime.compile import compile_offline
+    from cumm.runtime.render import dtype_flag
+
+    spec = REGISTRY["wgmma"]
+    assert _render.supports_batch(spec) and not spec.schedules_batch
+    cfg = spec.default_config(90)
+    two = compile_offline(spec, cfg, "sm_90a", (1, 1, 1, 0, dtype_flag(*dt)))
+    k = compile_offline(spec, cfg, "sm_90a", (1, 1, 1, 1, dtype_flag(*dt)))
+    assert "_batched" in k.name and k.spill_bytes == 0 and k.registers == two.registers, (k.registers, two.registers)

@@ -62,9 +62,15 @@ def test_the_flags_sit_where_no_tile_shape_puts_partials():
         assert SPEC.workspace(cfg, 2112, 4000, 4096, 132) == 4096 * 4 + 132 * bm * bn * 4
 
 
-def test_stream_k_needs_one_tile_a_block_or_cluster_at_a_time():
-    with pytest.raises(cumm.ConfigError, match=r"stream-K \(SK > 0\) needs PP = 0"):
-        cumm.compile("wgmma_ws", dict(SK=4, PP=1), arch="sm_90a")
+def test_ping_pong_is_gone_and_sk_is_checked():
+    """PP (ping-pong consumers, measured slower and removed) is no longer a parameter: naming it says so and lists
+    the parameters there are, for any value; a negative SK is refused with its rule."""
+    for pp in (0, 1):
+        with pytest.raises(
+            cumm.ConfigError, match=r"kernel 'wgmma_ws' has no parameter\(s\) \['PP'\]; its parameters are \[.*'SK'"
+        ):
+            cumm.compile("wgmma_ws", dict(SK=4, PP=pp), arch="sm_90a")
+    assert "PP" not in SPEC.defaults and "PP" not in SPEC.space
     with pytest.raises(cumm.ConfigError, match="SK must be a non-negative integer"):
         cumm.compile("wgmma_ws", dict(SK=-1), arch="sm_90a")
 

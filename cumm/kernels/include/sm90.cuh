@@ -281,8 +281,14 @@ __device__ __forceinline__ int2 cumm_tile_coord(int t, int ntm, int ntn, int gm)
     return make_int2(first + r % rows, r / rows);
 }
 
-// Variants of the copies for kernels that walk a batch of products themselves: B3D = CUMM_BATCHED picks the 3-D
-// map (z: the product) or the 2-D one (z unused), so a kernel's code is the same text in both variants.
+// Variants of the copies for kernels that read a batch of products through 3-D maps (a grid z over the batch, or a
+// walk over the batch's tiles): B3D = CUMM_BATCHED picks the 3-D map (z: the product) or the 2-D one (z unused),
+// so a kernel's code is the same text in both variants. The unbatched variant has no batch-stride arguments
+// (common.cuh, tc16.cuh): zeros here, so `bsa ? z : 0` (an operand broadcast over the batch is matrix 0 of its
+// map) and `z * bsc` read the same in both variants and compile to nothing in the 2-D one.
+#if !CUMM_BATCHED
+constexpr i64 bsa = 0, bsb = 0, bsc = 0;
+#endif
 template <int B3D>
 __device__ __forceinline__ void cumm_tma_load_z(void* dst, const CummTmap* map, int x, int y, int z,
                                                 unsigned long long* bar) {
@@ -330,6 +336,20 @@ struct CummRing {
     __device__ __forceinline__ int acquire(int it, unsigned bytes) const {
         const int s = it % NSTAGES;
         cumm_mbar_wait(&empty[s], ((it / NSTAGES) & 1) ^ 1);
+        cumm_mbar_expect(&full[s], bytes);
+        return s;
+    }
+    // Producer, the first round only (it < NSTAGES: no slot has been used yet): acquire without the wait, for a
+    // kernel that fills the ring before the consumers start (13_wgmma's thread 0 is producer and consumer).
+    __device__ __forceinline__ int fill(int it, unsigned bytes) const {
+        cumm_mbar_expect(&full[it], bytes);
+        return it;
+    }
+    // A producer that also consumes (13_wgmma's thread 0): slab done + NSTAGES into the slot of slab `done` once
+    // every consumer warp has released slab done (acquire(done + NSTAGES), with the phase counted from done).
+    __device__ __forceinline__ int refill(int done, unsigned bytes) const {
+        const int s = done % NSTAGES;
+        cumm_mbar_wait(&empty[s], (done / NSTAGES) & 1);
         cumm_mbar_expect(&full[s], bytes);
         return s;
     }
@@ -446,6 +466,33 @@ __device__ __forceinline__ void cumm_sk_add(float (&d)[MT][R], const float* part
             const float4 v = __ldcg(w + (m * R / 4 + e) * NC);
             d[m][4 * e] += v.x, d[m][4 * e + 1] += v.y, d[m][4 * e + 2] += v.z, d[m][4 * e + 3] += v.w;
         }
+}
+
+// ---- Direct stores of a warpgroup's accumulators, any operand type ------------------------------------------
+// Thread 32 w + 4 g + t4 of a warpgroup holds, of each of its MT m64 blocks m, rows 16 w + g (+ 8) and columns
+// 8 j + 2 t4 (+ 1) in d[m][4 j .. 4 j + 3] (the wgmma accumulator layout, TF32 and 16-bit alike). Rows row0 + 64 m
+// + ... below M, columns col0 + 8 j + ... for j < R / 4, of the matrix at C + coff (a batch's product), each pair
+// through pair(row pointer, column, x, y): C's own pair store (alpha, beta, the edge of N).
+template <int MT, int R, typename T, typename Pair>
+__device__ __forceinline__ void cumm_store_rows(const float (&d)[MT][R], T* C, i64 coff, int ldc, int M, int row0,
+                                                int col0, int warp, int g, int t4, Pair pair) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + m * 64 + warp * 16 + g + 8 * h;
+            if (row >= M) continue;
+            T* crow = C + (i64)row * ldc;
+            crow += coff;
+#pragma unroll
+            for (int j = 0; j < R / 4; ++j) pair(crow, col0 + 8 * j + 2 * t4, d[m][4 * j + 2 * h], d[m][4 * j + 2 * h + 1]);
+        }
+}
+// One m64 block (a 1-D accumulator array).
+template <int R, typename T, typename Pair>
+__device__ __forceinline__ void cumm_store_rows(const float (&d)[R], T* C, i64 coff, int ldc, int M, int row0,
+                                                int col0, int warp, int g, int t4, Pair pair) {
+    cumm_store_rows(reinterpret_cast<const float(&)[1][R]>(d), C, coff, ldc, M, row0, col0, warp, g, t4, pair);
 }
 
 // ---- wgmma with TF32 operands: m64nNk8, FP32 accumulators ------------------------------------------------
@@ -572,25 +619,14 @@ struct CummWgmma16<256, TA, TB> {
 // Thread 32 w + 4 g + t4 of a warpgroup holds, of each of its MT m64 blocks m, rows 16 w + g (+ 8) and columns
 // 8 j + 2 t4 (+ 1) in d[m][4 j .. 4 j + 3] (the wgmma layout above).
 
-// Direct stores (cumm_store_pair: alpha, beta, the edges of M and N): rows row0 + 64 m + ..., columns col0 + 8 j
-// + ... for j < R / 4; C + coff (a batch's product) is the matrix.
+// Direct stores (cumm_store_pair: alpha, beta, the edges of M and N): cumm_store_rows with C's pair store.
 template <int MT, int R, int VEC>
 __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
                                                 int N, int row0, int col0, int warp, int g, int t4, float alpha,
                                                 float beta) {
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = row0 + m * 64 + warp * 16 + g + 8 * h;
-            if (row >= M) continue;
-            cumm_out_t* crow = C + (i64)row * ldc;
-            crow += coff;
-#pragma unroll
-            for (int j = 0; j < R / 4; ++j)
-                cumm_store_pair<VEC>(crow, col0 + 8 * j + 2 * t4, N, d[m][4 * j + 2 * h], d[m][4 * j + 2 * h + 1],
-                                     alpha, beta);
-        }
+    cumm_store_rows(d, C, coff, ldc, M, row0, col0, warp, g, t4, [&](cumm_out_t* crow, int col, float x, float y) {
+        cumm_store_pair<VEC>(crow, col, N, x, y, alpha, beta);
+    });
 }
 
 // The TMA-store epilogue (16-bit C, 16-byte aligned, ldc % 8 == 0): the warpgroup writes its 64-row blocks to a

@@ -28,10 +28,19 @@ typedef cumm_h16 cumm_out_t;
 #endif
 
 // C = alpha * A @ B + beta * C; A (M x K, row stride lda) and B (K x N, ldb) row-major halves, C (M x N, ldc).
+// The batched variant (CUMM_BATCHED) adds common.cuh's batch strides (elements between products; 0: an operand
+// broadcast over the batch), so CUMM_BATCH() moves the pointers to product blockIdx.z as in the FP32 kernels.
+#if CUMM_BATCHED
+#define CUMM_GEMM16_ARGS                                                                               \
+    const int M, const int N, const int K, const float alpha, const cumm_h16* __restrict__ A,          \
+    const int lda, const cumm_h16* __restrict__ B, const int ldb, const float beta,                     \
+    cumm_out_t* __restrict__ C, const int ldc, const i64 bsa, const i64 bsb, const i64 bsc
+#else
 #define CUMM_GEMM16_ARGS                                                                               \
     const int M, const int N, const int K, const float alpha, const cumm_h16* __restrict__ A,          \
     const int lda, const cumm_h16* __restrict__ B, const int ldb, const float beta,                     \
     cumm_out_t* __restrict__ C, const int ldc
+#endif
 
 __device__ __forceinline__ float cumm_h2f(cumm_h16 h) {
 #if CUMM_BF16
@@ -121,6 +130,14 @@ __device__ __forceinline__ unsigned cumm_smem_u32(const void* p) {
 // src_bytes = 0 reads nothing.
 __device__ __forceinline__ void cumm_cp_async16_s(unsigned dst, const void* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// Their groups, with the same memory clobber (the compiler keeps shared-memory accesses on their side of these):
+// close the group of the copies issued since the last commit (an empty group keeps a pipeline's count uniform);
+// wait until at most PENDING groups are in flight (common.cuh's and sm90.cuh's forms have no clobber).
+__device__ __forceinline__ void cumm_cp_async_commit_s() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void cumm_cp_async_wait_s() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
 // Four 8x8 matrices of 16-bit elements from shared memory: lane l gives the address of row l % 8 of matrix

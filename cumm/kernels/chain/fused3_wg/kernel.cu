@@ -538,8 +538,9 @@ __device__ __forceinline__ void cumm_wg_tile(const int M, const int N, const int
 #define CUMM_WG_ARGS CUMM_CHAIN_ARGS
 #endif
 
-// Persistent: cluster q of the grid walks tiles q, q + clusters, ... of phase 1, then of phase 2.
-extern "C" __global__ void __launch_bounds__(wg::NT, MINB) CUMM_CLUSTER_DIMS
+// Persistent: cluster q of the grid walks tiles q, q + clusters, ... of phase 1, then of phase 2. Launch bounds:
+// one block per multiprocessor, as every configuration measured (a MINB parameter was always 1: gone).
+extern "C" __global__ void __launch_bounds__(wg::NT, 1) CUMM_CLUSTER_DIMS
     CUMM_KERNEL(CUMM_WG_ARGS) {
     cumm_grid_dependency_wait();  // (first: see grid_barrier.cuh)
     extern __shared__ float4 smem4[];

@@ -43,9 +43,9 @@ SPEC = KernelSpec(
     # cp.async form of the same tiles, cumm/_chain/plans.py). Each is the fastest measured at some chain
     # size on the H200 (cumm/_chain/rules.py, docs/chain.md).
     configs={
-        "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, MINB=1, TMA=1, KW=2, PC=1),
-        "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, MINB=1, TMA=1, RF=1),
-        "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, MINB=1, TMA=1, MN=1),
+        "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=1),
+        "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1, RF=1),
+        "wg128x64": dict(BM=128, BN=64, BK=32, CL=2, STAGES=4, TMA=1, MN=1),
     },
     block=lambda c: (2 * c["BM"] * c["KW"], 1, 1),  # a warpgroup (128 threads) per 64 rows, per K group
     # CL blocks (a cluster) per tile of the larger phase; cumm.multi_dot caps it at the clusters the
@@ -54,9 +54,9 @@ SPEC = KernelSpec(
     smem=_wg_smem,
     # kw64x32's cp.async form (what cumm/_chain/plans.py's cp_async_config runs for an unaligned
     # operand: K over a cluster of 2, chunks of 32), which takes operands of any alignment
-    defaults=dict(BM=64, BN=32, BK=32, CL=2, STAGES=4, MINB=1, TMA=0, KW=1, RF=0, PC=0, MN=0),
+    defaults=dict(BM=64, BN=32, BK=32, CL=2, STAGES=4, TMA=0, KW=1, RF=0, PC=0, MN=0),
     constraints=[
-        *positive("BM", "BN", "BK", "CL", "STAGES", "MINB"),
+        *positive("BM", "BN", "BK", "CL", "STAGES"),
         C("BM in (64, 128, 256)", "BM is 64 rows (wgmma's M) per warpgroup: 64, 128 or 256"),
         C("BN in (32, 64, 128)", "BN is the N of the wgmma instruction: 32, 64 or 128 (the template's shapes)"),
         C("BK % 8 == 0", "a chunk is a whole number of k = 8 wgmma steps"),
@@ -101,7 +101,6 @@ SPEC = KernelSpec(
         BK=(16, 32, 64),
         CL=(1, 2, 4, 8),
         STAGES=(2, 3, 4, 8),
-        MINB=(1,),
         TMA=(0, 1),
         KW=(1, 2),
         RF=(0, 1),

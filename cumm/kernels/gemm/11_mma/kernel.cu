@@ -11,7 +11,7 @@
 // VEC_C: pointer 16-byte aligned and leading dimension % 8 == 0 (else element-wise accesses). sm_80+.
 // Parameters: BM, BN, BK (% 16), WM (% 16), WN (% 16); NUM_THREADS = 32 (BM / WM) (BN / WN).
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM16_BATCH_ARGS) {
+extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM16_ARGS) {
     CUMM_BATCH();  // a batched variant: this block's product of the batch (grid z; batch16.cuh, common.cuh)
     constexpr int WARPS_N = BN / WN, MI = WM / 16, NI = WN / 8;
     constexpr int A_CH = BM * BK / 8, B_CH = BK * BN / 8;  // 16-byte chunks of a slab

@@ -18,7 +18,7 @@ __device__ __forceinline__ int cumm_swz(int r, int c) {
     return CPR == 4 ? r * 4 + (c ^ ((r >> 1) & 3)) : r * CPR + (c ^ (r & 7));
 }
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM16_BATCH_ARGS) {
+extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM16_ARGS) {
     CUMM_BATCH();  // a batched variant: this block's product of the batch (grid z; batch16.cuh, common.cuh)
     constexpr int WARPS_N = BN / WN, MI = WM / 16, NI = WN / 8;
     constexpr int CPR_A = BK / 8, CPR_B = BN / 8;
@@ -79,13 +79,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM1
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < KT) issue(s, s);
-        asm volatile("cp.async.commit_group;\n" ::: "memory");  // empty groups keep the count uniform
+        cumm_cp_async_commit_s();  // empty groups keep the count uniform
     }
     for (int kt = 0; kt < KT; ++kt) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2) : "memory");  // slab kt has landed (ours)
+        cumm_cp_async_wait_s<STAGES - 2>();  // slab kt has landed (ours)
         __syncthreads();  // everyone's part has; everyone is done with the stage refilled next
         if (kt + STAGES - 1 < KT) issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
+        cumm_cp_async_commit_s();
         const unsigned as = sbase + kt % STAGES * STAGE_BYTES, bs = as + 2 * BM * BK;
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS) CUMM_KERNEL(CUMM_GEMM1
                 for (int j = 0; j < NI; ++j) cumm_mma16816(acc[i][j], af[i], bf[j / 2][j % 2 * 2], bf[j / 2][j % 2 * 2 + 1]);
         }
     }
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    cumm_cp_async_wait_s<0>();
 
 #pragma unroll
     for (int i = 0; i < MI; ++i)

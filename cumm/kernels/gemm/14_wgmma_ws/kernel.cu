@@ -36,8 +36,8 @@
 // - Batched variant (CUMM_BATCHED): the tiles of every product of the batch form one run that the persistent
 //   blocks walk, so a batch of small products fills the GPU as one large product would (with a grid z over the
 //   batch, 132 multiprocessors split between 96 products left 36 idle). Whole tiles only (no stream-K).
-// - PP (ping-pong consumers: each warpgroup owns whole tiles, the two take turns on the mainloop) measured
-//   0.85-0.87x PP = 0 at 4096^3 on the H200 and is gone; the parameter is accepted as 0 only.
+// (Ping-pong consumers, each warpgroup owning whole tiles and the two taking turns on the mainloop, measured
+// 0.85-0.87x these cooperative ones at 4096^3 on the H200: docs/rejected.md.)
 // Operands given transposed (column-major: x.T, w.T) are read in place: TA, A's map has dims M x K and boxes of 64
 // rows of M by 64 k (descriptors M-major, imm-trans-a 1); TB, B's map has dims K x N and boxes of 64 rows of N by
 // 64 k (K-major, as A's rows, imm-trans-b 0). The wgmma reads either layout from shared memory at the same rate.
@@ -68,13 +68,12 @@
 #define CUMM_CLUSTER
 #endif
 // Batched variant: 3-D maps, and the batch's tiles are one run: tile t is tile t % per of product t / per. The
-// batch count comes after common.cuh's batch strides (the spec's schedules_batch); a single product is a batch
-// of one whose strides are 0.
+// batch count comes after the batch strides (the spec's schedules_batch); a single product is a batch of one
+// whose strides are 0 (sm90.cuh).
 #if CUMM_BATCHED
-#define CUMM_WS_ARGS CUMM_GEMM16_ARGS, const i64 bsa, const i64 bsb, const i64 bsc, const int batch
+#define CUMM_WS_ARGS CUMM_GEMM16_ARGS, const int batch
 #else
 #define CUMM_WS_ARGS CUMM_GEMM16_ARGS
-constexpr i64 bsa = 0, bsb = 0, bsc = 0;
 constexpr int batch = 1;
 #endif
 
@@ -84,7 +83,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(CL == 1 || CL == 2, "CL = 2: clusters of two blocks split the B boxes (an odd count: rank 0 one more)");
-    static_assert(PP == 0, "ping-pong consumers (PP = 1) are gone: measured slower than PP = 0");
     static_assert(SK == 0 || WGS <= 2, "three consumer warpgroups run whole tiles (named barrier 3 is warpgroup 2's)");
     static_assert(!CUMM_BATCHED || CL == 1, "batched products run CL = 1: a batch's tiles are walked one at a time");
     static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "transposed operands run CL = 1: each block loads its own");

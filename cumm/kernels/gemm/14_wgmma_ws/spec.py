@@ -126,7 +126,7 @@ SPEC = KernelSpec(
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
     summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
     " tile order, TMA-store epilogue",
-    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, PP=0, SK=4, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, SK=4, NUM_THREADS=384),
     # one consumer warpgroup, for products with few tiles (the tuner times these first; H200 winners: 64 x 64
     # at bf16 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at 512 x 4096 x 4096 and 8192 x 256 x 8192).
     # Six and eight stages: on the H100 (bf16, bench x cuBLAS) 128 x 128 with 6 stages against 4 ran 0.95 /
@@ -158,12 +158,7 @@ SPEC = KernelSpec(
         *positive("GM"),
         *_WS3_CONSTRAINTS,
         C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
-        C(
-            "PP == 0",
-            "PP = 1 (ping-pong consumers) is correct but measured 0.85-0.87x PP = 0 at 4096^3 on the H200: PP = 0",
-        ),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
-        C("SK == 0 or PP == 0", "stream-K (SK > 0) needs PP = 0"),
         C(
             "SK == 0 or WGS == 2",
             "one consumer warpgroup (WGS = 1) runs whole tiles: with stream-K (SK > 0) its producer spills under "
@@ -186,7 +181,6 @@ SPEC = KernelSpec(
         GM=(4, 8, 16),
         CL=(1,),
         EPI=(0, 1),
-        PP=(0,),
         SK=(0, 4),
         NUM_THREADS=(256, 384, 512),
     ),

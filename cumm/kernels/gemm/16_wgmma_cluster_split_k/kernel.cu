@@ -26,7 +26,7 @@
 #define CUMM_NC (128 * WGS)  // consumer threads
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS, 1, 1)
-    CUMM_KERNEL(CUMM_GEMM16_BATCH_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
+    CUMM_KERNEL(CUMM_GEMM16_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB) {
     constexpr int MT = BM / 64 / WGS, SB = CUMM_WG_STAGE_BYTES;
     constexpr int E = BN / 2 / KS;  // accumulators of a thread's m64 row block in one rank's columns
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
