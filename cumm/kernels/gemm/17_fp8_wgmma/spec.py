@@ -37,7 +37,7 @@ SPEC = KernelSpec(
             "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)",
         ),
         C(
-            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS",
+            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS + (PROMO == 2) * 64 * 128 * WGS",
             "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1: "
             "a slab's partial sums beside the FP32 totals); more than 128 spill under 232 registers",
         ),

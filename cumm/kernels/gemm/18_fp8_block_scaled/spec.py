@@ -41,7 +41,7 @@ SPEC = KernelSpec(
             "a tile sees one scale of B per block of K: BN divides 128 (B's scale blocks are 128 x 128): BN = 64, 128",
         ),
         C(
-            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS",
+            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS + (PROMO == 2) * 64 * 128 * WGS",
             "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion; more than "
             "128 spill under 232 registers",
         ),
