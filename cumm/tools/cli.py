@@ -484,7 +484,8 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
                 info = _bench.device_info()
                 f.write(
                     f"# cumm FP8 GEMM benchmark\n\n`{command}`\n\n{info['device']} (cc {info['cc']}, CUDA "
-                    f"{info['cuda']}); {_fp8.__doc__.split(chr(10), 1)[1]}\n{_fp8.format_rows(rows, markdown=True)}\n"
+                    f"{info['cuda']}); TFLOP/s, e4m3, bf16 out; columns: "
+                    f"{', '.join(_fp8.COLUMNS)}\n\n{_fp8.format_rows(rows, markdown=True)}\n"
                 )
         return 0
     shapes = [] if args.sizes is None else _bench.square(args.sizes)
