@@ -86,7 +86,7 @@ def test_named_kernel_must_fit_the_scales():
 def test_configure():
     spec = REGISTRY["fp8_wgmma"]
     cfg = plan.configure(spec, E5, E4, "float32", 4096, 4096, False, 132)
-    assert (cfg["FA"], cfg["FB"], cfg["OUT"], cfg["PROMO"]) == (1, 0, 2, 1)
+    assert (cfg["FA"], cfg["FB"], cfg["OUT"], cfg["PROMO"]) == (1, 0, 2, 2)  # promotion by two partial sets
     assert plan.configure(spec, E4, E4, "bfloat16", 4096, 4096, True, 132)["PROMO"] == 0
     assert plan.configure(spec, E4, E4, "bfloat16", 128, 4096, False, 132)["WGS"] == 1  # few tiles
     with pytest.raises(cumm.ConfigError, match="spill"):
@@ -194,3 +194,17 @@ def test_fp8_variants_compile_without_spills(kernel, config):
     k = cumm.compile(kernel, config, "sm_90")
     assert k.arch == "sm_90a" and k.spill_bytes == 0, (k.registers, k.spill_bytes, k.log)
     assert b"\x7fELF" == k.cubin[:4]
+
+
+# ---- CPU: the FP8 bench's command line and table ------------------------------------------------------------
+
+
+def test_bench_dtype_fp8_parses_and_formats():
+    from cumm.tools import bench_fp8
+    from cumm.tools.cli import build_parser
+
+    assert build_parser().parse_args(["bench", "--dtype", "fp8"]).dtype == "fp8"
+    row = {"shape": [128, 256, 512], "tflops": dict.fromkeys(bench_fp8.COLUMNS, 100.0), "rel_vs_torch": 0.0}
+    row["tflops"]["fp8_wgmma"] = 110.0
+    text, md = bench_fp8.format_rows([row]), bench_fp8.format_rows([row], markdown=True)
+    assert "128x256x512" in text and "1.10" in text and md.startswith("| M x N x K |")

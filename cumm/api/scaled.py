@@ -12,18 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import cupy
-import numpy as np
-from cupy_backends.cuda.api import driver as _driver
 
 from ..plan import scaled as _plan
 from ..plan.operands import compute_capability
-from ..runtime import tmaps
 from ..runtime.compile import device_kernel
 from ..runtime.driver import multiprocessors as _sms
+from ..runtime.launch import Launch
 from ..runtime.render import ALIGNED
-
-_ZERO_MAP = tmaps.aligned_map()  # C's map when the kernel stores directly (never read)
-_maps: dict = {}  # MapSpec -> tmaps.Maps (its maps by pointer)
 
 
 def _dtype_name(x) -> str:
@@ -69,11 +64,65 @@ def _k_major(x, rows: int, K: int, ptr: int, ld: int, inner: int):
     return buf, buf.data_ptr(), kp
 
 
-def _map(spec: tmaps.MapSpec, ptr: int) -> int:
-    m = _maps.get(spec)
-    if m is None:
-        m = _maps[spec] = tmaps.Maps(spec)
-    return m.known.get(ptr) or m.make(ptr)
+_calls: dict = {}  # a call's key -> its _Call (every decision and the packed launch)
+_CALLS_MAX = 1024
+
+
+def _key(a, b, sa, sb, out, out_dtype, fast: bool, kernel: str, config) -> tuple | None:
+    """Everything the checks and decisions of a call depend on but its pointers (of which only the 16-byte
+    alignment: whether the copy engine reads an operand in place, whether C is stored by TMA), or None when the
+    call is not cached (not torch tensors, a missing scale, an unhashable argument: the checked path says why)."""
+    try:
+        parts = []
+        for x in (a, b, sa, sb):
+            if type(x).__module__ != "torch":
+                return None
+            parts += (x.dtype, x.shape, x.stride(), x.device, x.data_ptr() & 15)
+        if out is not None:
+            if type(out).__module__ != "torch":
+                return None
+            parts += (out.dtype, out.shape, out.stride(), out.device, out.data_ptr() & 15)
+        key = (*parts, out is None, out_dtype, fast, kernel, None if config is None else tuple(sorted(config.items())))
+        hash(key)
+        return key
+    except (AttributeError, TypeError):
+        return None
+
+
+class _Call:
+    """A scaled_matmul call's decisions for one key and its launch (runtime.launch.Launch: the arguments packed
+    once, the maps kept per pointer in the tensor-map arena); a call with the same key only launches."""
+
+    __slots__ = ("launch", "M", "N", "K", "dev", "out_dtype", "device", "copy_a", "copy_b")
+
+    def __init__(self, launch: Launch, dims, dev: int, out_dtype, device, copy_a: bool, copy_b: bool):
+        self.launch, (self.M, self.N, self.K), self.dev = launch, dims, dev
+        self.out_dtype, self.device, self.copy_a, self.copy_b = out_dtype, device, copy_a, copy_b
+
+    def __call__(self, a, b, sa, sb, out):
+        import torch
+
+        M, N, K = self.M, self.N, self.K
+        if out is None:
+            out = torch.empty((M, N), dtype=self.out_dtype, device=self.device)
+        a_ = b_ = None
+        if self.copy_a:
+            a_, pa, _ = _k_major(a, M, K, a.data_ptr(), a.stride(0), a.stride(1))
+        else:
+            pa = a.data_ptr()
+        if self.copy_b:
+            bt = b.t()
+            b_, pb, _ = _k_major(bt, N, K, bt.data_ptr(), bt.stride(0), bt.stride(1))
+        else:
+            pb = b.data_ptr()  # (b.t()'s pointer: the same)
+        stream = torch.cuda.current_stream(self.dev).cuda_stream
+        if cupy.cuda.runtime.getDevice() != self.dev:
+            with cupy.cuda.Device(self.dev):
+                self.launch((pa, pb, out.data_ptr(), sa.data_ptr(), sb.data_ptr()), stream)
+        else:
+            self.launch((pa, pb, out.data_ptr(), sa.data_ptr(), sb.data_ptr()), stream)
+        del a_, b_  # (the copies live on the stream's allocator until the kernel has read them)
+        return out
 
 
 def scaled_matmul(
@@ -103,7 +152,23 @@ def scaled_matmul(
     of an (N, K) weight are read in place; any other layout, a K that is not a multiple of 16 or a row not on 16
     bytes is first copied into a zero-padded K-major buffer (one read and write of the operand; for b (K, N)
     row-major, a transposed copy).
+
+    The first call with a given key (dtypes, shapes, strides, devices, 16-byte alignment of every tensor,
+    out_dtype, use_fast_accum, kernel, config) runs every check and decision; later ones launch (a few us).
     """
+    key = _key(a, b, scale_a, scale_b, out, out_dtype, use_fast_accum, kernel, config)
+    call = _calls.get(key) if key is not None else None
+    if call is None:
+        call = _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum, kernel, config)
+        if key is not None:
+            if len(_calls) >= _CALLS_MAX:
+                _calls.clear()
+            _calls[key] = call
+    return call(a, b, scale_a, scale_b, out)
+
+
+def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kernel: str, config) -> _Call:
+    """Every check and decision of a call: its _Call."""
     _check_tensor(a, "a")
     _check_tensor(b, "b")
     da, db = _dtype_name(a), _dtype_name(b)
@@ -140,40 +205,27 @@ def scaled_matmul(
     with cupy.cuda.Device(dev):
         sms = _sms(dev)
         cfg = _plan.configure(spec, da, db, on, M, N, use_fast_accum, sms, config)
-        if out is None:
-            out = torch.empty((M, N), dtype=getattr(torch, on), device=a.device)
-        a_, pa, lda = _k_major(a, M, K, a.data_ptr(), a.stride(0), a.stride(1))
-        bt = b.t()  # its N x K rows
-        b_, pb, ldb = _k_major(bt, N, K, bt.data_ptr(), bt.stride(0), bt.stride(1))
-        pc, ldc, item = out.data_ptr(), out.stride(0), out.element_size()
-        vec_c = int(pc % 16 == 0 and (ldc * item) % 16 == 0)
-        c_map = vec_c and item == 2
+        item = torch.empty((), dtype=getattr(torch, on)).element_size()
+        # C: the caller's out, or a fresh row-major one (the caching allocator's blocks are 512-byte aligned)
+        pc16, ldc = (out.data_ptr() % 16, out.stride(0)) if out is not None else (0, N)
+        vec_c = int(pc16 == 0 and (ldc * item) % 16 == 0)
+        copy_a = not _plan.readable(a.data_ptr(), a.stride(0), a.stride(1), K)
+        copy_b = not _plan.readable(b.data_ptr(), b.stride(1), b.stride(0), K)
+        kp = -(-K // _plan.TMA_ALIGN) * _plan.TMA_ALIGN  # a copy's pitch
+        lda, ldb = kp if copy_a else a.stride(0), kp if copy_b else b.stride(1)
         kern = device_kernel(spec, cfg, (*ALIGNED[:2], vec_c), dev)
-        ma, mb, mc = spec.tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map)
-        i32, u64 = np.int32, np.uint64
+        maps = spec.tensor_maps(cfg, M, N, K, lda, ldb, ldc, vec_c and item == 2)
         sa, sb = scale_a, scale_b
         if layout == "tensor":  # a step of 0: one scale; 1: one per row (a) or column (b)
-            step_a = 0 if sa.numel() == 1 else sa.stride(0)
-            step_b = 0 if sb.numel() == 1 else sb.stride(1)
-            scal = [sa.data_ptr(), i32(step_a), sb.data_ptr(), i32(step_b)]
+            steps: tuple[int, ...] = (0 if sa.numel() == 1 else sa.stride(0),)
+            steps_b: tuple[int, ...] = (0 if sb.numel() == 1 else sb.stride(1),)
         else:
-            scal = [sa.data_ptr(), i32(sa.stride(0)), i32(sa.stride(1)), sb.data_ptr(), i32(sb.stride(0))]
-            scal.append(i32(sb.stride(1)))
-        args = [i32(M), i32(N), i32(K), pc, i32(ldc), *scal]
-        slots = np.zeros(len(args), dtype=u64)
-        for i, v in enumerate(args):
-            slots[i] = int(v) & 0xFFFFFFFF if isinstance(v, np.int32) else int(v)
+            steps, steps_b = (sa.stride(0), sa.stride(1)), (sb.stride(0), sb.stride(1))
+        # M N K C ldc sa (steps) sb (steps), then the maps of A, B, C; the call's pointers: A, B, C, sa, sb
+        lay = (M, N, K, None, ldc, None, *steps, None, *steps_b)
         grid = min(spec.grid(cfg, M, N, K)[0], sms)
-        stream = torch.cuda.current_stream(dev).cuda_stream
-        with tmaps.arena.lock:  # a map's arena row is not handed on before the launch has copied it
-            ptrs = [slots.ctypes.data + 8 * i for i in range(len(args))]
-            ptrs += [_map(ma, pa), _map(mb, pb), _map(mc, pc) if mc is not None else _ZERO_MAP.ctypes.data]
-            params = np.array(ptrs, dtype=u64)
-            _driver.launchKernel(
-                kern.kernel.ptr, grid, 1, 1, spec.threads(cfg), 1, 1, spec.smem(cfg), stream, params.ctypes.data, 0
-            )
-        del a_, b_  # (the copies live on the stream's allocator until the kernel has read them)
-    return out
+        launch = Launch(kern, grid, spec.threads(cfg), spec.smem(cfg), lay, maps=tuple(maps), order=(2, 3, 4))
+    return _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b)
 
 
 def _dtype_name_of(dtype) -> str:

@@ -39,7 +39,9 @@ class Launch:
     cumm_grid_dependency_wait (grid_barrier.cuh), on devices of compute capability 9.0 and later.
     ``maps``: tensor-map arguments after the layout's (fused3_wg with TMA = 1), each made for one of the call's
     pointers by a _Maps, which keeps them per pointer; the call writes their addresses into its argument
-    pointers."""
+    pointers. A map given as None is one the kernel does not read (zeros). ``order``: which of the call's pointers
+    each of the layout's pointer slots takes (default: the first ones, in order), so that the maps' operand
+    indices and the slots can name different pointers (scaled_matmul: A and B only through their maps)."""
 
     __slots__ = (
         "func",
@@ -70,8 +72,9 @@ class Launch:
         layout: tuple[int | None, ...],
         scratch: int = 0,
         pdl: bool = False,
-        maps: tuple[MapSpec, ...] = (),
+        maps: tuple[MapSpec | None, ...] = (),
         persistent: bool = False,
+        order: tuple[int, ...] | None = None,
     ):
         self.kern = kern  # keeps the module loaded
         self.persistent = persistent  # its call passes T and the barrier word after A, B, C, E (plans.run)
@@ -81,7 +84,8 @@ class Launch:
         for slot, value in enumerate(layout):
             if value is not None:
                 self.slots[slot] = value  # an int32 argument in the low half of its (little-endian) slot
-        self.pointer_slots = tuple(slot for slot, value in enumerate(layout) if value is None)
+        slots = [slot for slot, value in enumerate(layout) if value is None]
+        self.pointer_slots = tuple(zip(slots, order or range(len(slots)), strict=True))  # (slot, pointer index)
         base = self.slots.ctypes.data
         self.ptrs = np.array([base + 8 * i for i in range(len(layout) + len(maps))], dtype=np.uint64)  # (maps:
         # set per call)
@@ -90,7 +94,10 @@ class Launch:
         # of its address and the launch, which copies it
         self.lock = tmaps.arena.lock if maps else threading.Lock()
         # (argument index, operand index, its _Maps) of each map the kernel reads
-        self.maps = tuple((len(layout) + i, spec.operand, Maps(spec)) for i, spec in enumerate(maps))
+        self.maps = tuple((len(layout) + i, spec.operand, Maps(spec)) for i, spec in enumerate(maps) if spec)
+        for i, spec in enumerate(maps):
+            if spec is None:
+                self.ptrs[len(layout) + i] = _ZERO_MAP.ctypes.data
         self.ex = launch_kernel_ex() if pdl else None
         if self.ex is not None:
             self.attr = LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -101,8 +108,8 @@ class Launch:
     def __call__(self, pointers: tuple[int, ...], stream: int, retry: bool = True) -> None:
         with self.lock:  # the slots and the launch configuration are shared; the driver copies them at the launch
             s = self.slots
-            for slot, ptr in zip(self.pointer_slots, pointers, strict=True):
-                s[slot] = ptr
+            for slot, i in self.pointer_slots:
+                s[slot] = pointers[i]
             for arg, operand, maps in self.maps:
                 ptr = pointers[operand]
                 self.ptrs[arg] = maps.known.get(ptr) or maps.make(ptr)

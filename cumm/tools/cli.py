@@ -59,6 +59,15 @@ def _dtype(text: str) -> str:
     return _DTYPES[text]
 
 
+def _bench_dtype(text: str) -> str:
+    """bench's dtypes: the matmul ones and fp8 (cumm.scaled_matmul's rungs beside torch._scaled_mm)."""
+    if text in ("fp8", "float8", "float8_e4m3fn"):
+        return "fp8"
+    if text not in _DTYPES:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; choose fp32, fp16, bf16 or fp8")
+    return _DTYPES[text]
+
+
 def _size_list(text: str) -> list[int]:
     bad = argparse.ArgumentTypeError(f"malformed sizes {text!r}: expected positive integers like 1024,4096")
     try:
@@ -183,11 +192,12 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b.add_argument("--plot", metavar="PATH", help="plot TFLOP/s against size (needs matplotlib: cumm[plot])")
     b.add_argument(
         "--dtype",
-        type=_dtype,
+        type=_bench_dtype,
         default="float32",
         metavar="DTYPE",
         help="fp32 (default; cuBLAS via cupy.matmul in FP32), fp16 or bf16 (the rungs for that dtype; "
-        "cuBLAS via torch.matmul at the same dtype, FP32 accumulation)",
+        "cuBLAS via torch.matmul at the same dtype, FP32 accumulation), or fp8 (cumm.scaled_matmul's FP8 rungs, "
+        "e4m3, beside torch._scaled_mm and cumm's bf16 rung; --shapes or the FP8 issue's shapes; needs torch)",
     )
     b.add_argument(
         "--beta",
@@ -483,6 +493,23 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
                 f.write(table + "\n")
         return 0
 
+    if args.dtype == "fp8":
+        from . import bench_fp8 as _fp8
+
+        shapes = ([] if args.sizes is None else _bench.square(args.sizes)) + (args.shapes or [])
+        rows = _fp8.run(shapes or _fp8.SHAPES)  # 5 interleaved rounds of 10 launches
+        print(_fp8.format_rows(rows))
+        if args.json:
+            _bench.write_json(args.json, {"command": command, "device": _bench.device_info(), "fp8": rows})
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                info = _bench.device_info()
+                f.write(
+                    f"# cumm FP8 GEMM benchmark\n\n`{command}`\n\n{info['device']} (cc {info['cc']}, CUDA "
+                    f"{info['cuda']}); TFLOP/s, e4m3, bf16 out; columns: "
+                    f"{', '.join(_fp8.COLUMNS)}\n\n{_fp8.format_rows(rows, markdown=True)}\n"
+                )
+        return 0
     shapes = [] if args.sizes is None else _bench.square(args.sizes)
     shapes += args.shapes or []
     if not shapes:

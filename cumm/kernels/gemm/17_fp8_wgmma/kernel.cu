@@ -90,6 +90,58 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         for (int m = 0; m < MT; ++m)
 #pragma unroll
             for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+#if PROMO == 2
+        // Two partial sets taking turns: slab kt + 1's wgmma run into one while slab kt's sums (the other) are
+        // added into d, so the adds no longer hold the tensor core (with PROMO = 1 both warpgroups wait on the
+        // same stage, finish together and add together: the tensor core idles through every slab's adds).
+        float p0[MT][BN / 2], p1[MT][BN / 2];
+        auto issue = [&](float (&p)[MT][BN / 2], int s) {
+            const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
+            cumm_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
+                                       kk > 0);
+            cumm_wgmma_commit();
+        };
+        auto add = [&](float (&p)[MT][BN / 2], int s) {  // p's slab is done: hand its stage back, add p into d
+            ring.release<1>(s, lane, 0);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                cumm_wgmma_pin(p[m]);
+#pragma unroll
+                for (int e = 0; e < BN / 2; ++e) d[m][e] += p[m][e];
+            }
+        };
+        // (each wait's depth fixed where it stands: ptxas serializes every wgmma when it cannot tell which
+        // accumulators a wait has made safe to read)
+        int s0 = ring.wait(it), s1 = 0;
+        issue(p0, s0);
+        for (int kt = k0;; kt += 2) {
+            if (kt + 1 >= k1) {
+                cumm_wgmma_wait<0>();
+                add(p0, s0);
+                ++it;
+                break;
+            }
+            issue(p1, s1 = ring.wait(it + 1));
+            cumm_wgmma_wait<1>();
+            add(p0, s0);
+            ++it;
+            if (kt + 2 >= k1) {
+                cumm_wgmma_wait<0>();
+                add(p1, s1);
+                ++it;
+                break;
+            }
+            issue(p0, s0 = ring.wait(it + 1));
+            cumm_wgmma_wait<1>();
+            add(p1, s1);
+            ++it;
+        }
+#else
 #if PROMO
         float p[MT][BN / 2];  // one slab's sums, promoted into d
 #endif
@@ -128,6 +180,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         ring.release<1>((it - 1) % STAGES, lane, 0);
 #pragma unroll
         for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
+#endif
 #endif
         cumm_fp8_scale_tile<MT, BN / 2>(d, sa, sa_step, sb, sb_step, M, N, o.x + wrow, o.y, warp, g, t4);
         // The TMA store takes every tile whose columns end on a 16-byte boundary (as 14)

@@ -18,8 +18,9 @@ SPEC = KernelSpec(
     persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, multiprocessors)
     summary="FP8 wgmma m64nNk32 (e4m3 / e5m2), warp-specialized persistent, per-tensor / row / column scales in the"
     " epilogue, promotion of each 128-deep slab into FP32 registers (PROMO)",
-    # PROMO = 1 (use_fast_accum=False) holds two accumulator sets: 128 x 128 tiles; PROMO = 0 128 x 256 (fast_accum)
-    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, EPI=1, PROMO=1, FA=0, FB=0, OUT=0, NUM_THREADS=384),
+    # PROMO = 2 (use_fast_accum=False): three accumulator sets (totals, two partial sets taking turns), 128 x 128
+    # tiles; PROMO = 1 one partial set (the step below, kept for the table); PROMO = 0 128 x 256 (fast_accum)
+    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, EPI=1, PROMO=2, FA=0, FB=0, OUT=0, NUM_THREADS=384),
     configs={
         "fast_accum": dict(BN=256, STAGES=4, PROMO=0),  # torch._scaled_mm's use_fast_accum=True
         "one_warpgroup_64x128": dict(BM=64, WGS=1, NUM_THREADS=256, STAGES=8),  # few tiles
@@ -37,9 +38,10 @@ SPEC = KernelSpec(
             "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)",
         ),
         C(
-            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS",
+            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS + (PROMO == 2) * 64 * 128 * WGS",
             "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1: "
-            "a slab's partial sums beside the FP32 totals); more than 128 spill under 232 registers",
+            "a slab's partial sums beside the FP32 totals), three times with PROMO = 2 (two partial sets); more than "
+            "128 (192 with PROMO = 2: offline sm_90a, no spills) spill under 232 registers",
         ),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
         C(
@@ -54,7 +56,7 @@ SPEC = KernelSpec(
         WGS=(1, 2),
         GM=(4, 8, 16),
         EPI=(0, 1),
-        PROMO=(0, 1),
+        PROMO=(0, 1, 2),
         NUM_THREADS=(256, 384),
     ),
 )

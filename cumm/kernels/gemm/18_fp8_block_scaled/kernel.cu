@@ -88,6 +88,61 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         for (int m = 0; m < MT; ++m)
 #pragma unroll
             for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+#if PROMO == 2
+        // Two partial sets taking turns (as 17's PROMO = 2): block kt + 1's wgmma run into one while block kt's
+        // sums (the other) are scaled and added into d; each set's scales are loaded when its wgmma are issued.
+        float p0[MT][BN / 2], p1[MT][BN / 2], c0[MT][2], c1[MT][2];
+        auto issue = [&](float (&p)[MT][BN / 2], float (&sc)[MT][2], int s, int kt) {
+            const int kc = walk.slab(i, kt);
+            const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
+            cumm_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
+                                       kk > 0);
+            cumm_wgmma_commit();
+            const float bs = __ldg(sbn + (i64)sb_k * kc);
+#pragma unroll
+            for (int m = 0; m < MT; ++m)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) sc[m][h] = __ldg(sar[m][h] + (i64)sa_k * kc) * bs;
+        };
+        auto add = [&](float (&p)[MT][BN / 2], const float (&sc)[MT][2], int s) {
+            ring.release<1>(s, lane, 0);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                cumm_wgmma_pin(p[m]);
+#pragma unroll
+                for (int e = 0; e < BN / 2; ++e) d[m][e] = fmaf(p[m][e], sc[m][(e / 2) % 2], d[m][e]);
+            }
+        };
+        int s0 = ring.wait(it), s1 = 0;  // (each wait's depth fixed where it stands, as in 17)
+        issue(p0, c0, s0, k0);
+        for (int kt = k0;; kt += 2) {
+            if (kt + 1 >= k1) {
+                cumm_wgmma_wait<0>();
+                add(p0, c0, s0);
+                ++it;
+                break;
+            }
+            issue(p1, c1, s1 = ring.wait(it + 1), kt + 1);
+            cumm_wgmma_wait<1>();
+            add(p0, c0, s0);
+            ++it;
+            if (kt + 2 >= k1) {
+                cumm_wgmma_wait<0>();
+                add(p1, c1, s1);
+                ++it;
+                break;
+            }
+            issue(p0, c0, s0 = ring.wait(it + 1), kt + 2);
+            cumm_wgmma_wait<1>();
+            add(p1, c1, s1);
+            ++it;
+        }
+#else
 #if PROMO
         float p[MT][BN / 2];  // one block's sums, promoted into d with its scales
 #endif
@@ -128,6 +183,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             if (kt > k0) ring.release<1>((it - 1) % STAGES, lane, 0);
 #endif
         }
+#endif
 #if !PROMO
         cumm_wgmma_wait<0>();
         ring.release<1>((it - 1) % STAGES, lane, 0);

@@ -19,7 +19,7 @@ SPEC = KernelSpec(
     persistent=True,
     summary="FP8 wgmma with 1 x 128 (A) and 128 x 128 (B) block scales applied at each 128-deep block's promotion"
     " into FP32 registers (DeepSeek-V3)",
-    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, EPI=1, PROMO=1, FA=0, FB=0, OUT=0, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, EPI=1, PROMO=2, FA=0, FB=0, OUT=0, NUM_THREADS=384),
     configs={
         "no_promotion": dict(PROMO=0),  # the error study: the whole K in the tensor core (uniform scales only)
         "one_warpgroup_64x128": dict(BM=64, WGS=1, NUM_THREADS=256, STAGES=8),  # few tiles
@@ -41,9 +41,10 @@ SPEC = KernelSpec(
             "a tile sees one scale of B per block of K: BN divides 128 (B's scale blocks are 128 x 128): BN = 64, 128",
         ),
         C(
-            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS",
-            "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion; more than "
-            "128 spill under 232 registers",
+            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS + (PROMO == 2) * 64 * 128 * WGS",
+            "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1),"
+            " three times with PROMO = 2 (two partial sets); more than 128 (192 with PROMO = 2) spill under 232 "
+            "registers",
         ),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
         C(
@@ -58,7 +59,7 @@ SPEC = KernelSpec(
         WGS=(1, 2),
         GM=(4, 8, 16),
         EPI=(0, 1),
-        PROMO=(1,),
+        PROMO=(1, 2),
         NUM_THREADS=(256, 384),
     ),
 )
