@@ -40,7 +40,12 @@ def test_grouped_is_public_and_its_kernel_a_grouped_kind():
 @pytest.mark.parametrize("dtype", HALVES)
 def test_offline_compile_without_spills(masked, layout, dtype):
     spec = get_spec("wgmma_grouped")
-    for cfg in (spec.resolve({"MASKED": masked}, 90), spec.resolve({**spec.configs["narrow"], "MASKED": masked}, 90)):
+    for cfg in (
+        spec.resolve({"MASKED": masked}, 90),
+        spec.resolve({**spec.configs["narrow"], "MASKED": masked}, 90),
+        spec.resolve({"MASKED": masked, "EPI": 0}, 90),
+        spec.resolve({"MASKED": masked, "STAGES": 3}, 90),
+    ):
         for vec_c in (0, 1):
             k = compile_offline(spec, cfg, "sm_90", (1, 1, vec_c, 0, dtype_flag(dtype, dtype), layout))
             assert k.arch == "sm_90a" and k.spill_bytes == 0 and k.stack_bytes == 0, (cfg, k.log)
@@ -57,6 +62,53 @@ def test_config_constraints():
         spec.resolve({"BN": 256, "WGS": 1, "NUM_THREADS": 256, "BM": 128})
     with pytest.raises(cumm.ConfigError, match="227 KB"):
         spec.resolve({"STAGES": 5})
+
+
+class _FakeOut:
+    """What the plan reads of an out array: its dtype, strides and address."""
+
+    def __init__(self, shape, ptr=0, strides=None):
+        self.dtype = np.dtype("float16")
+        self.shape = shape
+        self.strides = strides or tuple(int(np.prod(shape[i + 1 :])) * 2 for i in range(len(shape)))
+        self.data = type("Mem", (), {"ptr": ptr})()
+
+
+def test_plan_epilogue_and_stages():
+    from cumm.plan import grouped as plan
+
+    out = _FakeOut((1000, 512), ptr=4096)
+    cfg = plan.configure(plan.CONTIGUOUS, 64, 1000, out, None)
+    assert cfg["EPI"] == 1 and cfg["STAGES"] == 4 and cfg["MASKED"] == 0
+    assert plan.configure(plan.CONTIGUOUS, 246, 1000, out, None)["STAGES"] == 4
+    assert plan.configure(plan.CONTIGUOUS, 247, 1000, out, None)["STAGES"] == 3
+    assert plan.configure(plan.CONTIGUOUS, 1024, 1000, out, None)["STAGES"] == 3
+    assert plan.configure(plan.CONTIGUOUS, 1024, 1000, out, {"EPI": 0})["STAGES"] == 4
+    with pytest.raises(ValueError, match=r"table of 246 groups, not G = 300"):
+        plan.configure(plan.CONTIGUOUS, 300, 1000, out, {"STAGES": 4})
+    off = _FakeOut((1000, 512), ptr=4098)  # 2 bytes off 16
+    assert plan.configure(plan.CONTIGUOUS, 8, 1000, off, None)["EPI"] == 0
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        plan.configure(plan.CONTIGUOUS, 8, 1000, off, {"EPI": 1})
+    pitch = _FakeOut((1000, 500), ptr=4096, strides=(1004, 2))  # a row pitch of 502 halves
+    assert plan.configure(plan.CONTIGUOUS, 8, 1000, pitch, None)["EPI"] == 0
+    with pytest.raises(ValueError, match="MASKED is set by the layout"):
+        plan.configure(plan.CONTIGUOUS, 8, 1000, out, {"MASKED": 1})
+
+
+def test_plan_masked_epilogue_needs_groups_whole_rows_apart():
+    from cumm.plan import grouped as plan
+
+    dense = _FakeOut((4, 100, 256), ptr=4096)
+    assert plan.configure(plan.MASKED, 4, 100, dense, None)["EPI"] == 1
+    assert plan.c_rows(True, 4, 100, dense) == 400
+    wider = _FakeOut((4, 100, 256), ptr=4096, strides=(130 * 512, 512, 2))  # groups 130 rows apart
+    assert plan.configure(plan.MASKED, 4, 100, wider, None)["EPI"] == 1
+    assert plan.c_rows(True, 4, 100, wider) == 3 * 130 + 100
+    odd = _FakeOut((4, 100, 256), ptr=4096, strides=(100 * 512 + 16, 512, 2))  # off a whole row
+    assert plan.configure(plan.MASKED, 4, 100, odd, None)["EPI"] == 0
+    overlap = _FakeOut((4, 100, 256), ptr=4096, strides=(50 * 512, 512, 2))  # groups overlapping
+    assert plan.configure(plan.MASKED, 4, 100, overlap, None)["EPI"] == 0
 
 
 CPU_CASES = [
@@ -293,6 +345,89 @@ def test_masked_cuda_graph_replayed_on_new_counts(sm90):
                 r64 = a[g, :m].double() @ w[g].double().T
                 assert float((out[g, :m].double() - r64).norm() / r64.norm()) < TOLERANCE["bfloat16"]
             assert bool(out[g, m:].isnan().all()), f"group {g}: rows past masked_m written"
+
+
+@gpu
+@pytest.mark.parametrize("epi", [None, 0, 1])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_epilogue_group_ends_at_every_offset_of_a_tile(sm90, rng, epi, transposed):
+    """The TMA-store epilogue (EPI = 1) and the direct stores (EPI = 0): group ends at, before and past each 64-row
+    block of a tile (blocks wholly inside go through C's map, crossing ones through the clip map), 1-row and
+    empty groups; rows past offs[-1] never written."""
+    import cupy
+
+    dtype = "bfloat16"
+    sizes = [127, 128, 129, 63, 64, 65, 1, 0, 255, 256, 257, 191, 193, 2, 0, 130]
+    G, K, N = len(sizes), 192, 320
+    ends = np.cumsum(sizes).tolist()
+    T = ends[-1] + 70
+    a = rng.standard_normal((T, K), dtype=cupy.float32).astype(dtype)
+    b = _weights(rng, G, K, N, dtype, transposed)
+    out = _nan((T, N), dtype)
+    config = None if epi is None else {"EPI": epi}
+    cumm.grouped_matmul(a, b, cupy.asarray(ends, dtype=cupy.int32), out=out, config=config)
+    _check_contiguous(a, b, ends, out, dtype)
+
+
+@gpu
+@pytest.mark.parametrize("epi", [0, 1])
+def test_masked_epilogue_in_a_wider_buffer(sm90, rng, epi):
+    """Masked, out a (G, max_m, N) view of a (G, max_m + 37, N) buffer (groups whole rows apart: the epilogue's
+    maps see them as one column): rows past each count, and the buffer's rows between groups, untouched."""
+    import cupy
+
+    dtype = "float16"
+    G, max_m, K, N = 5, 200, 136, 256
+    a = rng.standard_normal((G, max_m, K), dtype=cupy.float32).astype(dtype)
+    b = _weights(rng, G, K, N, dtype, True)
+    counts = [200, 0, 65, 129, 1]
+    big = rng.standard_normal((G, max_m + 37, N), dtype=cupy.float32).astype(dtype)
+    sentinel = big.copy()
+    out = big[:, :max_m]
+    cumm.grouped_matmul(a, b, masked_m=cupy.asarray(counts, dtype=cupy.int32), out=out, config={"EPI": epi})
+    for g, m in enumerate(counts):
+        if m:
+            ref = a[g, :m].astype(cupy.float64) @ b[g].astype(cupy.float64)
+            assert _rel(big[g, :m], ref) < TOLERANCE[dtype], f"group {g}"
+        assert bool((big[g, m:] == sentinel[g, m:]).all()), f"group {g}: rows past masked_m written"
+
+
+@gpu
+@pytest.mark.parametrize("G", [247, 1024])
+def test_many_groups_table_beside_three_stages(sm90, rng, G):
+    """More groups than a 4-stage ring with the epilogue leaves table room for: the plan takes 3 stages."""
+    import cupy
+
+    dtype = "bfloat16"
+    K, N = 64, 128
+    rs = np.random.default_rng(G)
+    T = 3 * G
+    ends = _random_ends(rs, G, T, empty=0.3)
+    a = rng.standard_normal((T, K), dtype=cupy.float32).astype(dtype)
+    b = _weights(rng, G, K, N, dtype, False)
+    out = _nan((T, N), dtype)
+    cumm.grouped_matmul(a, b, cupy.asarray(ends, dtype=cupy.int32), out=out)
+    _check_contiguous(a, b, ends, out, dtype)
+    with pytest.raises(ValueError, match=r"table of 246 groups, not G = "):
+        cumm.grouped_matmul(a, b, ends, out=out, config={"STAGES": 4})
+
+
+@gpu
+def test_unaligned_out_takes_direct_stores(sm90, rng):
+    """An out view 2 bytes off 16: the plan picks EPI = 0; asking for EPI = 1 is refused, naming the rule."""
+    import cupy
+
+    dtype = "float16"
+    G, T, K, N = 3, 300, 128, 256
+    a = rng.standard_normal((T, K), dtype=cupy.float32).astype(dtype)
+    b = _weights(rng, G, K, N, dtype, False)
+    ends = [100, 100, 290]
+    buf = _nan((T, N + 8), dtype)
+    out = buf[:, 1 : N + 1]
+    cumm.grouped_matmul(a, b, ends, out=out)
+    _check_contiguous(a, b, ends, out, dtype)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        cumm.grouped_matmul(a, b, ends, out=out, config={"EPI": 1})
 
 
 def _gpu_cases():

@@ -68,18 +68,61 @@ def operands(a: cupy.ndarray, b: cupy.ndarray) -> tuple[cupy.ndarray, cupy.ndarr
     return a, padded(b, 2), 0
 
 
+def epilogue_fits(masked: bool, G: int, rows: int, out) -> bool:
+    """Whether ``out`` takes the TMA-store epilogue (EPI = 1): 16-byte aligned, rows of whole 16-byte pitches and,
+    masked, groups a whole number of rows apart and not overlapping (the kernel's maps of C see the groups as one
+    column of rows), whose rows index in 32 bits."""
+    item = out.dtype.itemsize
+    ldc = out.strides[-2] // item
+    if out.data.ptr % 16 or ldc % 8:
+        return False
+    if not masked:
+        return True
+    bsc = out.strides[0] // item
+    return bsc % ldc == 0 and bsc // ldc >= rows and (G - 1) * (bsc // ldc) + rows < 2**31 - 1
+
+
+def c_rows(masked: bool, G: int, rows: int, out) -> int:
+    """The rows of C's maps (EPI = 1): contiguous, C's rows; masked, every group's rows as one column."""
+    return (G - 1) * (out.strides[0] // out.strides[-2]) + rows if masked else rows
+
+
+def configure(layout: str, G: int, rows: int, out, config) -> dict:
+    """wgmma_grouped's configuration for this call: the layout's MASKED; the TMA-store epilogue where ``out``
+    takes it (:func:`epilogue_fits`); 3 stages where 4 leave no room for G groups' table."""
+    spec = get_spec(KERNEL)
+    mod = rung_module(KERNEL)
+    masked = layout == MASKED
+    over = dict(config or {})
+    if "MASKED" in over and over["MASKED"] != int(masked):
+        raise ValueError(f"config's MASKED is set by the layout ({layout}: {int(masked)}); leave it out")
+    over["MASKED"] = int(masked)
+    fits = epilogue_fits(masked, G, rows, out)
+    if over.setdefault("EPI", int(fits)) and not fits:
+        raise ValueError(
+            "config's EPI = 1 (TMA-store epilogue) needs out 16-byte aligned with a row pitch of a multiple of 8"
+            " elements (masked: groups whole rows apart); leave EPI out to have it chosen"
+        )
+    if "STAGES" not in over and mod.groups_fit(spec.resolve(over, 90)) < G:
+        over["STAGES"] = 3
+    cfg = spec.resolve(over, 90)
+    if mod.groups_fit(cfg) < G:
+        raise ValueError(
+            f"config {dict(cfg)} leaves shared memory for the table of {mod.groups_fit(cfg)} groups, not G = {G}:"
+            " take fewer STAGES or EPI = 0"
+        )
+    return cfg
+
+
 class GroupedCall:
     """The kernel for one key (layout, shapes, strides, dtype, device, alignment, config): compiled, its tensor
-    maps kept per pointer, its arguments in 8-byte slots: G rows N K offs C ldc bsc, then the two maps by value."""
+    maps kept per pointer, its arguments in 8-byte slots: G rows N K offs C ldc bsc, then the four maps by value
+    (A, B, and C's two of the TMA-store epilogue: its rows, and the clip map of blocks that cross a group's end)."""
 
     def __init__(self, layout: str, G: int, rows: int, N: int, K: int, a, b, lay: int, out, device_id: int, config):
         spec = get_spec(KERNEL)
         masked = layout == MASKED
-        over = dict(config or {})
-        if "MASKED" in over and over["MASKED"] != int(masked):
-            raise ValueError(f"config's MASKED is set by the layout ({layout}: {int(masked)}); leave it out")
-        over["MASKED"] = int(masked)
-        self.cfg = cfg = spec.resolve(over, 90)
+        self.cfg = cfg = configure(layout, G, rows, out, config)
         item = a.dtype.itemsize
         ldc = out.strides[-2] // item
         vec_c = int(out.data.ptr % 4 == 0 and ldc % 2 == 0)
@@ -93,24 +136,37 @@ class GroupedCall:
             bmap = MapSpec(1, K, N, b.strides[2] // item, 64, 64, 3, 2, 1, G, b.strides[0] // item)
         else:
             bmap = MapSpec(1, N, K, b.strides[1] // item, 64, 64, 3, 2, 1, G, b.strides[0] // item)
-        self.maps = (tmaps.Maps(amap), tmaps.Maps(bmap))
+        maps = [tmaps.Maps(amap), tmaps.Maps(bmap)]
+        self.cshift = 0  # the clip map's base: BM rows before C (kernel.cu), in bytes
+        if cfg["EPI"]:
+            R = c_rows(masked, G, rows, out)
+            cmap = MapSpec(2, N, R, ldc, 64, 64, 3, 2, 1)
+            maps += [tmaps.Maps(cmap), tmaps.Maps(cmap._replace(rows=cfg["BM"], batch=R + 1, batch_stride=ldc))]
+            self.cshift = cfg["BM"] * ldc * item
+        self.maps = tuple(maps)
         bsc = out.strides[0] // item if masked else 0
         # one block per multiprocessor: the tile count is on the device (the offsets)
         self.grid = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
-        self.threads, self.smem = spec.threads(cfg), spec.smem(cfg)
+        self.threads = spec.threads(cfg)
+        self.smem = spec.smem(cfg) + rung_module(KERNEL).table_bytes(G)
+        if self.kern.max_dynamic_shared_size_bytes < self.smem:  # the table grows with G: opt in (never lower)
+            self.kern.max_dynamic_shared_size_bytes = self.smem
         self.slots = np.zeros(8, dtype=np.uint64)
         for i, v in ((0, G), (1, rows), (2, N), (3, K), (6, ldc)):
             self.slots[i] = v
         self.slots[7:8] = np.array([bsc], dtype=np.int64).view(np.uint64)
-        self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(8)] + [0, 0], dtype=np.uint64)
+        self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(8)] + [0] * 4, dtype=np.uint64)
         self.func = self.kern.kernel.ptr
         self.lock = threading.Lock()
 
     def launch(self, pa: int, pb: int, poffs: int, pc: int, stream: int) -> None:
         with tmaps.arena.lock:  # a map's arena row cannot be handed on between its lookup and the launch
             self.slots[4], self.slots[5] = poffs, pc
-            for i, (maps, p) in enumerate(zip(self.maps, (pa, pb), strict=True)):
+            ptrs = (pa, pb, pc, pc - self.cshift)[: len(self.maps)]
+            for i, (maps, p) in enumerate(zip(self.maps, ptrs, strict=True)):
                 self.params[8 + i] = maps.known.get(p) or maps.make(p)
+            if len(self.maps) == 2:  # EPI = 0: C's maps are not read; any map's 128 bytes stand in
+                self.params[10] = self.params[11] = self.params[8]
             args = (self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params.ctypes.data, 0)
             try:
                 _driver.launchKernel(*args)
@@ -140,7 +196,7 @@ def grouped_call(
         b.data.ptr % 16,
         lay,
         out.strides,
-        out.data.ptr % 4,
+        out.data.ptr % 16,
         device_id,
         None if config is None else tuple(sorted(config.items())),
     )

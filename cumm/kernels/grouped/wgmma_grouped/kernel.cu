@@ -14,38 +14,54 @@
 // - A through a 2-D map (contiguous: rows of all groups; a tile's last rows may belong to the next group: loaded,
 //   multiplied, never stored) or a 3-D map (masked: matrix g); B through a 3-D map, matrix g (B given as (G, K, N),
 //   or transposed, CUMM_TB: the (G, N, K) weights that models store, read K-major in place).
-// - Direct stores (cumm_store_tile), each row checked against its group's row end: a TMA store would clip at the
-//   map's edge only, and write the next group's rows (contiguous) or the rows past masked_m (masked: left untouched).
+// - EPI = 1, the TMA-store epilogue (CummTmaEpilogue, as 14's): a warpgroup's 64-row block goes to C through a
+//   swizzled staging buffer and the copy engine, and the consumers start the next tile's wgmma while it drains.
+//   The copy engine clips a box only at a map's edges, and a group ends anywhere: a block wholly inside its group
+//   goes through tmC (C's rows, 2-D); one that crosses the group's end through tmK, the clip map: 3-D, dims N x BM
+//   x (R + 1), both outer strides one row (overlapping), based BM rows before C, so element (n, y, z) is row
+//   z + y - BM. Stored at z = the group's row end and y = row - end + BM, the rows at or past the end have y >= BM
+//   and are clipped; every row before it is in the box's reach (a crossing block starts less than BM rows before
+//   the end). Masked: C's groups as one column of R = (G - 1) gs + max_m rows (gs = bsc / ldc, the host takes
+//   EPI = 1 only when bsc is whole rows), the end z = g gs + count. Column-edge tiles with N % 8 != 0 and EPI = 0
+//   take direct stores (cumm_store_tile), each row checked against the group's end.
+// - The group table lives in dynamic shared memory after the ring's barriers, 8 G + 16 bytes (the host adds it to
+//   the launch's shared memory): with the epilogue's 32 KB staging, 4 stages of 128 x 256 leave room for 246
+//   groups, 3 stages for GMAX (the plan takes 3 where G needs it).
 // Why one launch beats a loop of G matmuls: a loop pays a launch (~4-5 us of host time at G = 64, more than some
 // products take) and a tail wave per expert (a product of 512 rows x 4096 columns is 64 tiles of 128 x 256 on 132
 // multiprocessors: half of them idle); one walk packs every group's tiles into whole waves, and the next tile's
 // first slabs load while the consumers store the last one, across group boundaries.
-// Prediction (H200, bf16, MoE shapes of docs/grouped.md): near wgmma_ws on one product of the same total size on
-// balanced groups (its direct stores cost ~3-5 % against 14's TMA-store epilogue), well above a loop of cuBLAS
-// calls on 64 experts with few tokens each; to be measured beside torch._grouped_mm.
+// Prediction (H200, bf16, MoE shapes of docs/grouped.md): the first pass (direct stores) measured 0.86-0.95x
+// torch._grouped_mm on balanced groups, worst at K = 2048 (32 slabs a tile: the stores are a larger part of each
+// tile); the TMA-store epilogue overlaps them with the next tile's mainloop, as it did for wgmma_ws: +5-10 % at K =
+// 2048, +2-5 % at K = 7168, reaching about 1.0x torch._grouped_mm on the balanced shapes.
 // Arguments: G groups; rows: the rows of A (contiguous: total tokens; masked: max_m); N, K; offs: G int32 on the
 // device; C (row pitch ldc, masked: group stride bsc elements); maps: A (contiguous: dims K x rows, box 64 x BM;
-// masked: K x max_m x G), B (dims N x K x G, box 64 x 64; CUMM_TB: K x N x G), 128-byte swizzle, 16-bit elements.
-// Grid: one block per multiprocessor (the host cannot know the tile count without reading offs). G <= CUMM_GMAX.
+// masked: K x max_m x G), B (dims N x K x G, box 64 x 64; CUMM_TB: K x N x G), 128-byte swizzle, 16-bit elements;
+// EPI = 1: C's maps tmC (dims N x R, box 64 x 64) and tmK (the clip map above, box 64 x 64 x 1), 128-byte swizzle
+// (EPI = 0: any 64-byte aligned 128 bytes, unused). Grid: one block per multiprocessor (the host cannot know the
+// tile count without reading offs). Dynamic shared memory: the spec's smem plus 8 G + 16 bytes (the table).
 
-#define CUMM_GMAX 1024  // groups the shared table holds (the spec's GMAX: the host refuses more)
-#define CUMM_NC (128 * WGS)
+#define CUMM_C_STAGE (EPI ? WGS * 64 * 128 * 2 : 0)  // the epilogue's staging: 64 rows x 128 columns per warpgroup
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     CUMM_KERNEL(const int G, const int rows, const int N, const int K, const int* __restrict__ offs,
                 cumm_out_t* __restrict__ C, const int ldc, const i64 bsc, const __grid_constant__ CummTmap tmA,
-                const __grid_constant__ CummTmap tmB) {
+                const __grid_constant__ CummTmap tmB, const __grid_constant__ CummTmap tmC,
+                const __grid_constant__ CummTmap tmK) {
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(MASKED == 0 || MASKED == 1, "MASKED is 0 (contiguous A) or 1 (A of shape G x max_m x K)");
+    static_assert(EPI == 0 || EPI == 1, "EPI is 0 (direct stores) or 1 (TMA-store epilogue)");
     extern __shared__ unsigned char smem_raw[];
-    __shared__ int g_rend[CUMM_GMAX];  // group g's row end (contiguous: its start is g_rend[g - 1]; masked: its count)
-    __shared__ int g_tend[CUMM_GMAX];  // the walk's tiles of groups 0..g
-    __shared__ int s_tiles;
     const unsigned raw = cumm_smem(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
     unsigned char* const sm = smem_raw + (base - raw);
-    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(sm + STAGES * SB);
+    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(sm + STAGES * SB + CUMM_C_STAGE);
     const CummRing<STAGES> ring{bars, bars + STAGES};
+    int* const g_rend = reinterpret_cast<int*>(bars + 2 * STAGES);  // group g's row end (contiguous: its start is
+                                                                    // g_rend[g - 1]; masked: its count)
+    int* const g_tend = g_rend + G;  // the walk's tiles of groups 0..g
+    int& s_tiles = g_tend[G];
     const int tid = threadIdx.x, lane = tid % 32;
     const int ntn = (N + BN - 1) / BN, KT = (K + 63) / 64;
 
@@ -133,6 +149,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
     const int wg = tid / 128 - 1, warp = tid % 128 / 32, g8 = lane / 4, t4 = lane % 4;
     const int wrow = wg * MT * 64;  // this warpgroup's first row in the tile
+    // EPI = 1: two views of one staging buffer, C's rows (tmC) and the clip map (tmK); beta = 0, so no C loads
+    unsigned char* const cs = sm + STAGES * SB + wg * 64 * 128 * 2;
+    CummTmaEpilogue<MT, BN, 0> epi{cs, &tmC, bars, 1 + wg, tid % 128, warp, g8, t4, 0};
+    CummTmaEpilogue<MT, BN, 1> epk{cs, &tmK, bars, 1 + wg, tid % 128, warp, g8, t4, 0};
+    const int gs = EPI && MASKED ? (int)(bsc / ldc) : 0;  // masked: C's rows per group in tmC's and tmK's rows
     int it = 0;  // slabs consumed (the ring's position)
     int t, k0, k1, grp, row0, rend, col0;
     for (int i = 0; walk.next(i, t, k0, k1); ++i) {
@@ -161,8 +182,17 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         ring.release<1>((it - 1) % STAGES, lane, 0);
 #pragma unroll
         for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
+        if (EPI && (N % 8 == 0 || col0 + BN <= N)) {  // (a box crossing N off the 16-byte grid: direct stores)
+            const int r0 = row0 + wrow;  // this warpgroup's first row (masked: in its group)
+            if (r0 + MT * 64 <= rend)  // wholly inside the group
+                epi.store(d, col0, grp * gs + r0, 0, 1.0f, 0.0f);
+            else if (r0 < rend)  // crosses the group's end: rows at or past it clipped by tmK
+                epk.store(d, col0, r0 - rend + BM, grp * gs + rend, 1.0f, 0.0f);
+            continue;
+        }
         // rows from rend on belong to the next group (contiguous) or lie past masked_m (masked): not stored
         cumm_store_tile<MT, BN / 2, VEC_C>(d, C, MASKED ? (i64)grp * bsc : (i64)0, ldc, rend, N, row0 + wrow, col0,
                                           warp, g8, t4, 1.0f, 0.0f);
     }
+    if (EPI && tid % 128 == 0) cumm_tma_store_wait_all();  // the staging buffer stays until the stores read it
 }

@@ -13,13 +13,24 @@ from cumm.ladder.common import WGMMA_CONSTRAINTS, WS_SHAPE
 
 C = Constraint
 
-GMAX = 1024  # kernel.cu's CUMM_GMAX: the groups its shared table holds
-TABLE_BYTES = 2 * 4 * GMAX + 16  # that table (static shared memory: row ends and tile ends of each group)
+GMAX = 1024  # the most groups grouped_matmul takes (the table below grows with G; 3 stages hold this many)
+SMEM_LIMIT = 232448  # shared memory of a block on sm_90 (227 KB)
 
 
 def smem(c) -> int:
-    """Dynamic shared memory: the stages (1024-aligned), the ring's barriers."""
-    return c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"]
+    """Dynamic shared memory but the group table: the stages (1024-aligned), the epilogue's staging tile
+    (EPI = 1: 64 x 128 halves per consumer warpgroup), the ring's barriers."""
+    return c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + c["EPI"] * c["WGS"] * 16384 + 16 * c["STAGES"]
+
+
+def table_bytes(G: int) -> int:
+    """The group table after the barriers (kernel.cu): a row end and a tile end per group, the tile count."""
+    return 8 * G + 16
+
+
+def groups_fit(c) -> int:
+    """The most groups whose table fits beside configuration c's stages and staging (at most GMAX)."""
+    return max(0, min(GMAX, (SMEM_LIMIT - smem(c) - 16) // 8))
 
 
 SPEC = KernelSpec(
@@ -33,7 +44,7 @@ SPEC = KernelSpec(
     persistent=True,  # one block per multiprocessor walks the tiles of every group
     summary="grouped products (mixture-of-experts) in one persistent warp-specialized wgmma launch: the tile walk"
     " covers every group's tiles, read from device offsets",
-    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, MASKED=0, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, MASKED=0, EPI=1, NUM_THREADS=384),
     configs={"narrow": dict(BN=128, STAGES=6)},
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     # (for the registry's probe: M rows of one group; the host launches one block per multiprocessor)
@@ -52,10 +63,12 @@ SPEC = KernelSpec(
             "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators; more than 128 spill",
         ),
         C("MASKED in (0, 1)", "MASKED is 0 (contiguous A, cumulative row offsets) or 1 (A of G x max_m x K, counts)"),
+        C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue)"),
         C(
-            f"STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + {TABLE_BYTES} <= 232448",
-            "the stages and the group table fit in 227 KB of shared memory per block",
+            "STAGES * (BM + BN) * 128 + 1024 + EPI * WGS * 16384 + 16 * STAGES + 8 * 64 + 16 <= 232448",
+            "the stages, the epilogue's staging (EPI = 1) and a table of at least 64 groups fit in 227 KB of shared"
+            " memory per block",
         ),
     ],
-    space=dict(BM=(128,), BN=(128, 256), STAGES=(3, 4, 5, 6), WGS=(2,), GM=(4, 8, 16), MASKED=(0, 1)),
+    space=dict(BM=(128,), BN=(128, 256), STAGES=(3, 4, 5, 6), WGS=(2,), GM=(4, 8, 16), MASKED=(0, 1), EPI=(0, 1)),
 )
