@@ -254,7 +254,7 @@ def _mlp64(cm, x):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["float32", "bfloat16", "float16"])
-@pytest.mark.parametrize("shape", [(8, 37, 256, 1024, 256), (1, 1, 64, 64, 64), (3, 129, 200, 300, 100)], ids=str)
+@pytest.mark.parametrize("shape", [(8, 37, 256, 1024, 256), (3, 129, 200, 300, 100)], ids=str)
 def test_compiled_mlp_matches_eager_and_torch(ct, dt, shape):
     B, S, K, H, N = shape
     dtype = getattr(torch, dt)
@@ -270,8 +270,8 @@ def test_compiled_mlp_matches_eager_and_torch(ct, dt, shape):
     e_torch = _rel(theirs, ref)
     for name, y in (("eager", eager), ("compiled", compiled)):
         assert not y.isnan().any(), name
-        assert _rel(y, ref) <= 1.5 * e_torch + 4 * U[dt], f"{name} {dt} {shape}: {_rel(y, ref):.3e} vs {e_torch:.3e}"
-    assert _rel(compiled, eager.double()) <= 4 * e_torch + 4 * U[dt]
+        assert _rel(y, ref) <= 1.5 * e_torch + 2 * U[dt], f"{name} {dt} {shape}: {_rel(y, ref):.3e} vs {e_torch:.3e}"
+    assert _rel(compiled, eager.double()) <= 4 * e_torch + 2 * U[dt]
 
 
 @pytest.mark.gpu
@@ -302,10 +302,10 @@ def test_matmul_op_on_gpu(ct, shapes, dt):
     dtype = getattr(torch, dt)
     a = torch.randn(shapes[0], device="cuda", dtype=dtype)
     b = torch.randn(shapes[1], device="cuda", dtype=dtype)
-    y = torch.compile(ct.matmul, fullgraph=True)(a, b)
+    y = torch.compile(ct.matmul, fullgraph=True, backend="aot_eager")(a, b)  # (the op itself; inductor: the MLP)
     ref = torch.matmul(a.double(), b.double())
     assert y.shape == ref.shape and y.dtype == dtype and y.is_contiguous()
-    assert _rel(y, ref) <= 1.5 * _rel(torch.matmul(a, b), ref) + 4 * U[dt]
+    assert _rel(y, ref) <= 1.5 * _rel(torch.matmul(a, b), ref) + 2 * U[dt]
 
 
 @pytest.mark.gpu
