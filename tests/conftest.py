@@ -5,6 +5,25 @@ from __future__ import annotations
 
 import pytest
 
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # (a test run without the test extra: the hypothesis tests fail to import, not every test)
+    settings = None
+
+# hypothesis profiles for tests/test_property.py (tests that set max_examples themselves keep theirs):
+# "default" is the GPU suite's fixed budget; "long" (pytest --hypothesis-profile=long tests/test_property.py) is a
+# device session's, >= 50,000 examples. No example database: a failure prints its reproduction (print_blob).
+if settings is not None:
+    _PROFILE = dict(deadline=None, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("default", max_examples=100, **_PROFILE)
+    settings.register_profile("long", max_examples=52_000, **_PROFILE)
+PROPERTY_EXAMPLES = [0]  # examples run by tests/test_property.py, printed at the end of the session
+
+
+def pytest_terminal_summary(terminalreporter):
+    if PROPERTY_EXAMPLES[0]:
+        terminalreporter.write_line(f"hypothesis: {PROPERTY_EXAMPLES[0]} examples of cumm.matmul run (test_property)")
+
 
 def _gpu_skip_reason() -> str | None:
     from cumm.runtime.timing import gpu_unavailable
