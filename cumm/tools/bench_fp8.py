@@ -35,7 +35,8 @@ def run(shapes: Sequence[tuple[int, int, int]] = SHAPES, rounds: int = 5, reps: 
 def _row(M: int, N: int, K: int, rounds: int, reps: int) -> dict:
     import torch
 
-    import cumm
+    from ..api.matmul import matmul
+    from ..api.scaled import scaled_matmul
 
     bf, sm = torch.bfloat16, torch._scaled_mm
     copies = max(2, -(-(256 << 20) // (M * K + N * K)))
@@ -43,14 +44,14 @@ def _row(M: int, N: int, K: int, rounds: int, reps: int) -> dict:
     blk = [operands(M, N, K, True) for _ in range(copies)]
     half = [(o[0].to(bf), o[1].to(bf)) for o in ops[:2]]
     fns = {
-        "bf16": lambda i: cumm.matmul(*half[i % 2]),
-        "fp8 promo1": lambda i: cumm.scaled_matmul(*ops[i % copies], kernel="fp8_wgmma", config={"PROMO": 1}),
-        "fp8_wgmma": lambda i: cumm.scaled_matmul(*ops[i % copies]),
-        "fp8 fast": lambda i: cumm.scaled_matmul(*ops[i % copies], use_fast_accum=True),
+        "bf16": lambda i: matmul(*half[i % 2]),
+        "fp8 promo1": lambda i: scaled_matmul(*ops[i % copies], kernel="fp8_wgmma", config={"PROMO": 1}),
+        "fp8_wgmma": lambda i: scaled_matmul(*ops[i % copies]),
+        "fp8 fast": lambda i: scaled_matmul(*ops[i % copies], use_fast_accum=True),
         "torch": lambda i: sm(*ops[i % copies][:2], *ops[i % copies][2:], out_dtype=bf),
         "torch fast": lambda i: sm(*ops[i % copies][:2], *ops[i % copies][2:], out_dtype=bf, use_fast_accum=True),
-        "block promo1": lambda i: cumm.scaled_matmul(*blk[i % copies], kernel="fp8_block_scaled", config={"PROMO": 1}),
-        "block": lambda i: cumm.scaled_matmul(*blk[i % copies]),
+        "block promo1": lambda i: scaled_matmul(*blk[i % copies], kernel="fp8_block_scaled", config={"PROMO": 1}),
+        "block": lambda i: scaled_matmul(*blk[i % copies]),
     }
     c, t = fns["fp8_wgmma"](0).float(), fns["torch"](0).float()
     rel = ((c - t).norm() / t.norm()).item()

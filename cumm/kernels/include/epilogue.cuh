@@ -195,8 +195,15 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
 #endif
 #ifdef CUMM_GEMM16_ARGS
 #undef CUMM_GEMM16_ARGS
+#if CUMM_BATCHED
+#define CUMM_GEMM16_ARGS                                                                               \
+    const int M, const int N, const int K, const CummAlpha alpha, const cumm_h16* __restrict__ A,      \
+    const int lda, const cumm_h16* __restrict__ B, const int ldb, const float beta,                     \
+    cumm_out_t* __restrict__ C, const int ldc, const i64 bsa, const i64 bsb, const i64 bsc
+#else
 #define CUMM_GEMM16_ARGS                                                                               \
     const int M, const int N, const int K, const CummAlpha alpha, const cumm_h16* __restrict__ A,      \
     const int lda, const cumm_h16* __restrict__ B, const int ldb, const float beta,                     \
     cumm_out_t* __restrict__ C, const int ldc
+#endif
 #endif
