@@ -9,8 +9,9 @@
 // cumm_store_tile and CummTmaEpilogue. Each gets an overload here taking a CummAlpha: it applies the epilogue
 // to alpha * acc at (row, col) of product z, then calls the unchanged store with alpha = 1 (folded away), which
 // adds beta * C and casts. CummAlpha has no conversion to float, so a store that is not covered here does not
-// compile (never silently skipped). The epilogue runs where row < M and col < N only (its operands are read in
-// range), once per element of C, after the whole sum (split-K partials never get it: the plan does not split).
+// compile (never silently skipped). The epilogue sees row < M and col < N only (elements past them run at the
+// clamped row / column, unstored: operands are read in range),
+// once per element of C, after the whole sum (split-K partials never get it: the plan does not split).
 //
 // Order per element: v = alpha * acc; cumm_epi_user(v, row, col, z) (the renderer's: named epilogues and a
 // user's snippet alike); then C = v + beta * C, cast to C's dtype.
