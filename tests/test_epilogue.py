@@ -504,3 +504,58 @@ def test_check_and_bench_with_epilogue():
         progress=False,
     )
     assert [r["status"] for r in rows] == ["ok", "ok"]
+
+
+# ---- the cheap epilogue: compile options and the 16-bit fast activations ----------------------------------------
+
+
+def test_epilogue_options_only_for_epilogue_variants():
+    """-prec-div=false (a snippet's `/` without IEEE's per-element slow path) only where there is an epilogue: the
+    options, and so the cubin cache path, of a variant without one are what they were."""
+    from cumm.runtime import compile as C
+
+    assert C.options((1, 1, 1, 0, 0)) == C.NVRTC_OPTIONS
+    assert C.options(E.with_flags((1, 1, 1, 0, 0), SNIPPET)) == (*C.NVRTC_OPTIONS, "-prec-div=false")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,dt", [("wgmma_ws", "bfloat16"), ("mma_swizzled_pipeline", "float16")])
+@pytest.mark.parametrize("act", ["gelu", "gelu_tanh", "silu"])
+def test_fast_activations_per_element(rng, kernel, dt, act, request):
+    """The 16-bit C activations (erfc polynomial, tanh.approx, __fdividef) element by element over -12..12, K = 1
+    (v = a exactly): each within 1.5 units of C's last place of the float64 value (C's rounding takes 0.5), plus
+    2^-20 absolute (the erfc polynomial's 3e-8 where GELU's tail is far below C's units)."""
+    import cupy
+
+    if kernel == "wgmma_ws":
+        request.getfixturevalue("sm90")
+    M, N = 4099, 8
+    a = np.linspace(-12, 12, M).astype("float32").reshape(M, 1).astype(_dt(dt))
+    b = np.ones((1, N), dtype="float32").astype(_dt(dt))
+    out = cupy.full((M, N), math.nan, dtype="float32").astype(_dt(dt))
+    cumm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel, config={}, out=out, activation=act)
+    ref = _acts()[act](_f64(cupy.asarray(a)) @ cupy.ones((1, N)))
+    got = _f64(out)
+    ulp = 2.0 ** (-7 if dt == "bfloat16" else -10) * cupy.maximum(cupy.abs(ref), 2.0**-14)
+    worst = float(cupy.max((cupy.abs(got - ref) - 2.0**-20) / ulp))
+    assert worst <= 1.5, f"{act} on {kernel} ({dt}): {worst:.2f} units of C's last place"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N", [(131, 257), (1, 4097), (193, 7)])
+def test_edge_tiles_read_operands_in_range(rng, M, N, request):
+    """Elements past M or N run the epilogue at the last row / column (branch-free): an M x N operand read there is
+    read in range (compute-sanitizer memcheck covers this test in lab/gpu.sh), and C is exact at the edges."""
+    import cupy
+
+    request.getfixturevalue("sm90")
+    K = 65
+    a = cupy.asarray(rng.standard_normal((M, K), dtype="float32").astype(_dt("bfloat16")))
+    b = cupy.asarray(_b(rng, K, N, "bfloat16"))
+    g = cupy.asarray(rng.standard_normal((M, N), dtype="float32").astype(_dt("bfloat16")))
+    out = cupy.full((M, N), math.nan, dtype="float32").astype(_dt("bfloat16"))
+    snip = "v = v * g[(i64)row * ld_g + col] + (float)(row - col);"
+    cumm.matmul(a, b, kernel="wgmma_ws", config={}, out=out, epilogue=snip, operands={"g": g})
+    r = cupy.arange(M, dtype=cupy.float64)[:, None] - cupy.arange(N, dtype=cupy.float64)[None, :]
+    ref = (_f64(a) @ _f64(b)) * _f64(g) + r
+    assert _rel(out, ref) < _tol("bfloat16", ref)

@@ -27,6 +27,17 @@ from .render import ALIGNED, render, snippet_errors, template_hash, variant
 # CuPy adds -ftz=true and its own -arch when it compiles; offline compiles add the same so that the
 # register report matches what runs.
 NVRTC_OPTIONS = ("-std=c++17",)
+# An epilogue variant's `/` (a user's snippet: `v / (1.0f + __expf(-v))`) as the fast division (div.full: 2 ulp,
+# branch-free) instead of IEEE's reciprocal, check and called slow path per element, which kept the scheduler from
+# overlapping elements. Variants without an epilogue compile as before.
+EPILOGUE_OPTIONS = ("-prec-div=false",)
+
+
+def options(flags) -> tuple[str, ...]:
+    """NVRTC's options for the compile variant ``flags`` (before -ftz and -arch)."""
+    return NVRTC_OPTIONS + EPILOGUE_OPTIONS if variant(flags).epilogue is not None else NVRTC_OPTIONS
+
+
 DEFAULT_SMEM_LIMIT = 48 * 1024
 
 
@@ -119,15 +130,15 @@ def compile_offline(spec: KernelSpec, cfg: Config, arch: str = "sm_90", flags=AL
     spec.check_cc(cc, arch)
     arch = spec.target(cc) if spec.arch_specific else arch
     name, source = render(spec, cfg, flags)
-    options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"]
-    log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, source, options)
+    opts = [*options(flags), "-ftz=true", f"-arch={arch}", "--ptxas-options=-v"]
+    log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, source, opts)
     if f"Compiling entry function '{name}'" not in log:
         # Seen with NVRTC 13 on the H200 machine (driver 580): PTX it has compiled before is served from the
         # driver's compute cache (~/.nv/ComputeCache) without running ptxas, so the log has no report
         # (CUDA_CACHE_DISABLE=1 at process start avoids it). An unused, uniquely named global makes the
         # PTX new, so ptxas runs and reports; the kernel's code is unchanged.
         fresh = f"{source}\n__device__ int cumm_fresh_{uuid.uuid4().hex};  // forces a ptxas run\n"
-        log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, fresh, options)
+        log, cubin = _nvrtc_compile(nvrtc, spec, cfg, arch, fresh, opts)
         if f"Compiling entry function '{name}'" not in log:
             raise CompileError(
                 f"NVRTC compiled kernel {spec.name!r} for {arch} but returned no ptxas report (registers, "
@@ -196,9 +207,9 @@ def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
         if dynamic > limit:  # known before compiling
             raise too_much(0)
         if spec.arch_specific:
-            kern = _arch_specific_kernel(spec, cfg, name, source, int(dev.compute_capability))
+            kern = _arch_specific_kernel(spec, cfg, name, source, int(dev.compute_capability), options(flags))
         else:
-            kern = cupy.RawKernel(source, name, options=NVRTC_OPTIONS)
+            kern = cupy.RawKernel(source, name, options=options(flags))
             try:
                 kern.compile()
             except CompileException as e:
@@ -257,7 +268,9 @@ class ArchKernel:
         self.kernel(grid, block, args, shared_mem=shared_mem, stream=stream)
 
 
-def _arch_specific_kernel(spec: KernelSpec, cfg: Config, name: str, source: str, cc: int) -> ArchKernel:
+def _arch_specific_kernel(
+    spec: KernelSpec, cfg: Config, name: str, source: str, cc: int, opts: tuple[str, ...] = NVRTC_OPTIONS
+) -> ArchKernel:
     """Compile ``source`` for sm_<cc>a with NVRTC (cubin cached on disk, see :func:`arch_specific_cubin`) and
     load it into the current device's context. A cached cubin the driver refuses is set aside and rebuilt."""
     from cupy.cuda import function
@@ -268,7 +281,7 @@ def _arch_specific_kernel(spec: KernelSpec, cfg: Config, name: str, source: str,
         module.load(cubin)
         return ArchKernel(module, name)
 
-    return arch_specific_cubin(spec, cfg, name, source, cc, load=load, load_errors=(CUDADriverError,))
+    return arch_specific_cubin(spec, cfg, name, source, cc, load=load, load_errors=(CUDADriverError,), opts=opts)
 
 
 def cubin_path(name: str, source: str, options: list[str], nvrtc_version) -> Path:
@@ -278,18 +291,27 @@ def cubin_path(name: str, source: str, options: list[str], nvrtc_version) -> Pat
     return cache_dir() / "cubin" / f"{name}-{key}.cubin"
 
 
-def arch_specific_cubin(spec: KernelSpec, cfg: Config, name: str, source: str, cc: int, load=None, load_errors=()):
+def arch_specific_cubin(
+    spec: KernelSpec,
+    cfg: Config,
+    name: str,
+    source: str,
+    cc: int,
+    load=None,
+    load_errors=(),
+    opts: tuple[str, ...] = NVRTC_OPTIONS,
+):
     """The cubin of ``source`` for sm_<cc>a (no GPU needed), from the disk cache if a verified one is there, else
     compiled by NVRTC and cached (keyed by source, options and NVRTC version); through ``load`` when given.
     A cached file that does not verify, or whose ``load`` raises one of ``load_errors``, is set aside with a
     warning and the cubin compiled again (:mod:`cumm.runtime.cache`)."""
     from cupy.cuda import nvrtc
 
-    options = [*NVRTC_OPTIONS, "-ftz=true", f"-arch={spec.target(cc)}"]
-    path = cubin_path(name, source, options, nvrtc.getVersion())
+    full = [*opts, "-ftz=true", f"-arch={spec.target(cc)}"]
+    path = cubin_path(name, source, full, nvrtc.getVersion())
 
     def build() -> bytes:
-        return _nvrtc_compile(nvrtc, spec, cfg, options[-1][6:], source, options)[1]
+        return _nvrtc_compile(nvrtc, spec, cfg, full[-1][6:], source, full)[1]
 
     return _cache.fetch(path, build, load, load_errors)
 
