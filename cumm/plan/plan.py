@@ -175,12 +175,12 @@ def _out_operand(out, batch: tuple[int, ...], M: int, N: int):
     c3 = out.reshape(math.prod(batch), M, N)
     s0, s1, s2 = c3.strides
     oi = c3.dtype.itemsize
-    if not (s2 == oi or N <= 1) or not shares(c3, out) or s1 % oi or s0 % oi or s1 // oi < N:
+    if not (s2 == oi or N <= 1) or not shares(c3, out) or s1 % oi or s0 % oi or (M > 1 and s1 // oi < N):
         raise ValueError(
             f"out must be C-contiguous (row-major with unit column stride) for a batched product; got "
             f"strides {out.strides} for shape {out.shape}"
         )
-    return c3, max(s1 // oi, N, 1), s0 // oi
+    return c3, max(s1 // oi if M > 1 else N, N, 1), s0 // oi  # (one row: its stride is never used)
 
 
 def _readable_by(x3, ld: int, bs: int) -> int:

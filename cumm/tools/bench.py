@@ -524,7 +524,10 @@ def _prepare(
 
         ref = apply(fused[1], ref)
         ref_norm = float((ref * ref).sum() ** 0.5)
-    call = kernel_call(kernel, dtype, beta, fused[0] if fused is not None and kernel != CUBLAS else None)
+    if fused is None or kernel == CUBLAS:
+        call = kernel_call(kernel, dtype, beta)
+    else:
+        call = kernel_call(kernel, dtype, beta, fused[0])
     tol = TOLERANCES[dtype]
     try:
         err = verify(call, sets[0], ref, ref_norm, beta=beta)  # also compiles: keeps compile time out of the warm-up
