@@ -7,9 +7,9 @@ kernels without a graph break, and :class:`Linear`, an ``nn.Linear`` whose forwa
 
 Two ops are registered when this module is first imported (``import cumm`` never imports torch):
 
-* ``torch.ops.cumm.matmul(a, b, kernel="auto")``: ``a @ b`` with ``numpy.matmul``'s rules (batches broadcast,
+* ``torch.ops.cumm.matmul(a, b, rung="auto")``: ``a @ b`` with ``numpy.matmul``'s rules (batches broadcast,
   1-D operands), as ``cumm.matmul(a, b, kernel=kernel)``.
-* ``torch.ops.cumm.linear(x, weight, bias=None, activation=None, residual=None, kernel="auto")``:
+* ``torch.ops.cumm.linear(x, weight, bias=None, activation=None, residual=None, rung="auto")``:
   ``act(x @ weight.T + bias) + residual`` over the last dimension of ``x`` (``weight`` is ``(N, K)`` as in
   ``nn.Linear``), one launch with the epilogue fused (docs/epilogue.md).
 
@@ -64,14 +64,15 @@ def matmul_shape(a_shape, b_shape) -> tuple:
     return batch + ((a2[-2],) if len(a_shape) > 1 else ()) + ((b2[-1],) if len(b_shape) > 1 else ())
 
 
-@torch.library.custom_op("cumm::matmul", mutates_args=(), schema='(Tensor a, Tensor b, str kernel="auto") -> Tensor')
-def _matmul_op(a: torch.Tensor, b: torch.Tensor, kernel: str = "auto") -> torch.Tensor:
-    y = _cumm_matmul(a, b, kernel=kernel)
+@torch.library.custom_op("cumm::matmul", mutates_args=(), schema='(Tensor a, Tensor b, str rung="auto") -> Tensor')
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, rung: str = "auto") -> torch.Tensor:
+    # (the op's argument is `rung`, not `kernel`: inductor's fallback kernels take a `kernel` argument of their own)
+    y = _cumm_matmul(a, b, kernel=rung)
     return y if y.is_contiguous() else y.contiguous()  # (the fake's strides: a new row-major tensor)
 
 
 @_matmul_op.register_fake
-def _matmul_fake(a: torch.Tensor, b: torch.Tensor, kernel: str = "auto") -> torch.Tensor:
+def _matmul_fake(a: torch.Tensor, b: torch.Tensor, rung: str = "auto") -> torch.Tensor:
     _check_dtypes(a, b, "a", "b")
     return a.new_empty(matmul_shape(a.shape, b.shape))
 
@@ -120,7 +121,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, kernel: str = "auto") -> torch.T
 
 _LINEAR_SCHEMA = (
     "(Tensor x, Tensor weight, Tensor? bias=None, str? activation=None, Tensor? residual=None, "
-    'str kernel="auto") -> Tensor'
+    'str rung="auto") -> Tensor'
 )
 
 
@@ -177,7 +178,7 @@ def _act_backward(g: torch.Tensor, z: torch.Tensor, activation: str) -> torch.Te
 
 
 @torch.library.custom_op("cumm::linear", mutates_args=(), schema=_LINEAR_SCHEMA)
-def _linear_op(x, weight, bias=None, activation=None, residual=None, kernel="auto"):
+def _linear_op(x, weight, bias=None, activation=None, residual=None, rung="auto"):
     shape = _linear_check(x, weight, bias, activation, residual)
     N, K = weight.shape
     M = math.prod(x.shape[:-1])
@@ -188,13 +189,13 @@ def _linear_op(x, weight, bias=None, activation=None, residual=None, kernel="aut
         z = _act(z + bias.float() if bias is not None else z, activation)
         return (z + residual.float() if residual is not None else z).to(x.dtype)
     r2 = residual.reshape(M, N) if residual is not None else None
-    y = _cumm_matmul(x.reshape(M, K), weight.t(), kernel=kernel, bias=bias, activation=activation, residual=r2)
+    y = _cumm_matmul(x.reshape(M, K), weight.t(), kernel=rung, bias=bias, activation=activation, residual=r2)
     y = y.reshape(shape)
     return y if y.is_contiguous() else y.contiguous()
 
 
 @_linear_op.register_fake
-def _linear_fake(x, weight, bias=None, activation=None, residual=None, kernel="auto"):
+def _linear_fake(x, weight, bias=None, activation=None, residual=None, rung="auto"):
     return x.new_empty(_linear_check(x, weight, bias, activation, residual))
 
 
