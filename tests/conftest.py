@@ -3,6 +3,8 @@ two GPUs carry ``multigpu`` and are skipped, with the reason, where fewer than t
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 try:
@@ -12,11 +14,12 @@ except ImportError:  # (a test run without the test extra: the hypothesis tests 
 
 # hypothesis profiles for tests/test_property.py (tests that set max_examples themselves keep theirs):
 # "default" is the GPU suite's fixed budget; "long" (pytest --hypothesis-profile=long tests/test_property.py) is a
-# device session's, >= 50,000 examples. No example database: a failure prints its reproduction (print_blob).
+# device session's, >= 50,000 examples (CUMM_LONG_EXAMPLES: a share of them, for several processes in parallel,
+# each drawing its own random examples). No example database: a failure prints its reproduction (print_blob).
 if settings is not None:
     _PROFILE = dict(deadline=None, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
     settings.register_profile("default", max_examples=100, **_PROFILE)
-    settings.register_profile("long", max_examples=52_000, **_PROFILE)
+    settings.register_profile("long", max_examples=int(os.environ.get("CUMM_LONG_EXAMPLES", 52_000)), **_PROFILE)
 PROPERTY_EXAMPLES = [0]  # examples run by tests/test_property.py, printed at the end of the session
 
 
