@@ -413,10 +413,11 @@ def run(
                 raise _bench.BenchError(
                     f"the cuBLAS baseline failed verification at {s.name} ({s.label}): {base.get('error')}"
                 )
+            cublas_tflops = base["tflops"] * s.batch  # (before the loop scales base, rows[0], itself)
             for row in rows:
                 if row.get("tflops") is not None:
                     row["tflops"] *= s.batch  # make_row counts one product
-                row["cublas_tflops"] = base["tflops"] * s.batch
+                row["cublas_tflops"] = cublas_tflops
                 row["cublas_rel_err"] = base["rel_err"]
                 row = check_error(row, base["rel_err"], dtype) if row["kernel"] != _bench.CUBLAS else row
                 row["ratio"] = row["tflops"] / row["cublas_tflops"] if row.get("tflops") else None
