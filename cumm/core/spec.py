@@ -108,6 +108,9 @@ class KernelSpec:
     # host renders CUMM_TA / CUMM_TB and passes tensor_maps a ``layout`` (cumm.runtime.render's TRANSPOSED_A | _B bits);
     # other kernels get a row-major copy of such an operand.
     reads_transposed: bool = False
+    # Its stores go through the epilogue hook (include/epilogue.cuh: alpha arrives as a CummAlpha), so a fused
+    # epilogue (cumm.matmul's bias=, activation=, epilogue=) runs inside it; False: such calls run another rung.
+    epilogue: bool = True
     # Kernels that read operands through the copy engine: tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map) gives
     # the maps (cumm.runtime.tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
     # engine cannot read (a pointer not 16-byte aligned, a row pitch not a multiple of 16 bytes) run ``fallback``.

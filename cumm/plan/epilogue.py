@@ -26,12 +26,12 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..ladder import REGISTRY
 from ..runtime.render import SNIPPET_FILE, variant
 
 ACTIVATIONS = {"relu": "cumm_relu", "gelu": "cumm_gelu", "gelu_tanh": "cumm_gelu_tanh", "silu": "cumm_silu"}
 OPERAND_DTYPES = {"float32": ("float", 0), "float16": ("unsigned short", 0), "bfloat16": ("unsigned short", 1)}
 # rungs whose stores go through a header function that takes alpha as a float (tf32x3_tile.cuh): no epilogue
-NO_EPILOGUE = frozenset({"tf32x3"})
 _RESERVED = frozenset({"v", "row", "col", "z", "bias", "residual", "alpha", "beta", "M", "N", "K"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HEAD = 40  # bytes of CummAlpha before its operands: a, M, N, pad, c, ldc, bsc
@@ -248,14 +248,21 @@ def route(kernel: str, requested: str, split_k):
             f"split_k={split_k} with an epilogue: slices of K write partial sums, and the epilogue must run once on "
             "the whole sum; pass split_k=None"
         )
-    if kernel in NO_EPILOGUE:
-        if requested != "auto":
-            raise ValueError(
-                f"kernel {kernel!r} does not take an epilogue (its stores are in a shared tile function that takes "
-                "alpha as a float); use 'wgmma_tf32x3', 'double_buffer' or kernel='auto'"
-            )
-        return "double_buffer"
-    return kernel
+    spec = REGISTRY[kernel]
+    if spec.epilogue:
+        return kernel
+    # the highest rung below it that takes the same dtypes and an epilogue (a spec field, KernelSpec.epilogue)
+    below = list(REGISTRY)[: list(REGISTRY).index(kernel)]
+    able = [
+        n for n in below if REGISTRY[n].epilogue and REGISTRY[n].kind == "gemm" and REGISTRY[n].dtypes == spec.dtypes
+    ]
+    if requested != "auto" or not able:
+        takes = [n for n, s in REGISTRY.items() if s.epilogue and s.kind == "gemm" and set(spec.dtypes) & set(s.dtypes)]
+        raise ValueError(
+            f"kernel {kernel!r} does not take an epilogue (its stores do not go through include/epilogue.cuh); "
+            f"the rungs that do: {takes} (or kernel='auto')"
+        )
+    return able[-1]
 
 
 def with_flags(flags: tuple, epi: Epilogue | None):

@@ -258,7 +258,7 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue
                 for n in gemm_kernels_list()
                 if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes and REGISTRY[n].min_cc <= cc
             ]
-            able = [n for n in able if n not in _epi.NO_EPILOGUE]
+            able = [n for n in able if REGISTRY[n].epilogue]
             kernel, config = (able[-1], None) if able else (kernel, config)
     spec = get_spec(kernel)
     if half and split_k not in (None, 1):
@@ -302,7 +302,7 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
         kernel = spec.fallback
         spec, config = get_spec(kernel), _auto.named(kernel, M, N, K, dev, nb, dt)
-        if epilogue is not None and kernel in _epi.NO_EPILOGUE:  # the fallback rung cannot take it
+        if epilogue is not None and not spec.epilogue:  # the fallback rung cannot take it
             kernel, config = _epi.route(kernel, "auto", None), None
             spec = get_spec(kernel)
     if (ta or tb) and not spec.reads_transposed:  # read in place by the first rung only: row-major now

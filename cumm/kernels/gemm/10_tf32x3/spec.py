@@ -12,6 +12,7 @@ SPEC = KernelSpec(
     top=True,  # kernel="auto" runs it for its dtypes (the highest top rung the device runs)
     raced=True,  # the tuner races it
     stage_out=True,  # H200, 4096^3 into ldc = 4097 (docs/ladder.md): staging is faster
+    epilogue=False,  # its stores are in tf32x3_tile.cuh's shared tile function, which takes alpha as a float
     template=Path(__file__).with_name("kernel.cu"),
     headers=("include/tf32x3_tile.cuh",),
     min_cc=80,  # mma.sync with TF32 operands
