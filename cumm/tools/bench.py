@@ -183,22 +183,27 @@ def _cells(row: Mapping) -> list[str]:
     return [row["kernel"], shape, f"{row['ms']:.3f}", f"{row['tflops']:.2f}", pct, err, str(row["runs"]), ran]
 
 
-def format_table(results: Sequence[Mapping], *, markdown: bool = False) -> str:
-    """Aligned plain text (or a markdown table) of the results, in their order; FAIL reasons below."""
-    rows = [list(COLUMNS), *(_cells(r) for r in results)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+def aligned_table(columns: Sequence[str], rows: Sequence[Sequence[str]], left, *, markdown: bool = False) -> list[str]:
+    """The lines of a table of ``rows`` under ``columns``, padded to align (the columns in ``left`` to the left, the
+    others to the right), as plain text or markdown (``---:`` right-aligns a markdown column)."""
+    cells = [list(columns), *rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
 
-    def line(cells: Sequence[str]) -> str:
-        padded = [c.ljust(w) if h in _LEFT else c.rjust(w) for c, w, h in zip(cells, widths, COLUMNS, strict=True)]
+    def line(cs: Sequence[str]) -> str:
+        padded = [c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cs, widths, columns, strict=True)]
         return "| " + " | ".join(padded) + " |" if markdown else "  ".join(padded).rstrip()
 
     if markdown:
-        # ---: right-aligns the numeric columns
-        ends = ["-" if h in _LEFT else ":" for h in COLUMNS]
+        ends = ["-" if h in left else ":" for h in columns]
         rule = "|" + "|".join("-" * (w + 1) + e for w, e in zip(widths, ends, strict=True)) + "|"
     else:
         rule = "  ".join("-" * w for w in widths)
-    out = [line(rows[0]), rule, *(line(r) for r in rows[1:])]
+    return [line(cells[0]), rule, *(line(c) for c in cells[1:])]
+
+
+def format_table(results: Sequence[Mapping], *, markdown: bool = False) -> str:
+    """Aligned plain text (or a markdown table) of the results, in their order; FAIL reasons below."""
+    out = aligned_table(COLUMNS, [_cells(r) for r in results], _LEFT, markdown=markdown)
     fails = [r for r in results if r["status"] != "ok" and r.get("error")]
     if fails:
         out.append("")

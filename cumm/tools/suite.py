@@ -247,19 +247,7 @@ def format_summary(summary: Sequence[Mapping], dtype: str) -> list[str]:
 def format_table(results: Sequence[Mapping], dtype: str, *, markdown: bool = False) -> str:
     """The rows (cuBLAS's folded into each cumm row), FAIL reasons, then the geomean and minimum per kernel."""
     rows = [r for r in results if r["kernel"] != _bench.CUBLAS]
-    cells = [list(COLUMNS), *(_cells(r) for r in rows)]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
-
-    def line(cs: Sequence[str]) -> str:
-        padded = [c.ljust(w) if h in _LEFT else c.rjust(w) for c, w, h in zip(cs, widths, COLUMNS, strict=True)]
-        return "| " + " | ".join(padded) + " |" if markdown else "  ".join(padded).rstrip()
-
-    if markdown:
-        ends = ["-" if h in _LEFT else ":" for h in COLUMNS]
-        rule = "|" + "|".join("-" * (w + 1) + e for w, e in zip(widths, ends, strict=True)) + "|"
-    else:
-        rule = "  ".join("-" * w for w in widths)
-    out = [line(cells[0]), rule, *(line(c) for c in cells[1:])]
+    out = _bench.aligned_table(COLUMNS, [_cells(r) for r in rows], _LEFT, markdown=markdown)
     fails = [r for r in results if r["status"] != "ok" and r.get("error")]
     if fails:
         out.append("")
