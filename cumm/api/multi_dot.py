@@ -77,39 +77,27 @@ def _fast_call(arrays, kernel: str, out):
     da, db, dc = a.data, b.data, c.data
     pa, pb, pc = da.ptr, db.ptr, dc.ptr
     if out is None:
-        key = (
-            kernel,
-            a.shape,
-            a.strides,
-            da.device_id,
-            b.shape,
-            b.strides,
-            db.device_id,
-            c.shape,
-            c.strides,
-            dc.device_id,
-            None,
-            (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8,
-        )
+        part, mis = None, 0
     elif type(out) is _ND and out.dtype is _F32:
         de = out.data
         pe = de.ptr
-        key = (
-            kernel,
-            a.shape,
-            a.strides,
-            da.device_id,
-            b.shape,
-            b.strides,
-            db.device_id,
-            c.shape,
-            c.strides,
-            dc.device_id,
-            (out.shape, out.strides, de.device_id),
-            (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8 | (pe & 15) << 12,
-        )
+        part, mis = (out.shape, out.strides, de.device_id), (pe & 15) << 12
     else:
         return None, None
+    key = (
+        kernel,
+        a.shape,
+        a.strides,
+        da.device_id,
+        b.shape,
+        b.strides,
+        db.device_id,
+        c.shape,
+        c.strides,
+        dc.device_id,
+        part,
+        (pa & 15) | (pb & 15) << 4 | (pc & 15) << 8 | mis,
+    )
     plan = _fast.get(key)
     if plan is None:
         return None, key
