@@ -193,6 +193,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                 xr[j][2] = *reinterpret_cast<const float*>(st + cumm_sw128(r0, 2 * j + 1) + 4 * t4);
                 xr[j][3] = *reinterpret_cast<const float*>(st + cumm_sw128(r0 + 8, 2 * j + 1) + 4 * t4);
             }
+            // The stage is refilled by the copy engine (the async proxy) once every warp has released it: a proxy
+            // fence orders these loads before those writes. Without it the release (SYNCS.ARRIVE) was issued with
+            // the 16 loads still in flight, and a refill could land first: on the H200, 2 of 300 calls at 4096^3
+            // (STAGES=3) had one or two rows of a tile wrong (lab probe: bitwise repeat of one call).
+            cumm_fence_proxy_async_shared();
             __syncwarp();
             if (lane == 0) cumm_mbar_arrive(&spent[s]);  // (release: after this warp's loads of the stage)
             if (kt > 0) {  // the previous stage's wgmma: done, its partial into the sum, its split buffer free
