@@ -1,4 +1,4 @@
-"""Fused epilogues against the plain product and torch's ways to do the same, bf16 (docs/epilogue.md).
+"""Fused epilogues against the plain product and torch's ways to do the same, bf16 (docs/beyond.md, Fused epilogues).
 
     PYTHONPATH=. python3 bench/epilogue.py [--shapes 8192x14336x4096,8192x14336x1024,4096x4096x4096]
         [--rounds 3] [--iters 10] [--no-compile] [--json PATH] [--markdown PATH]

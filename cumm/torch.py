@@ -11,7 +11,7 @@ Two ops are registered when this module is first imported (``import cumm`` never
   1-D operands), as ``cumm.matmul(a, b, kernel=kernel)``.
 * ``torch.ops.cumm.linear(x, weight, bias=None, activation=None, residual=None, rung="auto")``:
   ``act(x @ weight.T + bias) + residual`` over the last dimension of ``x`` (``weight`` is ``(N, K)`` as in
-  ``nn.Linear``), one launch with the epilogue fused (docs/epilogue.md).
+  ``nn.Linear``), one launch with the epilogue fused (docs/beyond.md, Fused epilogues).
 
 Each has a fake (meta) implementation that gives the real one's shape, dtype and strides (a new contiguous tensor)
 and checks what the real one checks about shapes and dtypes, and a backward made of more cumm launches (two

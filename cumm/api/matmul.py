@@ -113,7 +113,7 @@ def matmul(
     the heuristic's choice for kernel="auto". Kernels run on the stream of the inputs' library: torch's current
     stream for torch tensors, CuPy's current stream otherwise.
 
-    Fused epilogue (cumm/plan/epilogue.py, docs/epilogue.md), per element, after alpha and before beta * out and the
+    Fused epilogue (cumm/plan/epilogue.py, docs/beyond.md), per element, after alpha and before beta * out and the
     cast: ``bias`` ((N,) or (1, N): per column; (M, 1): per row), ``activation`` ("relu", "gelu", "gelu_tanh",
     "silu"), ``residual`` (a matrix like the result), then ``epilogue``, CUDA statements over the float ``v``, its
     ``row``, ``col``, product ``z`` and the arrays of ``operands`` ({"gate": t}: ``gate[i]``, ``ld_gate``; ``aux=t``

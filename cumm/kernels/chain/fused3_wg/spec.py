@@ -40,8 +40,8 @@ SPEC = KernelSpec(
     persistent=True,
     # BM x BN tiles, each tile's K split over a cluster of CL blocks or (KW = 2) over two warpgroups of
     # one block; TMA = 1: chunks by the copy engine for 16-byte aligned operands (others run the
-    # cp.async form of the same tiles, cumm/_chain/plans.py). Each is the fastest measured at some chain
-    # size on the H200 (cumm/_chain/rules.py, docs/chain.md).
+    # cp.async form of the same tiles, cumm/plan/chain_plans.py). Each is the fastest measured at some chain
+    # size on the H200 (cumm/plan/chain_rules.py, docs/chain.md).
     configs={
         "kw64x32": dict(BM=64, BN=32, BK=64, CL=1, STAGES=2, TMA=1, KW=2, PC=1),
         "wg64x32": dict(BM=64, BN=32, BK=64, CL=2, STAGES=2, TMA=1, RF=1),
