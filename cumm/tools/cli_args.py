@@ -1,5 +1,5 @@
-"""The command line's argument parsers: one per subcommand (bench, tune, check, new), the options they share, and
-the argument types that check each value and say what would be right.
+"""The command line's argument parser (:func:`build_parser`: the subcommands bench, tune, check and new, and the
+options they share) and the argument types that check each value and say what would be right.
 
 Apart from the dispatch (:mod:`.cli`), which runs a subcommand once its arguments are parsed. Parsing needs no GPU
 and no CuPy, so ``--help``, ``--version`` and argument errors work anywhere: this module imports nothing that needs
@@ -148,45 +148,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"cumm {version}")
     sub = p.add_subparsers(dest="command", required=True, metavar="{bench,tune,check,new}")
-    b = _bench_parser(sub, kernels)
-    t = _tune_parser(sub, kernels)
-    c = _check_parser(sub)
-    n = _new_parser(sub, kernels)
-    for sp in (b, c):  # a fused epilogue (cumm/plan/epilogue.py), verified against its float64 reference
-        sp.add_argument(
-            "--epilogue",
-            default=None,
-            metavar="SNIPPET",
-            help="run the cumm kernels with this epilogue: CUDA statements over the float v, row, col, e.g. "
-            "'v = v / (1.0f + __expf(-v));' (needs --reference)",
-        )
-        sp.add_argument(
-            "--activation",
-            default=None,
-            choices=("relu", "gelu", "gelu_tanh", "silu"),
-            help="run the cumm kernels with this fused activation (before --epilogue)",
-        )
-        sp.add_argument(
-            "--reference",
-            default=None,
-            metavar="EXPR",
-            help="the epilogue's float64 meaning: a Python expression over v, row, col with cp, exp, tanh, erf, "
-            "sqrt, maximum, e.g. 'v / (1 + exp(-v))'",
-        )
-    for sp in (b, t, c):
-        sp.add_argument(
-            "--kernel-file",
-            action="append",
-            default=[],
-            metavar="FILE.py",
-            help="import this Python file first (repeatable): the kernels it registers can be named",
-        )
-    for sp in (b, t, c, n):
-        sp.set_defaults(subparser=sp)  # errors found after parsing are reported by the subcommand's parser
-    return p
 
-
-def _bench_parser(sub, kernels: str) -> argparse.ArgumentParser:
     b = sub.add_parser(
         "bench",
         help="time kernels against cuBLAS at the same dtype and print a table",
@@ -274,10 +236,7 @@ def _bench_parser(sub, kernels: str) -> argparse.ArgumentParser:
         action="store_true",
         help="also measure host overhead per call: cumm.matmul vs cupy.matmul on 64x64x64",
     )
-    return b
 
-
-def _tune_parser(sub, kernels: str) -> argparse.ArgumentParser:
     t = sub.add_parser(
         "tune",
         help="search tile configurations for a kernel and shape",
@@ -320,10 +279,6 @@ def _tune_parser(sub, kernels: str) -> argparse.ArgumentParser:
         help="no GPU: print the configurations an H200 would time (compiled offline unless --no-compile)",
     )
     t.add_argument("--no-compile", action="store_true", help="with --plan: skip the offline compiles")
-    return t
-
-
-def _check_parser(sub) -> argparse.ArgumentParser:
     c = sub.add_parser(
         "check",
         help="run a kernel on odd shapes against float64, with guard bands around the output",
@@ -355,10 +310,6 @@ def _check_parser(sub) -> argparse.ArgumentParser:
         action="store_true",
         help="run again under compute-sanitizer --tool memcheck (without the 2048^3 case)",
     )
-    return c
-
-
-def _new_parser(sub, kernels: str) -> argparse.ArgumentParser:
     n = sub.add_parser(
         "new",
         help="write NAME/kernel.cu and NAME/spec.py: a rung's folder, ready to edit",
@@ -376,4 +327,35 @@ def _new_parser(sub, kernels: str) -> argparse.ArgumentParser:
     )
     n.add_argument("--dir", default=".", metavar="DIR", help="where to write the files (default: here)")
     n.add_argument("--force", action="store_true", help="overwrite NAME/kernel.cu and NAME/spec.py if they exist")
-    return n
+    for sp in (b, c):  # a fused epilogue (cumm/plan/epilogue.py), verified against its float64 reference
+        sp.add_argument(
+            "--epilogue",
+            default=None,
+            metavar="SNIPPET",
+            help="run the cumm kernels with this epilogue: CUDA statements over the float v, row, col, e.g. "
+            "'v = v / (1.0f + __expf(-v));' (needs --reference)",
+        )
+        sp.add_argument(
+            "--activation",
+            default=None,
+            choices=("relu", "gelu", "gelu_tanh", "silu"),
+            help="run the cumm kernels with this fused activation (before --epilogue)",
+        )
+        sp.add_argument(
+            "--reference",
+            default=None,
+            metavar="EXPR",
+            help="the epilogue's float64 meaning: a Python expression over v, row, col with cp, exp, tanh, erf, "
+            "sqrt, maximum, e.g. 'v / (1 + exp(-v))'",
+        )
+    for sp in (b, t, c):
+        sp.add_argument(
+            "--kernel-file",
+            action="append",
+            default=[],
+            metavar="FILE.py",
+            help="import this Python file first (repeatable): the kernels it registers can be named",
+        )
+    for sp in (b, t, c, n):
+        sp.set_defaults(subparser=sp)  # errors found after parsing are reported by the subcommand's parser
+    return p
