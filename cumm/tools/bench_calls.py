@@ -1,0 +1,144 @@
+"""What the benchmark runs and how it checks it: the rotating operand sets, the calls (cuBLAS's and cumm's, with or
+without beta) and their verification against a float64 product.
+
+Apart from the timing rounds (:mod:`.bench`): these say what one call computes and whether it is right, the same
+for the bench, the shape suite and the scripts in bench/; the rounds say how it is timed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+from ..runtime.timing import n_input_sets
+from .bench_rows import CUBLAS, check_beta
+
+L2_FALLBACK_BYTES = 60 * 2**20  # H200; used only if the device does not report its L2 size
+
+
+class BenchError(RuntimeError):
+    """The benchmark cannot produce honest numbers here (no GPU, TF32 forced, broken baseline)."""
+
+
+def c0_scale(K: int, beta: float, dtype: str = "float32") -> float:
+    """The standard deviation of the random C0 that :func:`verify` starts C from when beta != 0: beta * C0 as
+    large as A @ B's elements (std sqrt(K) for normal inputs), so a call that ignores beta or C is off by about
+    the whole result, never by less than the dtype's tolerance; for float16 the deviation is capped at 2^12, so C0
+    stays far below float16's largest value (65504)."""
+    scale = math.sqrt(max(K, 1)) / abs(beta)
+    return min(scale, 2.0**12 if dtype == "float16" else 2.0**100)
+
+
+# The verification threshold per dtype (core.dtypes.TOLERANCE): relative Frobenius error against float64 of the
+# (rounded) inputs. A half result is rounded to 11 (float16) or 8 (bfloat16) significant bits, so its error is ~2^-12
+# or ~2^-9.
+
+
+def np_dtype(dtype: str):
+    if dtype == "bfloat16":
+        from ..runtime.arrays import bfloat16
+
+        return bfloat16()
+    import numpy as np
+
+    return np.dtype(dtype)
+
+
+def input_sets(
+    rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: str = "float32", beta: float = 0.0
+) -> list[tuple]:
+    """Rotating (A, B, C) sets of ``dtype``; A and B random normal, C uninitialized (every call writes it) or, with
+    ``beta`` != 0, random normal too (every call reads it)."""
+    import cupy
+
+    item = 4 if dtype == "float32" else 2
+    if n_sets is None:
+        dev = cupy.cuda.Device()
+        l2 = dev.attributes.get("L2CacheSize") or L2_FALLBACK_BYTES
+        pool = cupy.get_default_memory_pool()
+        free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+        n_sets = n_input_sets(item * (M * K + K * N), item * (M * K + K * N + M * N), l2, free)
+    f32, dt = cupy.float32, np_dtype(dtype)
+    return [
+        (
+            rng.standard_normal((M, K), dtype=f32).astype(dt),
+            rng.standard_normal((K, N), dtype=f32).astype(dt),
+            cupy.empty((M, N), dtype=dt) if beta == 0.0 else rng.standard_normal((M, N), dtype=f32).astype(dt),
+        )
+        for _ in range(n_sets)
+    ]
+
+
+def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0, epi: Mapping | None = None) -> Callable:
+    """``call(a, b, c)`` writing a @ b into c: cuBLAS (cupy.matmul for float32; torch.matmul, the cuBLAS
+    fp16/bf16 products with FP32 accumulation that users call, on the same memory for half dtypes), or a cumm
+    kernel ("auto" too). With ``beta`` != 0 the call computes c = a @ b + beta * c in place: cuBLAS through
+    ``cupy.cublas.gemm`` (float32; cupy.matmul has no beta) or ``torch.Tensor.addmm_`` (half dtypes), a cumm
+    kernel through ``cumm.matmul(..., beta=beta)``."""
+    import cupy
+
+    from ..api import matmul as _api
+
+    beta = check_beta(beta)
+    if kernel == CUBLAS and dtype == "float32":
+        if beta == 0.0:
+            return lambda a, b, c: cupy.matmul(a, b, out=c)
+        from cupy import cublas  # needs the cuBLAS library: imported only here
+
+        return lambda a, b, c: cublas.gemm("N", "N", a, b, out=c, alpha=1.0, beta=beta)
+    if kernel == CUBLAS:
+        try:
+            import torch
+        except ImportError:
+            what = "torch.matmul" if beta == 0.0 else "torch.Tensor.addmm_"
+            raise BenchError(f"the {dtype} cuBLAS baseline is {what}: install torch") from None
+        views: dict = {}
+
+        def views_of(a, b, c) -> tuple:
+            key = (a.data.ptr, b.data.ptr, c.data.ptr)
+            t = views.get(key)
+            if t is None:
+                t = views[key] = (torch.from_dlpack(a), torch.from_dlpack(b), torch.from_dlpack(c))
+            return t
+
+        if beta == 0.0:
+
+            def call(a, b, c):
+                t = views_of(a, b, c)
+                torch.matmul(t[0], t[1], out=t[2])
+
+        else:
+
+            def call(a, b, c):
+                t = views_of(a, b, c)
+                t[2].addmm_(t[0], t[1], beta=beta)  # cuBLAS's gemm with beta, on C's memory
+
+        return call
+    epi = dict(epi or {})  # a fused epilogue (cumm kernels only; cuBLAS runs the plain product beside)
+    if beta == 0.0:
+        return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c, **epi)
+    return lambda a, b, c: _api.matmul(a, b, kernel=kernel, out=c, beta=beta, **epi)
+
+
+def verify(call: Callable, abc: tuple, ref, ref_norm: float, *, beta: float = 0.0, rng=None) -> float:
+    """||C - ref|| / ||ref|| with C first filled with NaN (elements a kernel never writes stay NaN).
+
+    With ``beta`` != 0 (``call`` computing C = A @ B + beta * C) NaN would poison every element, so C starts from
+    fresh random normals C0 of C's dtype instead (standard deviation :func:`c0_scale`: beta * C0 about as large
+    as A @ B, so ignoring beta or C costs about the whole result), and the reference is ``ref + beta * C0`` in
+    float64 (C0 as rounded to the dtype); ``ref_norm`` is then not used. ``rng``: a cupy Generator (default: a
+    fresh one)."""
+    import cupy
+
+    a, b, c = abc
+    if beta == 0.0:
+        c.fill(math.nan)
+        call(a, b, c)
+        return float(cupy.linalg.norm(c.astype(cupy.float32).astype(cupy.float64) - ref)) / ref_norm
+    rng = cupy.random.default_rng() if rng is None else rng
+    scale = c0_scale(a.shape[-1], beta, c.dtype.name)
+    c[...] = (rng.standard_normal(c.shape, dtype=cupy.float32) * cupy.float32(scale)).astype(c.dtype)
+    want = ref + beta * c.astype(cupy.float32).astype(cupy.float64)  # C0 as rounded, before the call overwrites it
+    call(a, b, c)
+    got = c.astype(cupy.float32).astype(cupy.float64)
+    return float(cupy.linalg.norm(got - want)) / float(cupy.linalg.norm(want))

@@ -1,0 +1,352 @@
+"""Autotuning's search: one kernel's configuration space at one shape on one GPU, timed, the winner verified and
+remembered (:func:`tune`, ``cumm.tune``).
+
+:func:`tune` takes the candidates of ``_space.candidates`` (enumerated, filtered, ranked and compiled
+offline, no GPU needed), then:
+
+5. **Device compile** the survivors (``device_kernel``, thread pool) and **time** each in rank order:
+   CUDA events around every launch, queued behind a 2 ms spin kernel so that launch overhead is not
+   timed (``_timing.back_to_back_ms``); two warm-up launches, ``SETTLE_S`` (0.1 s) of back-to-back
+   launches (``_timing.hold``: a card at its power limit then runs at the clock this configuration
+   sustains), then the median of ``10..50`` launches (about 100 ms of samples); operands are rotated over
+   several input sets when they would fit in L2 (random normal data). A configuration whose warm-up is
+   more than ``PRUNE_FACTOR`` times slower than the best median is pruned after its warm-up. Before a
+   configuration becomes the best it is checked against a float64 reference (relative Frobenius error <
+   ``TOLERANCE``).
+6. **Save** the winner in the user's tuned table (``_store``), which ``kernel="auto"`` reads.
+
+Time budget (``budget_s``, default ``DEFAULT_BUDGET_S`` = 150 s, env ``CUMM_TUNE_BUDGET_S``): offline
+compiles not started by ``OFFLINE_SHARE`` (40 %) of it are cancelled, device compiles likewise at
+``COMPILE_SHARE`` (60 %), and timing starts no configuration that would end later than ``RESERVE_S``
+before the budget; so one shape stays under 3 minutes on an H200 whatever the estimates say.
+float16 and bfloat16 (``dtype=``, ``--dtype``): operands of that dtype, the half rungs raced (``KernelSpec.raced``),
+launched through matmul's one-launch call, checked against ``TOLERANCES`` (``core.dtypes.TOLERANCE``).
+
+Apart from the races over shapes and rungs (:mod:`.tune`, ``python -m cumm tune``), which call it per rung and shape
+and decide what is saved.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+import warnings
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from ..core.dtypes import DTYPES
+from ..core.dtypes import TOLERANCE as TOLERANCES
+from ..ladder import REGISTRY, get_spec
+from ..plan.store import make_entry, save_entries
+from ..runtime.render import dtype_flag
+from ..runtime.timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
+from .bench_calls import np_dtype
+from .space import (
+    COMPILE_SHARE,
+    DEFAULT_BUDGET_S,
+    MAX_REPS,
+    MIN_REPS,
+    OFFLINE_SHARE,
+    SAMPLE_MS,
+    WARMUP,
+    DeviceInfo,
+    candidates,
+    compile_workers,
+    config_key,
+    progress_bar,
+)
+
+RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, saving)
+PRUNE_FACTOR = 1.5
+
+
+@dataclass
+class TuneResult:
+    """The outcome of :func:`tune`: the best verified configuration and every measurement."""
+
+    kernel: str
+    shape: tuple[int, int, int]
+    dtype: str
+    gpu: str
+    cc: int
+    config: dict[str, int]
+    ms: float
+    tflops: float
+    rel_err: float
+    table: list[dict] = field(repr=False)  # one row per configuration that reached compiling
+    counts: dict = field(repr=False)
+    elapsed_s: float = 0.0
+    entry: dict = field(default_factory=dict, repr=False)
+    saved_to: str | None = None
+
+    def summary(self) -> str:
+        M, N, K = self.shape
+        timed = sum(1 for r in self.table if r.get("ms") is not None)
+        return (
+            f"{self.kernel} {M}x{N}x{K} on {self.gpu}: {self.ms:.4f} ms, {self.tflops:.2f} TFLOP/s "
+            f"(rel err {self.rel_err:.1e}; {timed} timed of {self.counts.get('ranked', '?')} ranked, "
+            f"{self.elapsed_s:.0f} s) config {_compact(self.config)}"
+        )
+
+
+class TuneError(RuntimeError):
+    """No configuration compiled, ran and verified; ``table`` says what happened to each."""
+
+    def __init__(self, message: str, table: list[dict]) -> None:
+        super().__init__(message)
+        self.table = table
+
+
+def _compact(cfg: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in cfg.items())
+
+
+def _budget(budget_s: float | None) -> float:
+    if budget_s is not None:
+        return float(budget_s)
+    env = os.environ.get("CUMM_TUNE_BUDGET_S")
+    try:
+        return float(env) if env else DEFAULT_BUDGET_S
+    except ValueError:
+        warnings.warn(f"cumm: ignoring CUMM_TUNE_BUDGET_S={env!r} (not a number)", RuntimeWarning, stacklevel=3)
+        return DEFAULT_BUDGET_S
+
+
+def tune(
+    kernel: str,
+    M: int,
+    N: int,
+    K: int,
+    *,
+    dtype: str = "float32",
+    max_configs: int | None = None,
+    save: bool = True,
+    progress: bool = True,
+    device_id: int | None = None,
+    budget_s: float | None = None,
+    seed: int = 0,
+) -> TuneResult:
+    """Find the fastest verified configuration of ``kernel`` for an ``M x N x K`` product on a GPU.
+
+    See the module docstring for the pipeline and the time budget (``budget_s``, default 150 s).
+    With ``save`` the winner goes to the user's ``tuned.json``, where ``kernel="auto"`` finds it.
+    Raises :class:`TuneError` if no configuration survives.
+    """
+    reason = gpu_unavailable()
+    if reason:
+        raise TuneError(
+            f"{reason}; cumm.tune times kernels on an NVIDIA GPU (nothing was saved). "
+            "cumm.tools.space.candidates lists what it would time, without one",
+            [],
+        )
+    import cupy
+
+    from ..api.matmul import matmul
+    from ..plan.plan import get_plan
+    from ..runtime.compile import device_kernel
+
+    t0 = time.perf_counter()
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; supported dtypes: {', '.join(DTYPES)}")
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    spec = get_spec(kernel)
+    if dtype not in spec.dtypes:
+        takes = [k for k, s in REGISTRY.items() if s.kind == "gemm" and dtype in s.dtypes]
+        raise ValueError(
+            f"kernel {kernel!r} multiplies {' and '.join(spec.dtypes)}, not {dtype}; the rungs for {dtype}: {takes}"
+        )
+    budget = _budget(budget_s)
+    dev_id = cupy.cuda.runtime.getDevice() if device_id is None else int(device_id)
+    with cupy.cuda.Device(dev_id):
+        dev = DeviceInfo.from_device(dev_id)
+        # Operands are fresh C-contiguous allocations (256-byte aligned): 16-byte accesses are legal
+        # exactly when the rows are multiples of 16 bytes (4 floats, 8 halves), as matmul decides for such arrays.
+        half = dtype != "float32"
+        v = 8 if half else 4
+        flags = (int(K % v == 0), int(N % v == 0), int(N % v == 0))
+        if half:
+            flags = (*flags, 0, dtype_flag(dtype, dtype))
+        cand = candidates(
+            kernel,
+            M,
+            N,
+            K,
+            device=dev,
+            flags=flags,
+            max_configs=max_configs,
+            budget_s=budget,
+            deadline=t0 + OFFLINE_SHARE * budget,
+            progress=progress,
+        )
+        rows = cand.rows
+        by_key = {config_key(spec, r["config"]): r for r in rows}
+
+        # Device compiles (CuPy), in parallel; their failures are reasons too.
+        ready: list[dict[str, int]] = []
+        bar = progress_bar(len(cand.configs), f"load {kernel}", progress)
+        compile_deadline = t0 + COMPILE_SHARE * budget
+        errors: dict[tuple, str] = {}
+        with ThreadPoolExecutor(compile_workers()) as ex:
+            futs = {ex.submit(device_kernel, spec, cfg, flags, dev_id): cfg for cfg in cand.configs}
+            for f in as_completed(futs):
+                key = config_key(spec, futs[f])
+                if f.cancelled():
+                    errors[key] = "skipped: compile deadline passed"
+                elif f.exception() is not None:
+                    exc = f.exception()
+                    errors[key] = f"device compile: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                if bar is not None:
+                    bar.update()
+                if time.perf_counter() > compile_deadline:
+                    for g in futs:
+                        g.cancel()
+        if bar is not None:
+            bar.close()
+        for cfg in cand.configs:
+            err = errors.get(config_key(spec, cfg))
+            if err is None:
+                ready.append(cfg)
+            elif err.startswith("skipped: "):
+                by_key[config_key(spec, cfg)].update(status="skipped", reason=err[len("skipped: ") :])
+            else:
+                by_key[config_key(spec, cfg)].update(status="failed", reason=err)
+
+        # Operands: random normal (rounded to the dtype), rotated when L2 would hold one set; a float64
+        # reference of the rounded inputs for set 0.
+        rng = cupy.random.default_rng(seed)
+        item = 2 if half else 4
+        nsets = rotation_sets(item * (M * K + K * N + M * N), dev.l2_bytes)
+        f32, dt = cupy.float32, np_dtype(dtype)
+        As = [rng.standard_normal((M, K), dtype=f32).astype(dt) for _ in range(nsets)]
+        Bs = [rng.standard_normal((K, N), dtype=f32).astype(dt) for _ in range(nsets)]
+        Cs = [cupy.empty((M, N), dtype=dt) for _ in range(nsets)]
+        ref = As[0].astype(cupy.float64) @ Bs[0].astype(cupy.float64)
+        ref_norm = float(cupy.linalg.norm(ref))
+        flops = 2.0 * M * N * K
+        tolerance = TOLERANCES[dtype]
+
+        # A rung that reads through the copy engine needs its tensor maps, and the half rungs run as one driver
+        # launch: those are launched (and timed) through matmul's cached call; other rungs through their Plan.
+        via_matmul = spec.tensor_maps is not None or half
+
+        def run(plan, cfg, a, b, c) -> None:
+            if via_matmul:
+                matmul(a, b, kernel=kernel, config=cfg, out=c)
+            else:
+                plan.launch(M, N, K, 1.0, a, K, b, N, 0.0, c, N)
+
+        def rel_err(plan, cfg) -> float:
+            out = cupy.empty((M, N), dtype=dt)
+            out.fill(math.nan)
+            run(plan, cfg, As[0], Bs[0], out)
+            err = float(cupy.linalg.norm(out.astype(f32).astype(cupy.float64) - ref))
+            return err / ref_norm if ref_norm else err
+
+        best: dict | None = None
+        deadline = t0 + budget - RESERVE_S
+        failures_in_row = 0
+        last_cost = 0.0
+        bar = progress_bar(len(ready), f"time {kernel} {M}x{N}x{K}", progress)
+        for i, cfg in enumerate(ready):
+            row = by_key[config_key(spec, cfg)]
+            now = time.perf_counter()
+            if now + last_cost > deadline or failures_in_row >= 3:
+                reason = "time budget spent" if failures_in_row < 3 else "stopped after 3 failures in a row"
+                for c in ready[i:]:
+                    by_key[config_key(spec, c)].update(status="skipped", reason=reason)
+                break
+            try:
+                if spec.tensor_maps is not None and not (flags[0] and flags[1]):
+                    raise ValueError(
+                        f"{kernel} reads A and B through the copy engine, which needs K % {v} == 0 and N % {v} == 0 "
+                        f"(got {M}x{N}x{K}); matmul runs {spec.fallback} for such operands"
+                    )
+                plan = get_plan(kernel, cfg, flags, dev_id)
+
+                def launch(s, plan=plan, cfg=cfg):
+                    run(plan, cfg, As[s], Bs[s], Cs[s])
+
+                warm = back_to_back_ms(lambda i: launch(i % nsets), WARMUP)[-1]
+                if best is not None and warm > PRUNE_FACTOR * best["ms"]:
+                    row.update(
+                        status="pruned",
+                        reason=f"warm-up {warm:.4f} ms > {PRUNE_FACTOR} x best",
+                        ms=None,
+                        warmup_ms=warm,
+                    )
+                else:
+                    reps = int(min(MAX_REPS, max(MIN_REPS, math.ceil(SAMPLE_MS / max(warm, 1e-3)))))
+                    # Alone for SETTLE_S first, as in the bench: at the power limit (the H200's half-precision
+                    # products from 2048^3) a configuration timed right after the host compiled borrows clock, and
+                    # the race would go to what runs fastest cool, not to what sustains the most.
+                    hold(lambda i: launch(i % nsets), SETTLE_S)
+                    times = back_to_back_ms(lambda i: launch(i % nsets), reps)
+                    ms = statistics.median(times)
+                    row.update(
+                        status="timed",
+                        reason=None,
+                        ms=ms,
+                        tflops=flops / (ms * 1e9),
+                        reps=reps,
+                        min_ms=min(times),
+                        warmup_ms=warm,
+                    )
+                    if best is None or ms < best["ms"]:
+                        err = rel_err(plan, cfg)
+                        row["rel_err"] = err
+                        if err < tolerance:  # NaN fails too
+                            best = row
+                        else:
+                            row.update(status="failed", reason=f"wrong result: relative error {err:.2e}")
+                failures_in_row = 0
+            except Exception as e:  # a launch or runtime error: record it, go on
+                failures_in_row += 1
+                row.update(status="failed", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            last_cost = time.perf_counter() - now
+            if bar is not None:
+                bar.update()
+        if bar is not None:
+            bar.close()
+
+    if best is None:
+        raise TuneError(
+            f"no configuration of {kernel!r} compiled, ran and verified for {M}x{N}x{K} on "
+            f"{dev.name}: {_failure_summary(rows)}",
+            rows,
+        )
+    best["status"] = "best"
+    res = TuneResult(
+        kernel=kernel,
+        shape=(M, N, K),
+        dtype=dtype,
+        gpu=dev.name,
+        cc=dev.cc,
+        config=dict(best["config"]),
+        ms=best["ms"],
+        tflops=best["tflops"],
+        rel_err=best["rel_err"],
+        table=rows,
+        counts=cand.counts,
+    )
+    res.counts["timed"] = sum(1 for r in rows if r.get("ms") is not None)
+    res.entry = make_entry(
+        dev.name, dev.cc, kernel, dtype, (M, N, K), res.config, res.ms, res.tflops, timed=res.counts["timed"]
+    )
+    if save:
+        res.saved_to = str(save_entries([res.entry]))
+    res.elapsed_s = time.perf_counter() - t0
+    return res
+
+
+def _failure_summary(rows: list[dict]) -> str:
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r["status"] in ("rejected", "failed", "skipped", "pruned"):
+            key = (r["reason"] or r["status"])[:80]
+            reasons[key] = reasons.get(key, 0) + 1
+    return "; ".join(f"{n} x {k}" for k, n in sorted(reasons.items(), key=lambda t: -t[1])) or "no candidates"
