@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import cupy
 import numpy as np
 
+from ..ladder import get_spec
 from ..plan import splitk as _splitk
 from ..plan.execute import execute, run_cached
 from ..plan.operands import F32_MAX, compute_capability, config_key, prepare, real_scalar, span, stacked, staging
@@ -255,54 +256,68 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None
     """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one.
     ``epi_args``: matmul's epilogue arguments (then ``key`` is cumm/api/fused.py's, which keeps the Call)."""
     akind = _arrays.kind(a)
-    if split_k is not None:
-        split_k = _splitk.check_arg(split_k, kernel)
+    split_k = None if split_k is None else _splitk.check_arg(split_k)
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a str (a rung's name or 'auto'), got {kernel!r}")
+    try:  # the name resolved once; an unknown one is reported after the operands' checks (split_k > 1: now)
+        spec, unknown = (None if kernel == "auto" else get_spec(kernel)), None
+    except ValueError as e:
+        if split_k is not None and split_k > 1:
+            raise
+        spec, unknown = None, e
+    if spec is not None and split_k is not None and split_k > 1 and not spec.split_k:
+        raise _splitk.refuse(spec.name, split_k)
     config_key(config)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
-    p = prepare(a, b, out, beta, akind)
+    p = q = prepare(a, b, out, beta, akind)
     epi, epi_ops = (None, ()) if epi_args is None else _fused.build(p, akind, a, epi_args)
     stream = _arrays.torch_stream(p.dev) if akind == "torch" else None
     with _arrays.on_stream(stream, p.dev) if stream is not None else contextlib.nullcontext():
-        if p.stage:  # an out the kernels cannot write in place: computed row-major, copied back
-            staged = staging(p.out, beta)
-            _checked(p.a, p.b, staged, kernel, config, alpha, beta, split_k, None, _fused.as_cupy_args(epi_args))
-            p.out[...] = staged
-            return p.result
-        if p.empty:
-            return p.result
-        if p.K == 0:  # the empty sum: alpha * 0 + beta * out
-            out = p.out
-            if beta == 0.0:
-                out.fill(0)
-            else:
-                out *= np.float32(beta)
-            return p.result
-        a2, b2, o2, batch, folded = p.a2, p.b2, p.o2, p.batch, False
-        if batch and b2.ndim == 2 and epi is None:
-            # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
-            # rows, which every rung runs with the tiles tuned for its size; cached under this call's key (a fast
-            # call launches on the caller's pointers, which are the stacked views')
-            af, of = stacked(a2, p.K), stacked(o2, p.N)
-            if af is not None and of is not None:
-                a2, o2, batch, folded = af, of, (), True
-        got = decide(a2, b2, o2, batch, kernel, config, split_k, beta, p.dev, akind, epi)
-        if got is None:  # auto chose a rung without batches: one product at a time
-            _each(a2, b2, o2, batch, config, alpha, beta, epi_args)
-            return p.result
-        call, ops = got
-        call.out_shape = p.shape
-        call.spans = (span(p.a), span(p.b), span(p.out))  # the caller's arrays, which the cached paths test for overlap
-        if epi is not None:  # one launch, alpha as the CummAlpha argument (include/epilogue.cuh); cached in fused.py
-            _fused.first(call, ops, p, alpha, beta, epi_ops, key, epi_args)
-            return p.result
-        if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
-            if len(_calls) >= _CALLS_MAX:
-                _calls.clear()
-            _calls[key] = call
-        execute(call, ops, p.a, p.b, p.out, alpha, beta)
+        if p.stage:  # an out the kernels cannot write in place: computed row-major (not cached), copied back
+            key, epi_args, akind = None, _fused.as_cupy_args(epi_args), "cupy"
+            q = prepare(p.a, p.b, staging(p.out, beta), beta, akind)
+            epi, epi_ops = (None, ()) if epi_args is None else _fused.build(q, akind, p.a, epi_args)
+        _run(q, spec, unknown, config, alpha, beta, split_k, key, akind, epi, epi_ops, epi_args)
+        if q is not p:
+            p.out[...] = q.out
     return p.result
+
+
+def _run(p, spec, unknown, config, alpha, beta, split_k, key, akind, epi, epi_ops, epi_args) -> None:
+    """The checked call on checked operands ``p`` (cumm.plan.operands.Operands), its rung's ``spec`` (None: auto)."""
+    if p.empty:
+        return
+    if p.K == 0:  # the empty sum: alpha * 0 + beta * out
+        if beta == 0.0:
+            p.out.fill(0)
+        else:
+            p.out *= np.float32(beta)
+        return
+    if unknown is not None:
+        raise unknown
+    a2, b2, o2, batch, folded = p.a2, p.b2, p.o2, p.batch, False
+    if batch and b2.ndim == 2 and epi is None:
+        # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
+        # rows, which every rung runs with the tiles tuned for its size; cached under this call's key (a fast
+        # call launches on the caller's pointers, which are the stacked views')
+        af, of = stacked(a2, p.K), stacked(o2, p.N)
+        if af is not None and of is not None:
+            a2, o2, batch, folded = af, of, (), True
+    got = decide(a2, b2, o2, batch, spec, config, split_k, beta, p.dev, akind, epi)
+    if got is None:  # auto chose a rung without batches: one product at a time
+        _each(a2, b2, o2, batch, config, alpha, beta, epi_args)
+        return
+    call, ops = got
+    call.out_shape = p.shape
+    call.spans = (span(p.a), span(p.b), span(p.out))  # the caller's arrays, which the cached paths test for overlap
+    if epi is not None:  # one launch, alpha as the CummAlpha argument (include/epilogue.cuh); cached in fused.py
+        _fused.first(call, ops, p, alpha, beta, epi_ops, key, epi_args)
+        return
+    if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
+        if len(_calls) >= _CALLS_MAX:
+            _calls.clear()
+        _calls[key] = call
+    execute(call, ops, p.a, p.b, p.out, alpha, beta)
 
 
 def _each(a, b, out, batch, config, alpha, beta, epi_args=None) -> None:

@@ -17,6 +17,7 @@ import threading
 
 from ..core.errors import ConfigError
 from ..core.spec import KernelSpec
+from ..runtime.render import supports_batch
 
 REGISTRY: dict[str, KernelSpec] = {}
 _BUILTIN: dict[str, KernelSpec] = {}  # the ladder's specs, restored when a replacement is unregistered
@@ -66,6 +67,7 @@ def add(spec: KernelSpec, *, replace: bool = False, builtin: bool = False) -> Ke
     if not isinstance(spec, KernelSpec):
         raise TypeError(f"cumm.register takes a cumm.KernelSpec, got {type(spec).__module__}.{type(spec).__name__}")
     validate(spec)
+    object.__setattr__(spec, "batches", supports_batch(spec))  # a property of the spec, read where calls are planned
     with _lock:
         old = REGISTRY.get(spec.name)
         if old is not None and not replace:

@@ -41,7 +41,7 @@ from ..core.spec import cdiv
 from ..ladder import REGISTRY
 from ..ladder.registry import _BUILTIN
 from ..runtime.driver import multiprocessors
-from ..runtime.render import supports_batch, template_hash
+from ..runtime.render import template_hash
 from . import store as _store
 from .store import bucket
 
@@ -97,7 +97,7 @@ def top(cc: int, batched: bool = False, split: bool = False, dtype: str = DTYPE)
         spec = REGISTRY[name]
         if not (_BUILTIN[name].top and spec.kind == "gemm" and dtype in spec.dtypes and spec.supports(cc)):
             continue
-        if (not batched or supports_batch(spec)) and (not split or spec.split_k):
+        if (not batched or spec.batches) and (not split or spec.split_k):
             return name
     raise TypeError(
         f"no rung multiplies {dtype} arrays on compute capability {cc // 10}.{cc % 10}"
@@ -204,7 +204,7 @@ def select(
         if dtype != DTYPE and hit is not None:
             return hit[0], hit[1], split_k
         if batched and hit is not None:
-            hit = (hit[0], hit[1], 1) if supports_batch(REGISTRY[hit[0]]) else None
+            hit = (hit[0], hit[1], 1) if REGISTRY[hit[0]].batches else None
         if hit is not None and (split_k is None or split_k == 1 or REGISTRY[hit[0]].split_k):
             return hit if split_k is None else (hit[0], hit[1], split_k)
     cc = device_key(device_id)[1]
@@ -238,7 +238,7 @@ def _half_batch(
         hit = _tuned.get(key, _MISS)
         if hit is _MISS:
             hit = _tuned[key] = _lookup(device_id, b, dtype=dtype)
-        if hit is not None and supports_batch(REGISTRY[hit[0]]):
+        if hit is not None and REGISTRY[hit[0]].batches:
             return hit[0], hit[1], 1
     best = top(device_key(device_id)[1], dtype=dtype)
     return best, config if config is not None else named(best, M, N, K, device_id, count, dtype), 1

@@ -18,11 +18,12 @@ import cupy
 import numpy as np
 
 from ..core.dtypes import F32
+from ..core.spec import KernelSpec
 from ..ladder import REGISTRY, get_spec
 from ..runtime.compile import device_kernel
 from ..runtime.driver import cluster_width, max_active_clusters, multiprocessors
 from ..runtime.launch import Call
-from ..runtime.render import ALIGNED, TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag, supports_batch, variant
+from ..runtime.render import ALIGNED, TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag, variant
 from . import auto as _auto
 from . import edges as _edges
 from . import epilogue as _epi
@@ -111,14 +112,18 @@ _plans: dict[tuple, Plan] = {}
 
 
 def get_plan(kernel: str, config: Mapping[str, int] | None, flags: tuple[int, ...], device_id: int) -> Plan:
-    """The compiled ``kernel`` for ``config`` and compile variant ``flags`` (a Variant) on ``device_id`` (cached)."""
+    """The compiled ``kernel`` (a name) for ``config`` and compile variant ``flags`` (a Variant) on ``device_id``."""
+    return plan_for(get_spec(kernel), config, flags, device_id)
+
+
+def plan_for(spec: KernelSpec, config: Mapping[str, int] | None, flags: tuple[int, ...], device_id: int) -> Plan:
+    """The compiled kernel of ``spec`` for ``config`` and compile variant ``flags`` on ``device_id`` (cached)."""
     flags = variant(flags)
-    key = (kernel, None if config is None else tuple(sorted(config.items())), flags, device_id)
+    key = (spec.name, None if config is None else tuple(sorted(config.items())), flags, device_id)
     plan = _plans.get(key)
     if plan is None:
-        spec = get_spec(kernel)
         if spec.kind != "gemm":
-            raise ValueError(f"kernel {kernel!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
+            raise ValueError(f"kernel {spec.name!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
         cc = compute_capability(device_id)
         spec.check_cc(
             cc, f"device {device_id}", f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}"
@@ -190,12 +195,12 @@ def _readable_by(x3, ld: int, bs: int) -> int:
     return int(x3.data.ptr % 16 == 0 and ld * item % 16 == 0 and bs * item % 16 == 0)
 
 
-def _choose(kernel, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: int = 0):
-    """(kernel, configuration or None, split_k) for a product of ``dtype``: auto's choice, or the named rung
-    (which must take that dtype) with its tuned or small tiles when no configuration is given."""
-    if kernel == "auto":
+def _choose(spec, config, split_k, dtype: str, M: int, N: int, K: int, dev: int, batched: int = 0):
+    """(kernel name, configuration or None, split_k) for a product of ``dtype``: auto's choice (``spec`` None), or
+    the named rung (which must take that dtype) with its tuned or small tiles when no configuration is given."""
+    if spec is None:
         return _auto.select(M, N, K, dev, config, split_k, batched, dtype)
-    spec = get_spec(kernel)
+    kernel = spec.name
     if dtype not in spec.dtypes:
         takes = [n for n in gemm_kernels_list() if dtype in REGISTRY[n].dtypes]
         raise TypeError(
@@ -219,7 +224,7 @@ def _adjusted(spec, config, dev: int, rule, *args):
 
 
 def _refuse_batch(kernel: str, dt: str) -> None:
-    able = [n for n in gemm_kernels_list() if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes]
+    able = [n for n in gemm_kernels_list() if REGISTRY[n].batches and dt in REGISTRY[n].dtypes]
     raise ValueError(
         f"kernel {kernel!r} does not run batched products (its template does not start with "
         f"CUMM_BATCH() or CUMM_SPLIT_K, and its spec does not schedule batches); "
@@ -231,11 +236,12 @@ def _refuse_batch(kernel: str, dt: str) -> None:
     )
 
 
-def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue=None) -> tuple[Call, tuple] | None:
+def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=None) -> tuple[Call, tuple] | None:
     """Every decision for this call's key, for a 2-D product (``batch`` is ()) and a batch alike: the Call and the
-    operands it runs on (2-D arrays for a product, 3-D for a batch). None when kernel="auto" chose, for a batch, a
-    rung without batched variants: the caller runs the products one at a time. ``epilogue``: a fused epilogue
-    (cumm.plan.epilogue.Epilogue), run in one unsplit launch of a rung whose stores take it."""
+    operands it runs on (2-D arrays for a product, 3-D for a batch). ``spec``: the named rung's, resolved once by
+    the caller (None: kernel="auto"); the rungs chosen here are registry entries. None when auto chose, for a
+    batch, a rung without batched variants: the caller runs the products one at a time. ``epilogue``: a fused
+    epilogue (cumm.plan.epilogue.Epilogue), run in one unsplit launch of a rung whose stores take it."""
     M, K = a.shape[-2:]
     N = b.shape[-1]
     nb = math.prod(batch)
@@ -243,38 +249,36 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue
     half = dt != "float32"
     chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
     # 1. the kernel, its configuration and split count
-    kernel_arg, split_arg = kernel, split_k
-    kernel, config, split_k = _choose(
-        kernel, config, 1 if batch else split_k, dt, M, N, K, dev, batched=nb if batch else 0
-    )
+    auto, split_arg = spec is None, split_k
+    kernel, config, split_k = _choose(spec, config, 1 if batch else split_k, dt, M, N, K, dev, nb if batch else 0)
     if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
-        routed = _epi.route(kernel, kernel_arg, None if batch else split_arg)
+        routed = _epi.route(kernel, "auto" if auto else kernel, None if batch else split_arg)
         kernel, config, split_k = routed, config if routed == kernel else None, None
-        if batch and kernel_arg == "auto" and not supports_batch(get_spec(kernel)):
+        if batch and auto and not REGISTRY[kernel].batches:
             # one launch a product would give every product z = 0: a rung that runs the batch in one launch
             cc = compute_capability(dev)
             able = [
                 n
                 for n in gemm_kernels_list()
-                if supports_batch(REGISTRY[n]) and dt in REGISTRY[n].dtypes and REGISTRY[n].min_cc <= cc
+                if REGISTRY[n].batches and dt in REGISTRY[n].dtypes and REGISTRY[n].min_cc <= cc
             ]
             able = [n for n in able if REGISTRY[n].epilogue]
             kernel, config = (able[-1], None) if able else (kernel, config)
-    spec = get_spec(kernel)
+    spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
     # 2. the operands' layouts: a transposed view the rung reads in place keeps its layout (its column stride is its
     # ld); any other layout is made row-major (transposed views by a tiled copy); out is written in place
-    in_place = spec.reads_transposed and (not batch or supports_batch(spec))
+    in_place = spec.reads_transposed and (not batch or spec.batches)
     a3, lda, bsa, ta = _operand(a, batch, "a", in_place)
     b3, ldb, bsb, tb = _operand(b, batch, "b", in_place)
     c3, ldc, bsc = _out_operand(out, batch, M, N)
     if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
     if batch and spec.kind != "gemm":
-        get_plan(kernel, config, ALIGNED, dev)  # its message: not a matrix-product kernel
-    if batch and not supports_batch(spec):
-        if kernel_arg == "auto":
+        plan_for(spec, config, ALIGNED, dev)  # its message: not a matrix-product kernel
+    if batch and not spec.batches:
+        if auto:
             return None
         _refuse_batch(kernel, dt)
     vec = [_readable_by(a3, lda, bsa), _readable_by(b3, ldb, bsb), _readable_by(c3, ldc, bsc)]
@@ -283,7 +287,7 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue
     pad_a = pad_b = False
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):
         if batch:
-            pad_a = pad_b = not (spec.fallback is not None and supports_batch(get_spec(spec.fallback)))
+            pad_a = pad_b = not (spec.fallback is not None and REGISTRY[spec.fallback].batches)
         elif _repack.ENABLED:
             item = a.dtype.itemsize
             pad_a = not vec[0] and _repack.pads_for_copy_engine(M, N, K, "a", item)
@@ -301,10 +305,10 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue
             vec[0] = vec[1] = 1
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
         kernel = spec.fallback
-        spec, config = get_spec(kernel), _auto.named(kernel, M, N, K, dev, nb, dt)
+        spec, config = REGISTRY[kernel], _auto.named(kernel, M, N, K, dev, nb, dt)
         if epilogue is not None and not spec.epilogue:  # the fallback rung cannot take it
             kernel, config = _epi.route(kernel, "auto", None), None
-            spec = get_spec(kernel)
+            spec = REGISTRY[kernel]
     if (ta or tb) and not spec.reads_transposed:  # read in place by the first rung only: row-major now
         (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _operand(a, batch, "a"), _operand(b, batch, "b")
         vec[:2] = _readable_by(a3, lda, bsa), _readable_by(b3, ldb, bsb)
@@ -342,7 +346,7 @@ def decide(a, b, out, batch, kernel, config, split_k, beta, dev, akind, epilogue
     if stage:
         vec[2] = 1
     # 6. the compile variant, the compiled kernel, the edge strips
-    plan = get_plan(kernel, config, Variant(*vec, int(bool(batch)), dtype_flag(dt, odt), layout, epilogue), dev)
+    plan = plan_for(spec, config, Variant(*vec, int(bool(batch)), dtype_flag(dt, odt), layout, epilogue), dev)
     if batch and spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
         raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")
     mm, nn = M, N

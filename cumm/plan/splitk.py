@@ -33,8 +33,9 @@ def split_kernels() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.split_k]
 
 
-def check_arg(split_k, kernel: str) -> int:
-    """``split_k`` as an int >= 1; raises TypeError/ValueError before anything touches the GPU."""
+def check_arg(split_k, kernel: str = "auto") -> int:
+    """``split_k`` as an int >= 1 that ``kernel`` (a name; "auto": any) can run; raises TypeError/ValueError
+    before anything touches the GPU. (cumm.matmul checks the value here and its resolved rung with ``refuse``.)"""
     try:
         if isinstance(split_k, bool):
             raise TypeError
@@ -44,11 +45,16 @@ def check_arg(split_k, kernel: str) -> int:
     if s < 1:
         raise ValueError(f"split_k must be at least 1 (1: no split), got {s}")
     if s > 1 and kernel != "auto" and not get_spec(kernel).split_k:
-        raise ValueError(
-            f"kernel {kernel!r} does not support split_k={s}; the kernels that do are {split_kernels()} "
-            "(or kernel='auto')"
-        )
+        raise refuse(kernel, s)
     return s
+
+
+def refuse(name: str, splits: int) -> ValueError:
+    """The error for ``split_k=splits`` > 1 on rung ``name``, whose spec does not split K."""
+    return ValueError(
+        f"kernel {name!r} does not support split_k={splits}; the kernels that do are {split_kernels()} "
+        "(or kernel='auto')"
+    )
 
 
 def granule(bk: int) -> int:
