@@ -437,8 +437,8 @@ def test_cli_argument_errors(capsys):
 
 
 def test_top_rungs_per_dtype():
-    assert _tune.top_rungs(90) == ["warptile", "double_buffer", "tf32x3", "wgmma_tf32x3"]
-    assert _tune.top_rungs(80) == ["warptile", "double_buffer", "tf32x3"]
+    assert _tune.top_rungs(90) == ["warptile", "double_buffer", "tf32x3", "wgmma_tf32x3", "skinny"]
+    assert _tune.top_rungs(80) == ["warptile", "double_buffer", "tf32x3", "skinny"]
     half = ["mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
     assert _tune.top_rungs(90, "bfloat16") == [*half, "wgmma_cluster_split_k"]
     assert _tune.top_rungs(80, "float16") == ["mma_swizzled_pipeline"]
@@ -455,6 +455,18 @@ def test_a_branch_rung_races_only_where_tiles_are_few():
         assert _tune.raced_at(rungs, shape, 132) == rungs, shape
     assert _tune.raced_at(rungs, (2048, 2048, 2048), 100) == half  # 128 tiles on 100 multiprocessors
     assert _tune.raced_at(["wgmma_cluster_split_k"], (4096, 4096, 4096), 132) == ["wgmma_cluster_split_k"]
+
+
+def test_a_rung_with_race_max_m_races_only_at_few_rows():
+    """skinny (race_max_m = 64) races at decode products only, and is not the ladder's last rung for the few-tiles
+    rule of a branch rung."""
+    rungs = _tune.top_rungs(90)
+    assert _tune.raced_at(rungs, (64, 4096, 4096), 132) == rungs
+    assert _tune.raced_at(rungs, (65, 4096, 4096), 132) == rungs[:-1]
+    assert _tune.raced_at(rungs, (8192, 8192, 8192), 132) == rungs[:-1]
+    assert _tune.raced_at(["skinny"], (4096, 4096, 4096), 132) == []
+    half = _tune.top_rungs(90, "bfloat16")
+    assert _tune.raced_at([*half, "skinny"], (128, 4096, 4096), 132) == half  # the branch still races (wgmma_ws's tiles)
 
 
 def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):

@@ -149,6 +149,9 @@ class KernelSpec:
     # A rung beside the ladder, for some shapes only (e.g. few tiles and a deep K): kernel="auto" runs it where a
     # tuned entry says it was fastest, never as its dtype's top rung.
     branch: bool = False
+    # The tuner races it only at products of at most this many rows (0: any), e.g. a decode rung that cannot win
+    # with more; kernel="auto" runs it where a tuned entry says it won.
+    race_max_m: int = 0
     # Runs batched products in one launch (cumm.runtime.render.supports_batch: its template moves its pointers to
     # its product, or it walks the batch's tiles): set once when the spec is registered (cumm.ladder.registry.add).
     batches: bool = field(default=False, init=False, repr=False)
