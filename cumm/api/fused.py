@@ -1,22 +1,20 @@
 """The cached path of ``cumm.matmul`` calls with an epilogue (cumm/plan/epilogue.py).
 
-The first call with a key (every array's kind, shape, strides, dtype, device and 16-byte misalignment, ``kernel``,
-``config``, ``split_k``, whether beta is zero, the activation and the snippet) runs matmul's checked path, which
-keeps its Call here when it is one launch on the caller's own arrays (no copy of an operand); a later call packs
-the CummAlpha argument with its pointers and launches.
+The first call with a key (``kernel`` beside this module's :func:`key`: every array's kind, shape, strides,
+dtype, device and 16-byte misalignment, ``config``, ``split_k``, whether beta is zero, the activation and the
+snippet) runs matmul's checked path, which keeps its Call in ``calls`` when it is one launch on the caller's own
+arrays (no copy of an operand); a later call packs the CummAlpha argument with its pointers and launches
+(:func:`run`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import cupy
 
 from ..plan import epilogue as _epilogue
-from ..plan.operands import F32_MAX
 from ..runtime import arrays as _arrays
 
-_calls: dict[tuple, tuple] = {}
+calls: dict[tuple, tuple] = {}  # (kernel, key()) -> (Call, operand layouts, (M, N))
 _CALLS_MAX = 1024
 _ND = cupy.ndarray
 
@@ -43,15 +41,15 @@ def _in_order(epi_args: dict) -> list:
     return [x for x in xs if x is not None]
 
 
-def key(a, b, out, kernel, config, split_k, beta, epi_args: dict) -> tuple | None:
-    """The call's key, or None when it is not cached (another kind of array, an unhashable argument)."""
+def key(a, b, out, config, split_k, beta, epi_args: dict) -> tuple | None:
+    """The call's key but the kernel's name (cumm.matmul puts it beside), or None when it is not cached (another
+    kind of array, an unhashable argument)."""
     try:
         ops = epi_args["operands"] or {}
         k = (
             _sig(a),
             _sig(b),
             _sig(out),
-            kernel,
             None if config is None else tuple(sorted(config.items())),
             split_k,
             beta == 0.0,
@@ -75,22 +73,14 @@ def keep(k: tuple | None, call, epi_args: dict, arrays, shape) -> None:
     users = _in_order(epi_args)
     if len(users) != len(arrays) or any(_ptr(u) != x.data.ptr for u, (x, _, _) in zip(users, arrays, strict=True)):
         return  # an operand was copied (a layout the kernel does not read): copied again on every call
-    if len(_calls) >= _CALLS_MAX:
-        _calls.clear()
-    _calls[k] = (call, tuple((ld, bs) for _, ld, bs in arrays), shape)
+    if len(calls) >= _CALLS_MAX:
+        calls.clear()
+    calls[k] = (call, tuple((ld, bs) for _, ld, bs in arrays), shape)
 
 
-def matmul(a, b, out, kernel, config, alpha, beta, split_k, epi_args: dict, checked: Callable):
-    """matmul with an epilogue: the cached launch, or ``checked`` (matmul's checked path) with the key."""
-    k = key(a, b, out, kernel, config, split_k, beta, epi_args)
-    hit = _calls.get(k) if k is not None else None
-    if (
-        hit is None
-        or type(alpha) is not float
-        or type(beta) is not float
-        or not (-F32_MAX <= alpha <= F32_MAX and -F32_MAX <= beta <= F32_MAX)
-    ):
-        return checked(a, b, out, kernel, config, alpha, beta, split_k, k, epi_args)
+def run(hit: tuple, a, b, out, alpha: float, beta: float, epi_args: dict):
+    """The cached launch of ``hit`` (an entry of ``calls``) on these arrays; None when out overlaps an input (then
+    the checked path, which says so)."""
     call, layouts, shape = hit
     torch_in = type(a) is not _ND
     if out is None:
@@ -103,8 +93,8 @@ def matmul(a, b, out, kernel, config, alpha, beta, split_k, epi_args: dict, chec
                 out = _ND(call.out_shape, call.dtype)
     pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
     ea, eb, ec = call.spans
-    if (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec):  # out overlaps an input: its message
-        return checked(a, b, out, kernel, config, alpha, beta, split_k, None, epi_args)
+    if (pc < pa + ea and pa < pc + ec) or (pc < pb + eb and pb < pc + ec):
+        return None
     M, N = shape
     bsc = call.batch[3] if call.batch is not None else 0
     ptrs = [(_ptr(x), ld, bs) for x, (ld, bs) in zip(_in_order(epi_args), layouts, strict=True)]

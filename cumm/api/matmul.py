@@ -1,13 +1,9 @@
 """``cumm.matmul``: key -> plan -> launch.
 
-A call's *key* holds everything its checks and decisions depend on but the data pointers: the kind, shape,
-strides, dtype, device and 16-byte misalignment of each array (``out`` too, or None), ``kernel``, ``config``,
-``split_k`` and whether ``beta`` is zero. The first call with a key runs every check and makes a :class:`Call`,
-which carries every decision: the kernel's :class:`Plan` (spec, configuration, compiled kernel, launch geometry),
-the split count, the repacking of unaligned operands, the staging of an unaligned output, the edge strips and
-the packed kernel arguments. A later call with that key tests only what depends on the pointers (``out``
-overlapping an input) and launches: for most calls one driver launch with the arguments written into a
-packed buffer, no Python-level argument conversion.
+A call's *key* is everything its checks and decisions depend on but the pointers (each array's kind, shape,
+strides, dtype, device and 16-byte misalignment, ``kernel``, ``config``, ``split_k``, whether beta is zero). The
+first call with a key runs every check and makes a :class:`Call` holding every decision; a later one tests only
+``out`` overlapping an input and launches (mostly one driver launch from a packed argument buffer).
 """
 
 from __future__ import annotations
@@ -34,12 +30,16 @@ from . import fused as _fused
 _ND = cupy.ndarray
 
 
-def _key(a, b, out, kernel, config, split_k, beta) -> tuple | None:
+def _key(a, b, out, kernel, config, split_k, beta, epi: dict | None = None) -> tuple | None:
     """The call's key, or None when this call is not cached (another kind of array, an unhashable argument).
-    (matmul's hot path builds the same tuple inline for cupy arrays.)"""
+    (matmul's hot path builds the same tuple inline for cupy arrays.) ``epi``: the epilogue's arguments, whose
+    calls are kept in cumm/api/fused.py under the kernel's name and that module's key."""
     ta = type(a)
     try:
-        if ta is _ND and type(b) is _ND and (out is None or type(out) is _ND):
+        if epi is not None:
+            sig = _fused.key(a, b, out, config, split_k, beta, epi)
+            key = None if sig is None else (kernel, sig)
+        elif ta is _ND and type(b) is _ND and (out is None or type(out) is _ND):
             da, db = a.data, b.data
             key = (
                 a.shape,
@@ -79,7 +79,7 @@ def _key(a, b, out, kernel, config, split_k, beta) -> tuple | None:
             )
         else:
             return None
-        hash(key)
+        hash(key)  # (None too)
         return key
     except Exception:  # an unhashable kernel=, a config that is not a mapping: the checked path says what
         return None
@@ -106,42 +106,28 @@ def matmul(
     operands: Mapping | None = None,
     aux=None,
 ):
-    """C = alpha * a @ b + beta * out, for 2-D GPU arrays (cupy, torch, or anything with
-    ``__cuda_array_interface__`` / ``__dlpack__``); the result is of the inputs' kind (see README.md).
-
-    ``kernel``: a rung's name (``cumm.kernels()``) or "auto"; ``config``: overrides of its tile parameters;
-    ``split_k``: slices of K run in parallel and summed (kernels with ``split_k`` in their spec); None: 1, or
-    the heuristic's choice for kernel="auto". Kernels run on the stream of the inputs' library: torch's current
-    stream for torch tensors, CuPy's current stream otherwise.
-
-    Fused epilogue (cumm/plan/epilogue.py, docs/beyond.md), per element, after alpha and before beta * out and the
-    cast: ``bias`` ((N,) or (1, N): per column; (M, 1): per row), ``activation`` ("relu", "gelu", "gelu_tanh",
-    "silu"), ``residual`` (a matrix like the result), then ``epilogue``, CUDA statements over the float ``v``, its
-    ``row``, ``col``, product ``z`` and the arrays of ``operands`` ({"gate": t}: ``gate[i]``, ``ld_gate``; ``aux=t``
-    is ``operands={"aux": t}``).
+    """C = alpha * a @ b + beta * out for GPU arrays (cupy, torch, ``__cuda_array_interface__`` / ``__dlpack__``),
+    a result of the inputs' kind, on their library's current stream (README.md). ``kernel``: a rung's name
+    (``cumm.kernels()``) or "auto"; ``config``: tile overrides; ``split_k``: slices of K summed (None: 1, or auto's
+    choice). Fused epilogue (docs/beyond.md): ``bias``, ``activation`` ("relu", "gelu", "gelu_tanh", "silu"),
+    ``residual``, ``epilogue`` (CUDA statements over ``v``, ``row``, ``col``, ``z`` and ``operands``), ``aux``.
     """
+    plain = type(alpha) is float and type(beta) is float and abs(alpha) <= F32_MAX and abs(beta) <= F32_MAX
+    # (cached paths: alpha, beta floats that float32 holds, else the checks name them); every miss ends at the bottom
+    key = epi = None
     if operands or not (bias is None and activation is None and residual is None and epilogue is None and aux is None):
         epi = dict(bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux)
-        return _fused.matmul(a, b, out, kernel, config, alpha, beta, split_k, epi, _checked)  # its own call cache
-    # (the cached paths take alpha and beta as they are: floats that float32 holds; NaN, inf or larger go to the
-    # checks, which name them)
-    if (
-        type(a) is _ND
-        and type(b) is _ND
-        and type(alpha) is float
-        and type(beta) is float
-        and -F32_MAX <= alpha <= F32_MAX
-        and -F32_MAX <= beta <= F32_MAX
-    ):
+        key = _key(a, b, out, kernel, config, split_k, beta, epi)  # its own call cache (cumm/api/fused.py)
+        hit = _fused.calls.get(key) if key is not None else None
+        if hit is not None and plain:
+            got = _fused.run(hit, a, b, out, alpha, beta, epi)
+            if got is not None:
+                return got
+            key = None  # out overlaps an input: its checks, its message
+    elif type(a) is _ND and type(b) is _ND and plain and (out is None or type(out) is _ND):
         da, db = a.data, b.data
         pa, pb = da.ptr, db.ptr
-        if out is None:
-            part = None
-        elif type(out) is _ND:
-            do = out.data
-            part = (out.shape, out.strides, out.dtype, do.device_id, do.ptr & 15)
-        else:
-            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
+        part = None if out is None else (out.shape, out.strides, out.dtype, out.data.device_id, out.data.ptr & 15)
         try:
             key = (
                 a.shape,
@@ -162,74 +148,59 @@ def matmul(
             )
             call = _calls.get(key)
         except Exception:  # unhashable kernel= or config values, a config that is not a mapping
-            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
-        if call is None:
-            return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
-        if out is not None and _overlaps(pa, pb, do.ptr, call.spans):
-            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)  # its checks, its message
-        if not call.fast:  # copies, split-K or strips around the kernel: decided, run on cupy views
+            key = call = None
+        if call is not None and out is not None and _overlaps(pa, pb, out.data.ptr, call.spans):
+            key = None  # its checks, its message
+        elif call is not None and not call.fast:  # copies, split-K or strips around the kernel: run on cupy views
             if out is None:
                 with cupy.cuda.Device(call.dev):
                     out = _ND(call.out_shape, call.dtype)
             return run_cached(call, a, b, out, alpha, beta, cupy.cuda.get_current_stream().ptr)
-        dev = call.dev
-        if dev != _getdevice():
-            with cupy.cuda.Device(dev):
-                return _launch_cupy(call, pa, pb, out, alpha, beta)
-        # (the common case inline: _launch_cupy without its call, Call.launch without tensor maps)
-        if out is None:
-            out = _ND(call.out_shape, call.dtype)
-        if call.maps:
-            call.launch(pa, pb, out.data.ptr, alpha, beta, _stream().ptr)
-        else:
-            with call.lock:
-                call._launch(pa, pb, out.data.ptr, alpha, beta, _stream().ptr)
-        return out
-    key = _key(a, b, out, kernel, config, split_k, beta)
-    call = _calls.get(key) if key is not None else None
-    if (
-        call is None
-        or type(alpha) is not float
-        or type(beta) is not float
-        or not (-F32_MAX <= alpha <= F32_MAX and -F32_MAX <= beta <= F32_MAX)
-    ):
-        return _checked(a, b, out, kernel, config, alpha, beta, split_k, key)
-    # torch tensors
-    pa, pb = a.data_ptr(), b.data_ptr()
-    if out is None:
-        if call.torch_empty is None:
-            call.torch_empty = _arrays.torch_empty(call.out_shape, call.dtype, call.dev)
-        out = call.torch_empty()
-        pc = out.data_ptr()
-    else:
-        pc = out.data_ptr()
-        if _overlaps(pa, pb, pc, call.spans):
-            return _checked(a, b, out, kernel, config, alpha, beta, split_k, None)
-    stream = _arrays.torch_stream(call.dev)
-    if not call.fast:
-        return run_cached(call, a, b, out, alpha, beta, stream)
-    if call.dev != _getdevice():
-        with cupy.cuda.Device(call.dev):
-            call.launch(pa, pb, pc, alpha, beta, stream)
-    else:
-        call.launch(pa, pb, pc, alpha, beta, stream)
-    return out
-
-
-def _launch_cupy(call: Call, pa: int, pb: int, out, alpha: float, beta: float):
-    """A cached single-launch call on cupy arrays, on the current device (call.dev); out checked already."""
-    if out is None:
-        out = _ND(call.out_shape, call.dtype)
-    pc = out.data.ptr
-    call.launch(pa, pb, pc, alpha, beta, cupy.cuda.get_current_stream().ptr)
-    return out
+        elif call is not None:
+            dev = call.dev
+            if dev != _getdevice():
+                with cupy.cuda.Device(dev):
+                    out = _ND(call.out_shape, call.dtype) if out is None else out
+                    call.launch(pa, pb, out.data.ptr, alpha, beta, _stream().ptr)
+                    return out
+            # (the common case: Call.launch without tensor maps inline)
+            if out is None:
+                out = _ND(call.out_shape, call.dtype)
+            if call.maps:
+                call.launch(pa, pb, out.data.ptr, alpha, beta, _stream().ptr)
+            else:
+                with call.lock:
+                    call._launch(pa, pb, out.data.ptr, alpha, beta, _stream().ptr)
+            return out
+    else:  # torch tensors (any other kind has no key)
+        key = _key(a, b, out, kernel, config, split_k, beta)
+        call = _calls.get(key) if key is not None else None
+        if call is not None and plain:
+            pa, pb, given = a.data_ptr(), b.data_ptr(), out is not None
+            if out is None:
+                if call.torch_empty is None:
+                    call.torch_empty = _arrays.torch_empty(call.out_shape, call.dtype, call.dev)
+                out = call.torch_empty()
+            pc = out.data_ptr()
+            if given and _overlaps(pa, pb, pc, call.spans):
+                key = None  # its checks, its message
+            else:
+                stream = _arrays.torch_stream(call.dev)
+                if not call.fast:
+                    return run_cached(call, a, b, out, alpha, beta, stream)
+                if call.dev != _getdevice():
+                    with cupy.cuda.Device(call.dev):
+                        call.launch(pa, pb, pc, alpha, beta, stream)
+                else:
+                    call.launch(pa, pb, pc, alpha, beta, stream)
+                return out
+    return _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi)
 
 
 def decision(a, b, out, *, kernel: str = "auto", config: Mapping[str, int] | None = None, beta: float = 0.0) -> str:
-    """What a call ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta)`` made earlier runs: "<kernel>
-    <non-default parameters>", the split count when it splits and the operands it copies on each call (a transposed
-    view a rung does not read in place, rows padded for 16-byte or copy-engine reads, C staged), e.g. "tf32x3 BM=64
-    BN=64 split_k=4", "wgmma_ws (copies B)"; "" if not known."""
+    """What the earlier runs of ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta)`` made: "<kernel>
+    <non-default parameters>", the split count and the operands copied on each call, e.g. "tf32x3 BM=64 BN=64
+    split_k=4", "wgmma_ws (copies B)"; "" if not known."""
     key = _key(a, b, out, kernel, config, None, float(beta))
     call = _calls.get(key) if key is not None else None
     if call is None:
@@ -253,8 +224,7 @@ def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
 
 
 def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None):
-    """The whole call with every check; makes (and keeps under ``key``) the Call when the call can have one.
-    ``epi_args``: matmul's epilogue arguments (then ``key`` is cumm/api/fused.py's, which keeps the Call)."""
+    """The whole call with every check; makes the Call and keeps it under ``key`` (here or in fused.py) if it can."""
     akind = _arrays.kind(a)
     split_k = None if split_k is None else _splitk.check_arg(split_k)
     if not isinstance(kernel, str):
@@ -297,9 +267,8 @@ def _run(p, spec, unknown, config, alpha, beta, split_k, key, akind, epi, epi_op
         raise unknown
     a2, b2, o2, batch, folded = p.a2, p.b2, p.o2, p.batch, False
     if batch and b2.ndim == 2 and epi is None:
-        # a batch times one matrix, a's matrices stacked row after row (and out's): one product of batch * M
-        # rows, which every rung runs with the tiles tuned for its size; cached under this call's key (a fast
-        # call launches on the caller's pointers, which are the stacked views')
+        # a batch times one matrix, a's (and out's) matrices stacked: one product of batch * M rows, tiled for that
+        # size; cached under this call's key (a fast call launches on the caller's pointers: the stacked views')
         af, of = stacked(a2, p.K), stacked(o2, p.N)
         if af is not None and of is not None:
             a2, o2, batch, folded = af, of, (), True

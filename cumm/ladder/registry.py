@@ -249,7 +249,6 @@ def _check_geometry(spec: KernelSpec) -> None:
 _CACHES = (
     ("cumm.plan.plan", "_plans"),
     ("cumm.api.matmul", "_calls"),
-    ("cumm.plan.splitk", "_bk"),
     ("cumm.tools.space", "_enumerated"),
     ("cumm.api.multi_dot", "_fast"),
     ("cumm.api.multi_dot", "_chosen"),

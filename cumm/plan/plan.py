@@ -332,7 +332,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         vec[0], vec[1] = vec[0] or int(repack_a), vec[1] or int(repack_b)
     splits = 1
     if split_k is not None and split_k > 1:  # only the slices that get at least one slab of K
-        splits = _splitk.effective_splits(K, split_k, _splitk.slab(spec, config, compute_capability(dev)))
+        bk = spec.resolve(config, compute_capability(dev))["BK"]  # (ConfigError for a bad config)
+        splits = _splitk.effective_splits(K, split_k, bk)
         if splits > 1:  # the kernel writes to a fresh contiguous workspace (ldc = N), not to out
             vec[2] = int(N % 4 == 0)
     stage = bool(

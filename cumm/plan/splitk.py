@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping
 
 from ..core.spec import cdiv
 from ..ladder import REGISTRY, get_spec
@@ -81,18 +80,6 @@ def effective_splits(K: int, splits: int, bk: int) -> int:
 
     The device computes KC from the launched count; ceil(K / KC) launched slices give the same KC."""
     return cdiv(K, slice_depth(K, min(splits, MAX_SPLITS), bk))
-
-
-_bk: dict[tuple, int] = {}
-
-
-def slab(spec, config: Mapping[str, int] | None, cc: int) -> int:
-    """BK of ``config`` resolved for ``spec`` (memoized); raises ConfigError for an invalid config."""
-    key = (spec.name, None if config is None else tuple(sorted(config.items())), cc)
-    bk = _bk.get(key)
-    if bk is None:
-        bk = _bk[key] = spec.resolve(config, cc)["BK"]
-    return bk
 
 
 def reduce_source() -> str:
