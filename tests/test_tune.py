@@ -466,7 +466,7 @@ def test_a_rung_with_race_max_m_races_only_at_few_rows():
     assert _tune.raced_at(rungs, (8192, 8192, 8192), 132) == rungs[:-1]
     assert _tune.raced_at(["skinny"], (4096, 4096, 4096), 132) == []
     half = _tune.top_rungs(90, "bfloat16")
-    assert _tune.raced_at([*half, "skinny"], (128, 4096, 4096), 132) == half  # the branch still races (wgmma_ws's tiles)
+    assert _tune.raced_at([*half, "skinny"], (128, 4096, 4096), 132) == half  # the branch races (wgmma_ws tiles)
 
 
 def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
