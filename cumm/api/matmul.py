@@ -23,9 +23,7 @@ from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
 from . import fused as _fused
 
-# ---------------------------------------------------------------------------------------------------
-# The key of a call: everything but the pointers
-# ---------------------------------------------------------------------------------------------------
+# ---- The key of a call: everything but the pointers -----------------------------------------------
 
 _ND = cupy.ndarray
 
@@ -258,10 +256,11 @@ def _run(p, spec, unknown, config, alpha, beta, split_k, key, akind, epi, epi_op
     if p.empty:
         return
     if p.K == 0:  # the empty sum: alpha * 0 + beta * out
+        out = p.out
         if beta == 0.0:
-            p.out.fill(0)
+            out.fill(0)
         else:
-            p.out *= np.float32(beta)
+            out *= np.float32(beta)  # (in place; an Operands field cannot be rebound)
         return
     if unknown is not None:
         raise unknown

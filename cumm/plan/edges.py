@@ -39,11 +39,12 @@ def split(M: int, N: int, bm: int, bn: int, grid: Callable[[int, int], int], slo
     """(Mm, Nm): the part the GEMM kernel should compute; (M, N) when strips would not pay.
 
     ``grid(m, n)`` is the kernel's block count for an m x n product; ``slots`` the blocks resident at once.
-    A remainder becomes a strip when it is 1..EDGE_ROWS thick and the kernel keeps at least one tile in that
-    direction; strips are used only when they save a wave."""
+    A remainder becomes a strip when it is 1..EDGE_ROWS thick, the tiles are thicker than a strip (skinny's
+    4-row blocks are not) and the kernel keeps at least one tile in that direction; strips are used only when
+    they save a wave."""
     rm, rn = M % bm, N % bn
-    mm = M - rm if 0 < rm <= EDGE_ROWS and M > bm else M
-    nn = N - rn if 0 < rn <= EDGE_ROWS and N > bn else N
+    mm = M - rm if 0 < rm <= EDGE_ROWS < bm and M > bm else M
+    nn = N - rn if 0 < rn <= EDGE_ROWS < bn and N > bn else N
     if (mm, nn) == (M, N) or slots < 1:
         return M, N
     if cdiv(grid(M, N), slots) <= cdiv(grid(mm, nn), slots):  # no wave saved: the strips would only add work
