@@ -203,6 +203,32 @@ def test_nearest_bucket_lookup(cache):
     assert _store.lookup(GPU, CC, "float64", 4096, 4096, 4096) is None
 
 
+def test_entries_are_kept_per_shape_not_per_bucket(cache):
+    """Two shapes of one bucket (512 x 4096 x 4096 and 512 x 5120 x 5120) keep an entry each, and each is served
+    its own: a race at one does not replace the other's."""
+    _store.save_entries([_entry("warptile", shape=(512, 4096, 4096), tile=dict(BK=8), tflops=40.0)])
+    _store.save_entries([_entry("warptile", shape=(512, 5120, 5120), tile=dict(BK=32), tflops=41.0)])
+    assert _store.bucket(512, 5120, 5120) == _store.bucket(512, 4096, 4096)
+    assert len(_store.tuned_entries(GPU, CC)) == 2
+    assert _store.lookup(GPU, CC, "float32", 512, 4096, 4096)["config"]["BK"] == 8
+    assert _store.lookup(GPU, CC, "float32", 512, 5120, 5120)["config"]["BK"] == 32
+    assert _store.lookup(GPU, CC, "float32", 512, 4500, 4500)["config"]["BK"] == 8  # nearer 4096 in log2
+
+
+def test_a_table_keyed_by_bucket_is_read_under_shape_keys(cache):
+    """A table written when entries were keyed by bucket: its entries count under their shapes' keys, and a save
+    replaces the entry of the same shape rather than adding a second one."""
+    e = _entry("warptile", shape=(512, 5120, 5120), tile=dict(BK=8), tflops=40.0)
+    old_key = "NVIDIA H200|sm_90|warptile|float32|512x4096x4096"
+    (cache / "tuned.json").write_text(json.dumps({"schema": _store.SCHEMA, "entries": {old_key: e}}))
+    _store.clear_caches()
+    assert _store.lookup(GPU, CC, "float32", 512, 5120, 5120)["config"]["BK"] == 8
+    _store.save_entries([_entry("warptile", shape=(512, 5120, 5120), tile=dict(BK=32), tflops=41.0)])
+    entries = json.loads((cache / "tuned.json").read_text())["entries"]
+    assert list(entries) == ["NVIDIA H200|sm_90|warptile|float32|512x5120x5120"]
+    assert entries["NVIDIA H200|sm_90|warptile|float32|512x5120x5120"]["config"]["BK"] == 32
+
+
 def test_same_bucket_prefers_the_faster_kernel(cache):
     _store.save_entries([_entry("warptile", tflops=40.0), _entry("double_buffer", tflops=42.0)])
     assert _store.lookup(GPU, CC, "float32", 4096, 4096, 4096)["kernel"] == "double_buffer"
@@ -386,13 +412,15 @@ def test_select_uses_a_tuned_entry(cache, fake_device, monkeypatch):
     _store.save_entries([_entry(_auto.top(CC), tflops=30.0)])  # the bucket raced the top rung: its winner counts
     _store.save_entries([_entry("warptile", shape=(4096, 4096, 4096), tile=cfg)])
     assert _auto.select(4000, 4100, 3000, 0) == ("warptile", cfg, 1)
+    assert _auto.select(3500, 5000, 4096, 0) == ("warptile", cfg, 1)  # the nearest shape's entry
+    assert _auto.select(4096, 4096, 4096, 0) == ("warptile", cfg, 1)
     assert _auto.select(64, 64, 64, 0) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 1)  # too far: heuristic
-    # Memoized per (device, bucket): no table is read again for this bucket.
+    # Memoized per (device, shape): no table is read again for a shape seen before.
     monkeypatch.setattr(_store, "tuned_entries", lambda *a, **k: pytest.fail("table scanned again"))
     monkeypatch.setattr(_store, "read_table", lambda *a, **k: pytest.fail("file read again"))
     for _ in range(3):
         assert _auto.select(4096, 4096, 4096, 0) == ("warptile", cfg, 1)
-    assert _auto.select(3500, 5000, 4096, 0) == ("warptile", cfg, 1)  # same bucket
+        assert _auto.select(3500, 5000, 4096, 0) == ("warptile", cfg, 1)
 
 
 def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
@@ -603,14 +631,16 @@ def test_a_branch_win_serves_nearby_shapes_while_its_grid_fits_one_wave(cache, f
 
 def test_a_few_tile_entry_serves_nearby_shapes_while_its_grid_fits_one_wave(cache, fake_device):
     """The H200's entry at 512 x 4096 x 4096 (one warpgroup's 128 x 128 tiles: 128 of them, one wave) serves
-    600 x 4000 x 4000 (the same bucket); at 1024 x 4096 x 4096 (256 tiles, the nearest bucket still) the heuristic
-    runs instead: the default tiles. An entry tuned for many waves serves nearby shapes as before."""
+    500 x 4000 x 4000 (128 tiles); at 600 x 4000 x 4000 (160) and 1024 x 4096 x 4096 (256 tiles, the nearest entry
+    still) the heuristic runs instead: the default tiles. An entry tuned for many waves serves nearby shapes as
+    before."""
     top = _auto.top(CC, dtype="bfloat16")
     spec = get_spec(top)
     one128 = spec.resolve(dict(spec.configs["one_warpgroup_128x128"]), CC)
     _store.save_entries([_store.make_entry(GPU, CC, top, "bfloat16", (512, 4096, 4096), one128, 0.03, 570.0)])
     assert _auto.select(512, 4096, 4096, 0, dtype="bfloat16")[:2] == (top, one128)
-    assert _auto.select(600, 4000, 4000, 0, dtype="bfloat16")[:2] == (top, one128)
+    assert _auto.select(500, 4000, 4000, 0, dtype="bfloat16")[:2] == (top, one128)
+    assert _auto.select(600, 4000, 4000, 0, dtype="bfloat16")[:2] == (top, None)
     assert _auto.named(top, 512, 4096, 4096, 0, dtype="bfloat16") == one128
     assert _auto.select(1024, 4096, 4096, 0, dtype="bfloat16")[:2] == (top, None)
     assert _auto.named(top, 1024, 4096, 4096, 0, dtype="bfloat16") is None

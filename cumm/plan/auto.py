@@ -3,12 +3,12 @@
 1. A configuration passed by the caller runs on ``top(cc)``, as given.
 2. Otherwise the tuned tables (``cumm/tuned/*.json`` shipped with the package, then the user's
    ``tuned.json`` in the cache dir, which wins) are searched for this GPU (name and compute capability)
-   and dtype; the entry whose shape bucket is nearest in log2 space (within ``_store.MAX_DISTANCE``) gives
+   and dtype; the entry whose shape is nearest in log2 space (within ``_store.MAX_DISTANCE``) gives
    the kernel and its configuration. See ``_store`` for the format and for how entries are made. A lower
    rung's entry is used only if it won a race against ``top(cc)`` as that rung's template is now (the entry's
-   ``"raced"`` field, or the top rung's own entry in the same bucket); one tuned before the top rung existed
+   ``"raced"`` field, or the top rung's own entry at the same shape); one tuned before the top rung existed
    or changed is not: its winner never raced the rung the heuristic runs. An entry whose tiles fitted one wave
-   where it was tuned (a branch rung's, or few tiles of a persistent rung's) serves a bucket only while its grid
+   where it was tuned (a branch rung's, or few tiles of a persistent rung's) serves a shape only while its grid
    there still does (``one_wave``).
 3. Otherwise a heuristic: ``top(cc)`` with its default tiles when the grid fills the GPU, its smaller
    64 x 64 tiles (``SMALL_TILES``) when 128 x 128 tiles would give fewer than two blocks per multiprocessor (a
@@ -28,8 +28,9 @@ The split count (split-K, ``cumm/plan/splitk.py``) comes with the answer: the ca
 a tuned entry's optional ``"split_k"`` field (else 1), otherwise ``split_count``: slices of K when the
 tile grid has fewer blocks than the GPU has multiprocessors and K is deep.
 
-The answer of step 2 is memoized per (device, shape bucket), so the per-call path reads no file and scans
-no table after the first call for a bucket; ``clear_cache()`` forgets it (called whenever ``_store``'s tables change).
+The answer of step 2 is memoized per (device, shape) (at most ``MEMO_MAX`` shapes), so the per-call path reads no
+file and scans no table after the first call for a shape; ``clear_cache()`` forgets it (called whenever ``_store``'s
+tables change).
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from ..ladder.registry import _BUILTIN
 from ..runtime.driver import multiprocessors
 from ..runtime.render import template_hash
 from . import store as _store
-from .store import bucket
 
 # 64 x 64 tiles for grids that would not fill the GPU with the defaults: each spec's "small" configuration
 SMALL_TILES = {n: dict(s.configs["small"]) for n, s in REGISTRY.items() if "small" in s.configs}
@@ -59,8 +59,9 @@ SPLIT_MIN_DEPTH = 256  # each slice at least this deep (before rounding to whole
 SHARE_OUT_K = 8192
 
 _device_keys: dict[int, tuple[str, int]] = {}
-_tuned: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (device, dtype, *bucket) -> answer
-_named: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (kernel, device, dtype, *bucket) -> tuned answer
+_tuned: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (device, dtype, M, N, K) -> answer
+_named: dict[tuple, tuple[str, dict[str, int], int] | None] = {}  # (kernel, device, dtype, M, N, K) -> tuned answer
+MEMO_MAX = 4096  # shapes remembered per memo (then it starts over): a server sees many token counts
 _MISS = object()
 
 
@@ -74,6 +75,16 @@ def device_key(device_id: int) -> tuple[str, int]:
         name = name.decode() if isinstance(name, bytes) else str(name)
         key = _device_keys[device_id] = (name, int(cupy.cuda.Device(device_id).compute_capability))
     return key
+
+
+def _memo(memo: dict, key: tuple, answer):
+    """``memo[key]``, computed by ``answer()`` the first time; the memo starts over past MEMO_MAX shapes."""
+    hit = memo.get(key, _MISS)
+    if hit is _MISS:
+        if len(memo) >= MEMO_MAX:
+            memo.clear()
+        hit = memo[key] = answer()
+    return hit
 
 
 def split_count(M: int, N: int, K: int, bm: int, bn: int, sms: int) -> int:
@@ -113,24 +124,24 @@ def _tile(cfg: Mapping[str, int] | None, name: str, kernel: str) -> int:
 
 
 def _lookup(
-    device_id: int, b: tuple[int, int, int], kernel: str | None = None, dtype: str = DTYPE
+    device_id: int, shape: tuple[int, int, int], kernel: str | None = None, dtype: str = DTYPE
 ) -> tuple[str, dict[str, int], int] | None:
     try:
         gpu, cc = device_key(device_id)
-        entry = _store.lookup(gpu, cc, dtype, *b, kernel=kernel)
+        entry = _store.lookup(gpu, cc, dtype, *shape, kernel=kernel)
         best = top(cc, dtype=dtype)
-        if entry is not None and not one_wave(entry, b, device_id):
+        if entry is not None and not one_wave(entry, shape, device_id):
             # a configuration chosen for few tiles serves nearby shapes only while its grid still fits in one wave
             # (bf16 2048 x 2048 x 8192 would have taken 1024 x 1024 x 8192's branch entry: 512 blocks of clusters;
             # 1024 x 3072 x 4096, 512 x 4096 x 4096's one-warpgroup 128 x 128 tiles: 192 of them, two rounds)
-            entry = _store.lookup(gpu, cc, dtype, *b, kernel=best) if kernel is None else None
-            if entry is not None and not one_wave(entry, b, device_id):
+            entry = _store.lookup(gpu, cc, dtype, *shape, kernel=best) if kernel is None else None
+            if entry is not None and not one_wave(entry, shape, device_id):
                 entry = None  # the heuristic: tiles for this shape
         if entry is not None and kernel is None and entry["kernel"] != best and not _raced(entry, best):
-            # A table without the top rung at this bucket predates it (tuned before the rung existed, or with
+            # A table without the top rung at this shape predates it (tuned before the rung existed, or with
             # another template): its winner was never raced against the rung the heuristic would run.
-            t = _store.lookup(gpu, cc, dtype, *b, kernel=best)
-            if t is None or t["bucket"] != entry["bucket"]:
+            t = _store.lookup(gpu, cc, dtype, *shape, kernel=best)
+            if t is None or _store.entry_shape(t) != _store.entry_shape(entry):
                 return None
     except Exception as e:  # a broken table must never break matmul: fall back to the heuristic
         warnings.warn(
@@ -146,8 +157,8 @@ def _lookup(
     return entry["kernel"], dict(entry["config"]), splits if ok else 1
 
 
-def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
-    """False when ``entry``'s grid over the shape ``b`` has more blocks than the device has multiprocessors, and the
+def one_wave(entry: Mapping, shape: tuple[int, int, int], device_id: int) -> bool:
+    """False when ``entry``'s grid over the shape ``shape`` has more blocks than the device has multiprocessors, and the
     entry is a branch rung's (a win with few tiles) or a persistent rung's whose grid fitted one wave at the shape it
     was tuned at (its tiles chosen to fill the GPU once: one warpgroup's 128 x 128 or 64 x 64); True otherwise.
     On the H100 the one-warpgroup 128 x 128 tiles ran 0.64x cuBLAS at 1024 x 3000 x 4096 (192 of them, two rounds),
@@ -161,9 +172,9 @@ def one_wave(entry: Mapping, b: tuple[int, int, int], device_id: int) -> bool:
         return gx * gy * gz
 
     sms = multiprocessors(device_id)
-    if not spec.branch and blocks(entry.get("shape") or entry["bucket"]) > sms:
+    if not spec.branch and blocks(_store.entry_shape(entry)) > sms:
         return True  # tuned for whole rounds: nearby shapes too
-    return blocks(b) <= sms
+    return blocks(shape) <= sms
 
 
 def _raced(entry: Mapping, kernel: str) -> bool:
@@ -190,17 +201,13 @@ def select(
     kernel without split-K is skipped when split_k > 1 is asked for, one for a kernel without batches when
     batched. float16 and bfloat16: a tuned entry of that dtype, else ``top_for(dtype, cc)`` with the configuration
     it runs when named (its own nearest tuned entry: H200, bf16 512 x 4096 x 4096 ran 0.66x cuBLAS on its defaults
-    when the nearest bucket's winner was a lower rung, 0.87x on the entry tuned at 128 x 4096 x 4096); no split,
+    when the nearest shape's winner was a lower rung, 0.87x on the entry tuned at 128 x 4096 x 4096); no split,
     no batch.
     """
     if dtype != DTYPE and batched:
         return _half_batch(M, N, K, device_id, config, batched, dtype)
     if config is None:
-        b = bucket(M, N, K)
-        key = (device_id, dtype, *b)
-        hit = _tuned.get(key, _MISS)
-        if hit is _MISS:
-            hit = _tuned[key] = _lookup(device_id, b, dtype=dtype)
+        hit = _memo(_tuned, (device_id, dtype, M, N, K), lambda: _lookup(device_id, (M, N, K), dtype=dtype))
         if dtype != DTYPE and hit is not None:
             return hit[0], hit[1], split_k
         if batched and hit is not None:
@@ -233,11 +240,8 @@ def _half_batch(
     """select() for a batch of ``count`` half-precision products: a rung that runs batches, with the tiles tuned for
     one product ``count`` times as tall (wgmma_ws walks the batch's tiles as one run: the same tiles and work)."""
     if config is None:
-        b = bucket(M * count, N, K)
-        key = (device_id, dtype, *b)
-        hit = _tuned.get(key, _MISS)
-        if hit is _MISS:
-            hit = _tuned[key] = _lookup(device_id, b, dtype=dtype)
+        s = (M * count, N, K)
+        hit = _memo(_tuned, (device_id, dtype, *s), lambda: _lookup(device_id, s, dtype=dtype))
         if hit is not None and REGISTRY[hit[0]].batches:
             return hit[0], hit[1], 1
     best = top(device_key(device_id)[1], dtype=dtype)
@@ -317,10 +321,7 @@ def named(
     a batch's tiles as one run (``schedules_batch``) takes the tiles of one product ``count`` times as tall."""
     if count > 1 and REGISTRY[kernel].schedules_batch:
         M, count = M * count, 1
-    key = (kernel, device_id, dtype, *bucket(M, N, K))
-    hit = _named.get(key, _MISS)
-    if hit is _MISS:
-        hit = _named[key] = _lookup(device_id, bucket(M, N, K), kernel, dtype)
+    hit = _memo(_named, (kernel, device_id, dtype, M, N, K), lambda: _lookup(device_id, (M, N, K), kernel, dtype))
     if hit is not None:
         return dict(hit[1])
     spec = REGISTRY[kernel]

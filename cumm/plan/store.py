@@ -2,11 +2,13 @@
 
 ``tuned.json`` in the user cache dir (``$CUMM_CACHE_DIR``, else ``$XDG_CACHE_HOME/cumm``, else ``~/.cache/cumm``)
 and the tables shipped in ``cumm/tuned/*.json`` (user entries win). Entries are keyed by GPU name, compute
-capability, kernel, dtype and shape bucket (each of M, N, K rounded to the nearest power of two in log space); each
-stores the configuration, ms, TFLOP/s, the kernel's template hash at tuning time and the schema version; an entry
-the tuner saved as the winner of a race of rungs also has ``"raced"``, each raced rung's template hash (auto uses
-a lower rung's win only against the top rung as it is now); the losers' entries are saved too, without it: what
-each rung runs when named. Entries whose template hash differs from the current template
+capability, kernel, dtype and the shape they were tuned at: one entry per rung and shape. (Keyed by power-of-two
+bucket, a race at 512 x 5120 x 5120 replaced the entries of 512 x 4096 x 4096, and the Llama output projection at
+512 tokens fell from 0.99 to 0.76x cuBLAS on the H200.) Each stores its bucket (M, N, K each rounded to the nearest
+power of two in log space), the configuration, ms, TFLOP/s, the kernel's template hash at tuning time and the
+schema version; an entry the tuner saved as the winner of a race of rungs also has ``"raced"``, each raced rung's
+template hash (auto uses a lower rung's win only against the top rung as it is now); the losers' entries are saved
+too, without it: what each rung runs when named. Entries whose template hash differs from the current template
 are ignored. Writes take an ``fcntl`` lock on ``<file>.lock`` and replace the file atomically; an unreadable file
 is warned about once and treated as empty.
 
@@ -74,8 +76,13 @@ def shipped_tables() -> list:
         return []
 
 
+def entry_shape(e: Mapping) -> list[int]:
+    """The shape an entry was tuned at (its bucket for an entry written without one)."""
+    return e.get("shape") or e["bucket"]
+
+
 def entry_key(e: Mapping) -> str:
-    b = "x".join(str(int(v)) for v in e["bucket"])
+    b = "x".join(str(int(v)) for v in entry_shape(e))
     return f"{e['gpu']}|sm_{int(e['cc'])}|{e['kernel']}|{e['dtype']}|{b}"
 
 
@@ -148,6 +155,16 @@ def read_table(path) -> dict[str, dict]:
 _INT_FIELDS = ("schema", "cc")
 
 
+def _dims(x) -> bool:
+    return isinstance(x, list) and len(x) == 3 and all(isinstance(v, int) and v >= 1 for v in x)
+
+
+def _rekeyed(entries: Mapping[str, dict]) -> dict[str, dict]:
+    """``entries`` under :func:`entry_key` (a table written when entries were keyed by bucket keeps its entries,
+    each under its shape's key); entries this version cannot read keep their keys."""
+    return {entry_key(v) if _well_formed(v) else k: v for k, v in entries.items()}
+
+
 def _well_formed(e: Mapping) -> bool:
     try:
         return (
@@ -156,6 +173,7 @@ def _well_formed(e: Mapping) -> bool:
             and isinstance(e["bucket"], list)
             and len(e["bucket"]) == 3
             and all(isinstance(v, int) and v >= 1 for v in e["bucket"])
+            and _dims(e.get("shape", e["bucket"]))
             and isinstance(e["config"], dict)
             and all(isinstance(k, str) and isinstance(v, int) for k, v in e["config"].items())
             and all(isinstance(e[k], (int, float)) and e[k] > 0 for k in ("ms", "tflops"))
@@ -195,8 +213,8 @@ def tuned_entries(gpu: str, cc: int, dtype: str = "float32") -> list[dict]:
         with _index_lock:
             merged: dict[str, dict] = {}
             for t in shipped_tables():
-                merged.update(read_table(t))
-            merged.update(read_table(Path(upath)))
+                merged.update(_rekeyed(read_table(t)))
+            merged.update(_rekeyed(read_table(Path(upath))))
             hit = [
                 e
                 for e in merged.values()
@@ -214,17 +232,17 @@ def _log2_distance(a: Sequence[int], b: Sequence[int]) -> float:
 def lookup(
     gpu: str, cc: int, dtype: str, M: int, N: int, K: int, max_distance: float = MAX_DISTANCE, kernel: str | None = None
 ) -> dict | None:
-    """The tuned entry nearest to the bucket of M x N x K (log2 distance), if within ``max_distance``.
+    """The tuned entry whose shape is nearest to M x N x K (log2 distance), if within ``max_distance``.
 
-    Among entries of the nearest bucket (several kernels), the one with the most TFLOP/s wins; ``kernel``:
+    Among entries of the nearest shape (several kernels), the one with the most TFLOP/s wins; ``kernel``:
     that kernel's entries only.
     """
-    q = bucket(M, N, K)
+    q = (max(M, 1), max(N, 1), max(K, 1))
     best, best_key = None, None
     for e in tuned_entries(gpu, cc, dtype):
         if kernel is not None and e["kernel"] != kernel:
             continue
-        k = (_log2_distance(q, e["bucket"]), -e["tflops"], entry_key(e))
+        k = (_log2_distance(q, entry_shape(e)), -e["tflops"], entry_key(e))
         if best_key is None or k < best_key:
             best, best_key = e, k
     if best is None or best_key[0] > max_distance:
@@ -275,6 +293,7 @@ def save_entries(
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):
         current, ok = _read_raw(_read_path(path), str(path))
+        current = _rekeyed(current)
         if not ok:
             with contextlib.suppress(OSError):
                 os.replace(path, path.with_name(path.name + ".corrupt"))

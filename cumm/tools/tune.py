@@ -150,7 +150,7 @@ def tune_shapes(
         else:
             # the rungs this shape raced, with the templates they raced as: auto trusts a lower rung's win only
             # against the top rung as it is now. Only the winner carries it; every rung's best is kept (auto takes
-            # the bucket's fastest entry, a named rung its own).
+            # the shape's fastest entry, a named rung its own).
             win.entry["raced"] = {r.kernel: r.entry["template_hash"] for r in got}
             entries = [r.entry for r in got]
             win.saved_to = str(save_entries(entries))
