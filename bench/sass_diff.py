@@ -5,7 +5,9 @@ and from the working tree.
 
 Variants: each kernel's defaults, named configurations, the configurations of its entries in cumm/tuned/*.json
 and the three the offline-compile test samples, each x C aligned or not x (half kernels) bf16 -> bf16 and
-fp16 -> float32 x batched or not (where the kernel runs batches) x (reads_transposed) A, B or both column-major.
+fp16 -> float32 x batched or not (where the kernel runs batches) x (reads_transposed) A, B or both column-major;
+FP8 kernels x C bfloat16, float16 or float32 (OUT) x C aligned or not, and A e4m3 / B e5m2 and the reverse;
+grouped kernels x contiguous or masked A (MASKED) x C aligned or not x bf16 or fp16 x B N- or K-major.
 The kernel's name (it spells the configuration) is masked, so a parameter dropped from a spec (``--drop``)
 compares its variants with those of the configuration without it. Per kernel: how many variants are identical,
 and for each that is not, registers, spill bytes and the counts of the instructions that matter (wgmma, TMA,
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -28,7 +31,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ("mma_swizzled_pipeline", "wgmma", "wgmma_ws", "wgmma_tf32x3", "wgmma_cluster_split_k", "fused3_wg")
+KERNELS = (
+    "mma_swizzled_pipeline",
+    "wgmma",
+    "wgmma_ws",
+    "wgmma_tf32x3",
+    "wgmma_cluster_split_k",
+    "fp8_wgmma",
+    "fp8_block_scaled",
+    "wgmma_grouped",
+    "fused3_wg",
+)
 # SASS opcodes reported per variant: wgmma, TMA loads and stores, mbarrier / barrier traffic, memory
 OPS = ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "BAR", "LDS", "STS", "LDG", "STG", "LDL", "STL", "LDGSTS")
 
@@ -64,6 +77,15 @@ def variants(names) -> list[tuple]:
         spec = REGISTRY[name]
         half = "float32" not in spec.dtypes
         for cfg in _configs(name):
+            if spec.scales:  # FP8 (cumm/api/scaled.py): flags (1, 1, VEC_C); C's type OUT and the formats FA, FB
+                for out in (0, 1, 2):  # bfloat16, float16, float32
+                    jobs += [(name, {**cfg, "OUT": out}, (1, 1, vc)) for vc in (1, 0)]
+                jobs += [(name, {**cfg, "FA": fa, "FB": 1 - fa}, (1, 1, 1)) for fa in (0, 1)]
+                continue
+            if spec.kind == "grouped":  # (cumm/plan/grouped.py) inputs' dtype out, B N- or K-major, both layouts
+                for masked, vc, dt, lay in itertools.product((0, 1), (1, 0), ("bfloat16", "float16"), (0, 2)):
+                    jobs.append((name, {**cfg, "MASKED": masked}, (1, 1, vc, 0, dtype_flag(dt, dt), lay)))
+                continue
             for vc in (1, 0):
                 if spec.kind != "gemm":  # (a chain kernel's copy-engine form takes aligned operands only)
                     if vc or not cfg.get("TMA"):

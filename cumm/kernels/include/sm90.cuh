@@ -384,6 +384,15 @@ __device__ __forceinline__ bool cumm_ws_producer(int tid) {
     return false;
 }
 
+// A consumer warpgroup's accumulators (MT m64 blocks of R registers a thread) set to zero before a tile.
+template <int MT, int R>
+__device__ __forceinline__ void cumm_zero_acc(float (&d)[MT][R]) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int e = 0; e < R; ++e) d[m][e] = 0.0f;
+}
+
 // ---- The persistent tile walk: whole tiles in grouped order, then a stream-K tail ---------------------------
 // One block (or cluster: a work item is a cluster's) per multiprocessor walks the items j = 0, 1, ... of `first`
 // of `step`: tiles t = first, + step, ... (cumm_tile_coord orders them), no block launch or pipeline refill per

@@ -101,3 +101,62 @@ __device__ __forceinline__ void cumm_fp8_scale_tile(float (&d)[MT][R], const flo
             }
     }
 }
+
+// ---- The FP8 rungs' skeleton pieces (17_fp8_wgmma, 18_fp8_block_scaled) --------------------------------------
+// A stage holds a TM x TN tile's TM rows of A then its TN rows of B (B's N x K rows), each row one 128-deep slab
+// of K: 128 bytes, 128-byte swizzled (SB = (TM + TN) * 128 bytes a stage; TM, TN: the rungs' tile, whose names
+// are the rungs' macros).
+
+// The producer thread: every slab of every tile of the block's walk into the ring (TMA: TM rows of A at the tile's
+// row o.x, TN rows of B at its column o.y, 128 k each). origin(t): tile t's first row and column.
+template <int TM, int SB, int NSTAGES, class Walk, class Origin>
+__device__ __forceinline__ void cumm_fp8_produce(const CummRing<NSTAGES>& ring, const Walk& walk, Origin&& origin,
+                                                 unsigned char* sm, const CummTmap* tmA, const CummTmap* tmB) {
+    int it = 0;  // slabs issued by this block, over all its tiles
+    int t, k0, k1;
+    for (int j = 0; walk.next(j, t, k0, k1); ++j) {
+        const int2 o = origin(t);
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+            const int kc = walk.slab(j, kt);
+            const int s = ring.acquire(it, SB);
+            unsigned char* const st = sm + s * SB;
+            cumm_tma_load(st, tmA, kc * 128, o.x, &ring.full[s]);             // TM rows of 128 k
+            cumm_tma_load(st + TM * 128, tmB, kc * 128, o.y, &ring.full[s]);  // TN rows of 128 k
+        }
+    }
+}
+
+// One 128-deep slab's wgmma (four k32 steps x MT m64 blocks) from a stage's A rows at a0 and B rows at b0 (shared
+// addresses) into p: FRESH = 1 starts p over (a partial set, promoted afterwards), 0 adds into it.
+template <int MT, int TN, int FRESH>
+__device__ __forceinline__ void cumm_fp8_slab(float (&p)[MT][TN / 2], unsigned a0, unsigned b0) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+            cumm_wgmma_fp8<TN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
+                               FRESH ? kk > 0 : 1);
+}
+
+// Promotion: a done partial set p (pinned: its wgmma have completed) added into the FP32 totals d.
+template <int MT, int R>
+__device__ __forceinline__ void cumm_fp8_promote(float (&d)[MT][R], float (&p)[MT][R]) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+        cumm_wgmma_pin(p[m]);
+#pragma unroll
+        for (int e = 0; e < R; ++e) d[m][e] += p[m][e];
+    }
+}
+
+// A warpgroup's tile to C (rows row0.., columns col0..): the TMA-store epilogue (TMA: 16-bit C, aligned) where the
+// tile's columns end on a 16-byte boundary (as 14), else direct stores; no alpha, beta (the scales are in d).
+template <int MT, int TN, int VEC, int TMA, class Epi>
+__device__ __forceinline__ void cumm_fp8_store(Epi& epi, float (&d)[MT][TN / 2], cumm_out_t* __restrict__ C, int ldc,
+                                               int M, int N, int row0, int col0, int warp, int g, int t4) {
+    if (TMA && (N % 8 == 0 || col0 + TN <= N)) {
+        epi.store(d, col0, row0, 0, 1.0f, 0.0f);
+        return;
+    }
+    cumm_store_tile<MT, TN / 2, VEC>(d, C, 0, ldc, M, N, row0, col0, warp, g, t4, 1.0f, 0.0f);
+}

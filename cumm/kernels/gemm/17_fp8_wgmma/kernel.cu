@@ -60,20 +60,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     __syncthreads();
 
     if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
-        if (tid == 0) {
-            int it = 0;  // slabs issued by this block, over all its tiles
-            int t, k0, k1;
-            for (int j = 0; walk.next(j, t, k0, k1); ++j) {
-                const int2 o = origin(t);
-                for (int kt = k0; kt < k1; ++kt, ++it) {
-                    const int kc = walk.slab(j, kt);
-                    const int s = ring.acquire(it, SB);
-                    unsigned char* const st = sm + s * SB;
-                    cumm_tma_load(st, &tmA, kc * 128, o.x, &ring.full[s]);             // BM rows of 128 k
-                    cumm_tma_load(st + BM * 128, &tmB, kc * 128, o.y, &ring.full[s]);  // BN rows of 128 k
-                }
-            }
-        }
+        if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);
         return;
     }
 
@@ -86,10 +73,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int i = 0; walk.next(i, t, k0, k1); ++i) {
         const int2 o = origin(t);
         float d[MT][BN / 2];
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-            for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+        cumm_zero_acc(d);
 #if PROMO == 2
         // Two partial sets taking turns: slab kt + 1's wgmma run into one while slab kt's sums (the other) are
         // added into d, so the adds no longer hold the tensor core (with PROMO = 1 both warpgroups wait on the
@@ -98,22 +82,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         auto issue = [&](float (&p)[MT][BN / 2], int s) {
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
             cumm_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-                for (int m = 0; m < MT; ++m)
-                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
-                                       kk > 0);
+            cumm_fp8_slab<MT, BN, 1>(p, a0, b0);
             cumm_wgmma_commit();
         };
         auto add = [&](float (&p)[MT][BN / 2], int s) {  // p's slab is done: hand its stage back, add p into d
             ring.release<1>(s, lane, 0);
-#pragma unroll
-            for (int m = 0; m < MT; ++m) {
-                cumm_wgmma_pin(p[m]);
-#pragma unroll
-                for (int e = 0; e < BN / 2; ++e) d[m][e] += p[m][e];
-            }
+            cumm_fp8_promote(d, p);
         };
         // (each wait's depth fixed where it stands: ptxas serializes every wgmma when it cannot tell which
         // accumulators a wait has made safe to read)
@@ -149,27 +123,16 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             const int s = ring.wait(it);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
             cumm_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-                for (int m = 0; m < MT; ++m)
 #if PROMO
-                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
-                                       kk > 0);
+            cumm_fp8_slab<MT, BN, 1>(p, a0, b0);
 #else
-                    cumm_wgmma_fp8<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
-                                       1);
+            cumm_fp8_slab<MT, BN, 0>(d, a0, b0);
 #endif
             cumm_wgmma_commit();
 #if PROMO
             cumm_wgmma_wait<0>();  // this slab's sums are in p: hand its stage back, add p into d
             ring.release<1>(s, lane, 0);
-#pragma unroll
-            for (int m = 0; m < MT; ++m) {
-                cumm_wgmma_pin(p[m]);
-#pragma unroll
-                for (int e = 0; e < BN / 2; ++e) d[m][e] += p[m][e];
-            }
+            cumm_fp8_promote(d, p);
 #else
             cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
             if (kt > k0) ring.release<1>((it - 1) % STAGES, lane, 0);
@@ -183,12 +146,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 #endif
 #endif
         cumm_fp8_scale_tile<MT, BN / 2>(d, sa, sa_step, sb, sb_step, M, N, o.x + wrow, o.y, warp, g, t4);
-        // The TMA store takes every tile whose columns end on a 16-byte boundary (as 14)
-        if (CUMM_EPI_TMA && (N % 8 == 0 || o.y + BN <= N)) {
-            epi.store(d, o.y, o.x + wrow, 0, 1.0f, 0.0f);
-            continue;
-        }
-        cumm_store_tile<MT, BN / 2, VEC_C>(d, C, 0, ldc, M, N, o.x + wrow, o.y, warp, g, t4, 1.0f, 0.0f);
+        cumm_fp8_store<MT, BN, VEC_C, CUMM_EPI_TMA>(epi, d, C, ldc, M, N, o.x + wrow, o.y, warp, g, t4);
     }
     if (CUMM_EPI_TMA && tid % 128 == 0) cumm_tma_store_wait_all();
 }

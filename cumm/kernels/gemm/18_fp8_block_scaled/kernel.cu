@@ -50,20 +50,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     __syncthreads();
 
     if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
-        if (tid == 0) {
-            int it = 0;
-            int t, k0, k1;
-            for (int j = 0; walk.next(j, t, k0, k1); ++j) {
-                const int2 o = origin(t);
-                for (int kt = k0; kt < k1; ++kt, ++it) {
-                    const int kc = walk.slab(j, kt);
-                    const int s = ring.acquire(it, SB);
-                    unsigned char* const st = sm + s * SB;
-                    cumm_tma_load(st, &tmA, kc * 128, o.x, &ring.full[s]);
-                    cumm_tma_load(st + BM * 128, &tmB, kc * 128, o.y, &ring.full[s]);
-                }
-            }
-        }
+        if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);
         return;
     }
 
@@ -84,10 +71,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                 sar[m][h] = sa + (i64)sa_m * min(o.x + wrow + m * 64 + warp * 16 + g + 8 * h, M - 1);
         const float* const sbn = sb + (i64)sb_n * (o.y / 128);  // the tile's one block column of B
         float d[MT][BN / 2];
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-            for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
+        cumm_zero_acc(d);
 #if PROMO == 2
         // Two partial sets taking turns (as 17's PROMO = 2): block kt + 1's wgmma run into one while block kt's
         // sums (the other) are scaled and added into d; each set's scales are loaded when its wgmma are issued.
@@ -96,12 +80,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             const int kc = walk.slab(i, kt);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
             cumm_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-                for (int m = 0; m < MT; ++m)
-                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
-                                       kk > 0);
+            cumm_fp8_slab<MT, BN, 1>(p, a0, b0);
             cumm_wgmma_commit();
             const float bs = __ldg(sbn + (i64)sb_k * kc);
 #pragma unroll
@@ -151,16 +130,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             const int s = ring.wait(it);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
             cumm_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-                for (int m = 0; m < MT; ++m)
 #if PROMO
-                    cumm_wgmma_fp8<BN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
-                                       kk > 0);
+            cumm_fp8_slab<MT, BN, 1>(p, a0, b0);
 #else
-                    cumm_wgmma_fp8<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
-                                       1);
+            cumm_fp8_slab<MT, BN, 0>(d, a0, b0);
 #endif
             cumm_wgmma_commit();
 #if PROMO
@@ -195,11 +168,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             for (int e = 0; e < BN / 2; ++e) d[m][e] *= __ldg(sar[m][(e / 2) % 2]) * bs;
         }
 #endif
-        if (CUMM_EPI_TMA && (N % 8 == 0 || o.y + BN <= N)) {
-            epi.store(d, o.y, o.x + wrow, 0, 1.0f, 0.0f);
-            continue;
-        }
-        cumm_store_tile<MT, BN / 2, VEC_C>(d, C, 0, ldc, M, N, o.x + wrow, o.y, warp, g, t4, 1.0f, 0.0f);
+        cumm_fp8_store<MT, BN, VEC_C, CUMM_EPI_TMA>(epi, d, C, ldc, M, N, o.x + wrow, o.y, warp, g, t4);
     }
     if (CUMM_EPI_TMA && tid % 128 == 0) cumm_tma_store_wait_all();
 }
