@@ -13,7 +13,7 @@ tune it again). It prints what it compared and what it kept.
 
 ``--drop PARAM`` (a parameter removed from a spec): the entries' configurations lose it, and since a kernel's name
 spells its configuration (so the cubins differ in their symbol names), variants are compared by their SASS with
-the kernel's name masked (cuobjdump: CUOBJDUMP or PATH, see bench/sass.py) instead of byte for byte.
+the kernel's name masked (cuobjdump: CUOBJDUMP or PATH, see bench/cuobjdump.py) instead of byte for byte.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from cuobjdump import sass
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,15 +57,6 @@ def variants(entries: dict, drop: tuple[str, ...] = ()) -> set[tuple]:
     return jobs
 
 
-def _masked_sass(cubin: bytes, name: str) -> bytes:
-    exe = os.environ.get("CUOBJDUMP") or "cuobjdump"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        text = subprocess.run([exe, "-sass", f.name], capture_output=True, text=True, check=True).stdout
-    return text.replace(name, "KERNEL").encode()
-
-
 def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
     """Run under the tree on PYTHONPATH: the sha256 of each variant's cubin (with ``drop``: of its SASS, the
     kernel's name masked), and the kernels' template hashes."""
@@ -80,7 +73,7 @@ def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
         full = spec.resolve(dict(cfg), cc)  # (a dropped parameter the spec still has: its default)
         name, source = render(spec, full, flags)
         _, cubin = _nvrtc_compile(nvrtc, spec, full, arch, source, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}"])
-        return json.dumps(job), hashlib.sha256(_masked_sass(cubin, name) if drop else cubin).hexdigest()
+        return json.dumps(job), hashlib.sha256(sass(cubin, name).encode() if drop else cubin).hexdigest()
 
     with ThreadPoolExecutor(os.cpu_count() or 4) as ex:
         shas = dict(ex.map(one, sorted(variants(json.loads(Path(table).read_text())["entries"], drop))))

@@ -11,24 +11,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
+
+from cuobjdump import sass
 
 import cumm
-
-
-def sass(cubin: bytes) -> str:
-    exe = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
-    if exe is None:
-        sys.exit("cuobjdump not found: set CUOBJDUMP or put it on PATH")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return subprocess.run([exe, "--dump-sass", f.name], capture_output=True, text=True, check=True).stdout
 
 
 def summary(text: str) -> collections.Counter:
@@ -39,8 +26,9 @@ def summary(text: str) -> collections.Counter:
             op = m.group(1)
             base = op.split(".")[0]
             ops[base] += 1
-            if op.endswith((".128", ".64")):
-                ops[base + "." + op.rsplit(".", 1)[1]] += 1
+            width = re.search(r"\.(128|64)(?:\.|$)", op)  # LDG.E.128 and LDG.E.128.CONSTANT alike
+            if width:
+                ops[base + "." + width.group(1)] += 1
     return ops
 
 

@@ -11,7 +11,7 @@ grouped kernels x contiguous or masked A (MASKED) x C aligned or not x bf16 or f
 The kernel's name (it spells the configuration) is masked, so a parameter dropped from a spec (``--drop``)
 compares its variants with those of the configuration without it. Per kernel: how many variants are identical,
 and for each that is not, registers, spill bytes and the counts of the instructions that matter (wgmma, TMA,
-barriers, shared and global loads and stores). Needs cuobjdump (CUOBJDUMP or PATH; see bench/sass.py).
+barriers, shared and global loads and stores). Needs cuobjdump (CUOBJDUMP or PATH; see bench/cuobjdump.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from cuobjdump import sass
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = (
@@ -102,15 +104,6 @@ def variants(names) -> list[tuple]:
     return jobs
 
 
-def _sass(cubin: bytes, kname: str) -> str:
-    exe = os.environ.get("CUOBJDUMP") or "cuobjdump"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        text = subprocess.run([exe, "-sass", f.name], capture_output=True, text=True, check=True).stdout
-    return text.replace(kname, "KERNEL")
-
-
 def _counts(text: str) -> dict[str, int]:
     ops = collections.Counter()
     for line in text.splitlines():
@@ -130,7 +123,7 @@ def dump(names: list[str], drop: list[str], out: str) -> None:
     def one(job):
         name, cfg, flags = job
         k = compile_offline(REGISTRY[name], cfg, "sm_90", flags)
-        text = _sass(k.cubin, k.name)
+        text = sass(k.cubin, k.name)
         key = json.dumps([name, {a: v for a, v in sorted(cfg.items()) if a not in drop}, flags])
         info = dict(sha=hashlib.sha256(text.encode()).hexdigest(), regs=k.registers, spill=k.spill_bytes)
         return key, {**info, **_counts(text)}

@@ -173,7 +173,7 @@ def _well_formed(e: Mapping) -> bool:
             and isinstance(e["bucket"], list)
             and len(e["bucket"]) == 3
             and all(isinstance(v, int) and v >= 1 for v in e["bucket"])
-            and _dims(e.get("shape", e["bucket"]))
+            and _dims(entry_shape(e))
             and isinstance(e["config"], dict)
             and all(isinstance(k, str) and isinstance(v, int) for k, v in e["config"].items())
             and all(isinstance(e[k], (int, float)) and e[k] > 0 for k in ("ms", "tflops"))
