@@ -330,3 +330,19 @@ def test_arbitrary_configs_pass_or_explain(spec, data):
     values = st.one_of(st.sampled_from([0, 1, 2, 3, 4, 8, 16, 32, 64, 128, 256]), st.integers(0, 4096))
     cfg = data.draw(st.fixed_dictionaries({k: values for k in spec.params}))
     _assert_consistent(spec, cfg)
+
+
+@pytest.mark.parametrize(
+    "cfg, words",
+    [
+        (dict(BM=16, U=4), "registers"),  # 2 x 4 x (16 + 64) + 64 + 16 > 255
+        (dict(BM=1, U=1, NUM_THREADS=1024, BN=6), "a multiple of 4"),
+        (dict(BN=64, NUM_THREADS=40), "whole warps"),
+        (dict(BN=96, NUM_THREADS=128), "k-groups"),  # 24 column threads do not divide 128
+    ],
+)
+def test_skinny_rejects_configurations_with_the_rule_named(cfg, words):
+    """skinny's constraints (registers, four columns a thread, whole warps) fail with their messages, before any
+    compile or GPU."""
+    with pytest.raises(cumm.ConfigError, match=words):
+        REGISTRY["skinny"].resolve(cfg, 90)
