@@ -11,7 +11,7 @@ from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
 C = Constraint
 
 
-# fused3_wg's shared memory in bytes (see fused3_wg.cu): per K group (KW) its raw stages and split buffers of
+# fused3_wg's shared memory in bytes (see include/fused3_wg.cuh, namespace wg): per K group (KW) its raw stages and split buffers of
 # Y^T, and a partial tile; with TMA = 1 dense stages on 1024-byte boundaries, three split buffers, an mbarrier
 # per stage (PC = 1: and one for C's chunks) and the alignment slack. The constraint below is the same formula.
 _WG_SMEM = (
@@ -31,7 +31,7 @@ def _wg_smem(c):
 SPEC = KernelSpec(
     name="fused3_wg",
     template=Path(__file__).with_name("kernel.cu"),
-    headers=("include/cluster.cuh", "include/grid_barrier.cuh", "include/sm90.cuh"),
+    headers=("include/cluster.cuh", "include/grid_barrier.cuh", "include/sm90.cuh", "include/fused3_wg.cuh"),
     min_cc=90,
     arch_specific=True,  # wgmma: sm_90a only
     summary="A @ B @ C in one persistent launch on wgmma: big tiles, K split over a cluster of blocks"
