@@ -11,9 +11,10 @@ from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
 C = Constraint
 
 
-# fused3_wg's shared memory in bytes (see include/fused3_wg.cuh, namespace wg): per K group (KW) its raw stages and split buffers of
-# Y^T, and a partial tile; with TMA = 1 dense stages on 1024-byte boundaries, three split buffers, an mbarrier
-# per stage (PC = 1: and one for C's chunks) and the alignment slack. The constraint below is the same formula.
+# fused3_wg's shared memory in bytes (include/fused3_wg.cuh, namespace wg): per K group (KW) its raw stages and
+# split buffers of Y^T, and a partial tile; with TMA = 1 dense stages on 1024-byte boundaries, three split
+# buffers, an mbarrier per stage (PC = 1: and one for C's chunks) and the alignment slack. The constraint below is
+# the same formula.
 _WG_SMEM = (
     "KW * (4 * (STAGES * ((BM * BK + BK * BN + 255) // 256 * 256) + 6 * BN * BK + BM * (BN + 8))"
     " + 8 * (STAGES + PC)) + 1024 if TMA else"
