@@ -70,12 +70,6 @@ def _configs(name: str) -> list[dict]:
     return uniq
 
 
-def _as_run(spec, cfg: dict, layout: int, batched: int) -> dict:
-    """``cfg`` as cumm runs it for a batch or transposed operands (the spec's layout_config, where it has one)."""
-    rule = getattr(spec, "layout_config", None)
-    return {**cfg, **rule(spec.resolve(cfg, 90), layout, bool(batched))} if rule and (layout or batched) else cfg
-
-
 def variants(names) -> list[tuple]:
     from cumm.ladder import REGISTRY
     from cumm.runtime.render import dtype_flag, supports_batch
@@ -101,13 +95,12 @@ def variants(names) -> list[tuple]:
                     continue
                 for bt in (0, 1) if supports_batch(spec) else (0,):
                     if not half:
-                        jobs.append((name, _as_run(spec, cfg, 0, bt), (1, 1, vc, bt)))
+                        jobs.append((name, cfg, (1, 1, vc, bt)))
                         continue
                     for dt in (("bfloat16", "bfloat16"), ("float16", "float32")):
-                        jobs.append((name, _as_run(spec, cfg, 0, bt), (1, 1, vc, bt, dtype_flag(*dt))))
+                        jobs.append((name, cfg, (1, 1, vc, bt, dtype_flag(*dt))))
                         if spec.reads_transposed and vc and not bt and dt[0] == "bfloat16":
-                            for lay in (1, 2, 3):
-                                jobs.append((name, _as_run(spec, cfg, lay, 0), (1, 1, 1, 0, dtype_flag(*dt), lay)))
+                            jobs += [(name, cfg, (1, 1, 1, 0, dtype_flag(*dt), lay)) for lay in (1, 2, 3)]
     return jobs
 
 

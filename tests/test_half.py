@@ -8,7 +8,6 @@ import math
 import pytest
 
 import cumm
-from cumm.api.matmul import decision
 
 pytestmark = pytest.mark.gpu
 HALF = ("float16", "bfloat16")
@@ -127,44 +126,6 @@ def test_one_consumer_warpgroup(shape, config, dt, rng, sm90):
     # against the exact 2 ab - 1: adding the 1 back in FP32 first cancelled (1 x 1 x 1 with a b = -0.0011: the
     # FP32 result -1.0021865 is right to its last bit, but (wide + 1) / 2ab was off by 2.5e-5)
     assert _err(wide, 2.0 * ref - 1.0) < 1e-5
-
-
-# wgmma_ws in clusters of two: tiles side by side sharing A (CA = 1, whole tiles and stream-K) or one above the other
-# sharing B; the odd shapes put a cluster's second tile past N (CA = 1) or past M, whose block loads its share of the
-# shared operand for the first and stores nothing
-CLUSTERS = [dict(c) for c in cumm.kernel_spec("wgmma_ws").configs.values() if c.get("CL") == 2]
-
-
-@pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("config", CLUSTERS, ids=lambda c: f"{c['BM']}x{c['BN']}_CA{c['CA']}_SK{c['SK']}")
-@pytest.mark.parametrize(
-    "shape", [*SHAPES, (128, 4096, 4096), (200, 200, 8192), (2112, 4000, 776)], ids=lambda s: "x".join(map(str, s))
-)
-def test_clusters_of_two(shape, config, dt, rng, sm90):
-    import cupy
-
-    M, N, K = shape
-    a, b = _inputs(rng, M, N, K, dt)
-    ref = _ref(a, b)
-    theirs = _err(_cublas(a, b), ref)
-    for _ in range(2):
-        out = cupy.full((M, N), math.nan, dtype=a.dtype)
-        cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=out)
-        assert _err(out, ref) <= 1.5 * theirs + 1e-7, f"{config} {dt} {shape}: {_err(out, ref):.3e} / {theirs:.3e}"
-    ran = decision(a, b, out, kernel="wgmma_ws", config=config)  # (rows off 16 bytes: the fallback rung)
-    assert "CL=2" in ran or ran.startswith("mma_swizzled_pipeline"), ran
-    wide = cupy.full((M, N), 1.0, dtype=cupy.float32)  # C float32 (direct stores), alpha and beta
-    cumm.matmul(a, b, kernel="wgmma_ws", config=config, out=wide, alpha=2.0, beta=-1.0)
-    assert _err(wide, 2.0 * ref - 1.0) < 1e-5
-    # a transposed operand or a batch runs the configuration without clusters (the kernel's blocks then load their
-    # own boxes: the spec's layout_config)
-    bt = cupy.ascontiguousarray(b.T).T
-    got = cumm.matmul(a, bt, kernel="wgmma_ws", config=config)
-    assert _err(got, ref) <= 1.5 * theirs + 1e-7
-    if M * N * K <= 2**27:
-        a2 = cupy.stack([a, a])
-        got = cumm.matmul(a2, b, kernel="wgmma_ws", config=config)
-        assert max(_err(got[0], ref), _err(got[1], ref)) <= 1.5 * theirs + 1e-7
 
 
 @pytest.mark.parametrize("dt", HALF)

@@ -133,9 +133,6 @@ class KernelSpec:
     # products of a spec that schedules batches is weighed as one product nb M rows tall. Applied before
     # pitch_config (which sees its result), and only when the result keeps every constraint.
     shape_config: Callable[[Config, int, int, int, int], Mapping[str, int]] | None = None
-    # Changes to the configuration (chosen or given) for a batched product or operands read transposed, which some
-    # of its configurations do not run: layout_config(cfg, layout, batched) gives overrides ({} for none).
-    layout_config: Callable[[Config, int, bool], Mapping[str, int]] | None = None
     # The template's text itself, instead of a file (then ``template`` defaults to "<name>.cu").
     source: str | None = field(default=None, repr=False)
     # Element types of A and B the template handles (C = A @ B in the same type).

@@ -143,8 +143,7 @@ WS_SHAPE = [
 
 
 def half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
-    """The tensor maps of the TMA rungs (13_wgmma.cu, 14_wgmma_ws.cu): A (dims K x M, boxes 64 x BM; 64 x BM / 2
-    with wgmma_ws's CA = 1, each block of a cluster loading half), B (N x K,
+    """The tensor maps of the TMA rungs (13_wgmma.cu, 14_wgmma_ws.cu): A (dims K x M, boxes 64 x BM), B (N x K,
     64 x 64), 16-bit elements moved as bits, 128-byte swizzle; and for wgmma_ws C (N x M, 64 x 64) when its TMA
     store can run (``c_map``: EPI = 1, C 16-byte aligned with ldc % 8 == 0, a half output), else None: a zeroed
     map it never reads. ``layout`` (wgmma_ws): a column-major A (bit 1) has dims M x K and boxes 64 x 64, a
@@ -155,7 +154,7 @@ def half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: 
     if layout & TRANSPOSED_A:
         a = MapSpec(0, M, K, lda, 64, 64, 3, 2, 1)
     else:
-        a = MapSpec(0, K, M, lda, 64, cfg["BM"] // (2 if cfg.get("CA") else 1), 3, 2, 1)
+        a = MapSpec(0, K, M, lda, 64, cfg["BM"], 3, 2, 1)
     if layout & TRANSPOSED_B:
         b = MapSpec(1, K, N, ldb, 64, 64, 3, 2, 1)
     else:

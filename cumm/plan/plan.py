@@ -317,8 +317,6 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     # product nb times as tall, as for the tuned lookup)
     if chosen and spec.shape_config is not None and (not batch or spec.schedules_batch):
         config = _adjusted(spec, config, dev, spec.shape_config, nb * M, N, K, multiprocessors(dev))
-    if (batch or layout) and spec.layout_config is not None:  # (a given configuration too: what the kernel runs)
-        config = _adjusted(spec, config, dev, spec.layout_config, layout, bool(batch))
     if chosen and not batch and not layout and spec.pitch_config is not None:
         config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
     if batch and nb > 65535 and not spec.schedules_batch:  # grid z over the batch

@@ -24,11 +24,6 @@
 //   pitches that are multiples of 32 bytes it measured no faster than CL = 1; where B's rows start off 32 bytes
 //   (a pitch of 8 mod 16 halves) the copy engine splits each box row into small requests, and halving a block's
 //   requests pays (the spec's pitch_config). With stream-K, a cluster takes each k-range, a block per tile.
-// - CL = 2, CA = 1: the pair of tiles is side by side instead (same A row panel), and each block loads half of A's
-//   rows (boxes of BM / 2 rows) into both blocks and all of its own B. Where the tiles are few and K deep (128 x 64
-//   tiles at 1024 x 1024 x 8192 or 128 x 8192 x 8192: every block streams its A and B panels from L2 for 128 slabs
-//   and more), the blocks wait on L2 -> SM bandwidth, not on the tensor cores; sharing A takes a 128 x 64 tile's
-//   bytes a slab from 24 to 16 KB (cuBLAS runs these shapes on 128 x 64 tiles in clusters of 1 x 2).
 // - WGS = 1: one consumer warpgroup and 64-row tiles (256 threads), twice the tiles of 128-row ones for products
 //   with few tiles (bf16 256 x 8192 x 8192: 128 whole tiles of 64 x 256 instead of 64 of 128 x 256 shared out by
 //   stream-K, 60.6 against 68.4 us). Whole tiles only (SK = 0): with stream-K the producer spills under 40 registers.
@@ -46,7 +41,7 @@
 // Operands given transposed (column-major: x.T, w.T) are read in place: TA, A's map has dims M x K and boxes of 64
 // rows of M by 64 k (descriptors M-major, imm-trans-a 1); TB, B's map has dims K x N and boxes of 64 rows of N by
 // 64 k (K-major, as A's rows, imm-trans-b 0). The wgmma reads either layout from shared memory at the same rate.
-// Host: as 13 (maps for A: dims K x M, box 64 x BM, CA = 1: 64 x BM / 2; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
+// Host: as 13 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
 // aligned A and B, lda, ldb % 8 == 0), and a third map for C (dims N x M, box 64 x 64, 128-byte swizzle, 16-bit;
 // used only with EPI = 1, VEC_C (C 16-byte aligned, ldc % 8 == 0) and 16-bit output, else any 64-byte-aligned
 // 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks, all multiprocessors when stream-K takes fewer
@@ -67,9 +62,6 @@
 #define CUMM_SK (SK > 0 && !CUMM_BATCHED)  // stream-K compiled in (a batch runs whole tiles)
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
-// CA = 1 (CL = 2): the cluster's tiles are side by side, sharing A
-#define CUMM_CLM (CA ? 1 : CL)  // tile rows of a cluster
-#define CUMM_CLN (CA ? CL : 1)  // tile columns of a cluster
 #if CL == 2
 #define CUMM_CLUSTER __cluster_dims__(2, 1, 1)
 #else
@@ -91,7 +83,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(CL == 1 || CL == 2, "CL = 2: clusters of two blocks split the B boxes (an odd count: rank 0 one more)");
-    static_assert(CA == 0 || (CL == 2 && BM % 16 == 0), "CA = 1: clusters of two blocks split A's rows in halves");
     static_assert(SK == 0 || WGS <= 2, "three consumer warpgroups run whole tiles (named barrier 3 is warpgroup 2's)");
     static_assert(!CUMM_BATCHED || CL == 1, "batched products run CL = 1: a batch's tiles are walked one at a time");
     static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "transposed operands run CL = 1: each block loads its own");
@@ -105,17 +96,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     unsigned long long* const cbar = bars + 2 * STAGES + 2;
 
     const int tid = threadIdx.x;
-    // CL = 2: the walk is over pairs of tile rows (a cluster's two tiles); rank r takes row 2 p + r (CA = 1:
-    // pairs of tile columns, rank r column 2 p + r). An odd last row's (column's) partner tile lies past M (N): it
-    // loads zeros (and its share of B, or of A, for the partner) and stores nothing.
-    const int ntm = (M + BM * CUMM_CLM - 1) / (BM * CUMM_CLM), ntn = (N + BN * CUMM_CLN - 1) / (BN * CUMM_CLN);
-    const int per = ntm * ntn, KT = (K + 63) / 64;
+    // CL = 2: the walk is over pairs of tile rows (a cluster's two tiles); rank r takes row 2 p + r. An odd last
+    // row's partner tile lies past M: it loads zeros (and its B half for the partner) and stores nothing.
+    const int ntm = (M + BM * CL - 1) / (BM * CL), ntn = (N + BN - 1) / BN, per = ntm * ntn, KT = (K + 63) / 64;
     const int rank = CL == 1 ? 0 : (int)cumm_cluster_ctarank();
     const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
     const CummTileWalk<CUMM_SK ? SK : 0> walk(per * batch, KT, first, step, skw != nullptr);
     auto origin = [&](int t) {  // tile t's first row and column
         const int2 tc = cumm_tile_coord(t % per, ntm, ntn, GM);
-        return CA ? make_int2(tc.x * BM, (tc.y * CL + rank) * BN) : make_int2((tc.x * CL + rank) * BM, tc.y * BN);
+        return make_int2((tc.x * CL + rank) * BM, tc.y * BN);
     };
 
     if (tid == 0) {
@@ -140,14 +129,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                 const int za = bsa ? t / per : 0, zb = bsb ? t / per : 0;  // a broadcast operand: matrix 0
                 for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int kc = walk.slab(j, kt);
-                    const int s = ring.acquire(it, SB);  // all of A and B: with CL = 2 half of one from the other block
+                    const int s = ring.acquire(it, SB);  // A, and all of B: with CL = 2 half from the other block
                     unsigned char* const st = sm + s * SB;
                     if (CUMM_TA) {  // M-major A: BM / 64 boxes of 64 rows of M by 64 k
 #pragma unroll
                         for (int c = 0; c < BM / 64; ++c)
                             cumm_tma_load_z<CUMM_BATCHED>(st + c * 8192, &tmA, o.x + 64 * c, kc * 64, za, &ring.full[s]);
-                    } else if (CA) {  // half of A's rows, into both blocks
-                        cumm_tma_load_2d_mc(st + rank * BM * 64, &tmA, kc * 64, o.x + rank * BM / 2, &ring.full[s], 3);
                     } else {
                         cumm_tma_load_z<CUMM_BATCHED>(st, &tmA, kc * 64, o.x, za, &ring.full[s]);
                     }
@@ -156,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                         unsigned char* const sb = st + BM * 128 + j * 8192;
                         if (CUMM_TB)  // K-major B: boxes of 64 rows of N by 64 k
                             cumm_tma_load_z<CUMM_BATCHED>(sb, &tmB, kc * 64, o.y + 64 * j, zb, &ring.full[s]);
-                        else if (CUMM_CLM == 1)
+                        else if (CL == 1)
                             cumm_tma_load_z<CUMM_BATCHED>(sb, &tmB, o.y + 64 * j, kc * 64, zb, &ring.full[s]);
                         else if (j % 2 == rank)
                             cumm_tma_load_2d_mc(sb, &tmB, o.y + 64 * j, kc * 64, &ring.full[s], 3);

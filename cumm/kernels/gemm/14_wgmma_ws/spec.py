@@ -95,22 +95,6 @@ def _tiles_for_waves(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
     return dict(best) if 5 * cost(best.get("BM", 128), best["BN"]) <= 4 * wide else {}
 
 
-def _one_block(cfg, layout: int, batched: bool) -> dict[str, int]:
-    """wgmma_ws's layout_config: a batch (its tiles walked one at a time) and operands read transposed (each block
-    loads its own boxes) run without clusters, CL = 1."""
-    return {"CL": 1, "CA": 0} if cfg["CL"] > 1 else {}
-
-
-def _cl_rows(cfg) -> int:
-    """Tile rows of a cluster's item: CL, or 1 when its tiles sit side by side (CA = 1)."""
-    return 1 if cfg.get("CA") else cfg.get("CL", 1)
-
-
-def _cl_cols(cfg) -> int:
-    """Tile columns of a cluster's item: CL with CA = 1, else 1."""
-    return cfg.get("CL", 1) if cfg.get("CA") else 1
-
-
 def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     """wgmma_ws's stream-K scratch (14_wgmma_ws.cu, `skw`): SK_FLAGS int flags, then a BM x BN float32 partial per
     block, when SK > 0, the last wave of `blocks` is at most 60 % full and there are at most SK_FLAGS blocks; 0 (a
@@ -121,8 +105,8 @@ def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     (128 KB out and back for 128 x 256 tiles) costs a few slabs' loads, too much beside short tiles (bf16, 8192 x 8192
     x K, graph-timed, x cuBLAS, stream-K against whole tiles: K = 512 0.921 / 0.985, 768 0.943 / 0.986, 1024 0.991 /
     1.027, 2048 1.037 / 1.026, 4096 1.037 / 1.021). Fewer tiles than blocks always share their slabs out."""
-    cl = cfg.get("CL", 1)  # clusters of CL blocks walk tiles of CL tile rows (CA: columns), one item per cluster
-    tiles, slots = cdiv(M, _cl_rows(cfg) * cfg["BM"]) * cdiv(N, _cl_cols(cfg) * cfg["BN"]), blocks // cl
+    cl = cfg.get("CL", 1)  # clusters of CL blocks walk tiles of CL tile rows (tile pairs), one item per cluster
+    tiles, slots = cdiv(M, cl * cfg["BM"]) * cdiv(N, cfg["BN"]), blocks // cl
     rem = tiles % slots
     if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * slots or blocks > SK_FLAGS:
         return 0
@@ -142,7 +126,7 @@ SPEC = KernelSpec(
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
     summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
     " tile order, TMA-store epilogue",
-    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, CA=0, EPI=1, SK=4, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, SK=4, NUM_THREADS=384),
     # one consumer warpgroup, for products with few tiles (the tuner times these first; H200 winners: 64 x 64
     # at bf16 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at 512 x 4096 x 4096 and 8192 x 256 x 8192).
     # Six and eight stages: on the H100 (bf16, bench x cuBLAS) 128 x 128 with 6 stages against 4 ran 0.95 /
@@ -155,21 +139,11 @@ SPEC = KernelSpec(
         "one_warpgroup_128x64": dict(BM=128, BN=64, STAGES=8, WGS=1, GM=4, EPI=1, SK=0, NUM_THREADS=256),
         "one_warpgroup_192x64": dict(BM=192, BN=64, STAGES=6, WGS=1, GM=4, EPI=1, SK=0, NUM_THREADS=256),
         "one_warpgroup_128x128": dict(BM=128, BN=128, STAGES=6, WGS=1, GM=4, EPI=1, SK=0, NUM_THREADS=256),
-        # Clusters of two for few tiles and a deep K, where the blocks wait on L2 -> SM bandwidth (each streams its
-        # A and B panels for every slab): side by side sharing A (CA = 1; cuBLAS's 128 x 64 tiles in clusters of 1
-        # x 2 at 1024 x 1024 x 8192 and 128 x 8192 x 8192), with stream-K for fewer tiles than blocks (128 x 4096 x
-        # 14336), 256 x 128 (cuBLAS's at 2048^3); one above the other sharing B (cuBLAS's 2 x 1 at 512 x 4096 x
-        # 14336). After the others: _filling keeps the first of equal tiles.
-        "pair_a_128x64": dict(BM=128, BN=64, STAGES=8, WGS=1, GM=4, CL=2, CA=1, EPI=1, SK=0, NUM_THREADS=256),
-        "pair_a_128x64_sk": dict(BM=128, BN=64, STAGES=6, WGS=2, GM=4, CL=2, CA=1, EPI=1, SK=4, NUM_THREADS=384),
-        "pair_a_256x128": dict(BM=256, BN=128, STAGES=4, WGS=2, GM=8, CL=2, CA=1, EPI=0, SK=0, NUM_THREADS=384),
-        "pair_b_128x128": dict(BM=128, BN=128, STAGES=5, WGS=2, GM=4, CL=2, CA=0, EPI=1, SK=0, NUM_THREADS=384),
     },
     block=lambda c: (c["NUM_THREADS"], 1, 1),
-    grid=lambda c, M, N, K: (c["CL"] * cdiv(M, _cl_rows(c) * c["BM"]) * cdiv(N, _cl_cols(c) * c["BN"]), 1, 1),
+    grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
     workspace=_stream_k_workspace,
     shape_config=_tiles_for_waves,
-    layout_config=_one_block,
     pitch_config=_multicast_rows_off_32,
     smem=lambda c: (
         c["STAGES"] * (c["BM"] + c["BN"]) * 128
@@ -184,11 +158,6 @@ SPEC = KernelSpec(
         *positive("GM"),
         *_WS3_CONSTRAINTS,
         C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
-        C(
-            "CA == 0 or CA == 1 and CL == 2",
-            "CA = 1 makes a cluster's two tiles side by side, sharing A (each block loads half of its rows): it needs "
-            "CL = 2 (CA = 0: one above the other, sharing B)",
-        ),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
         C(
             "SK == 0 or WGS == 2",
@@ -211,7 +180,6 @@ SPEC = KernelSpec(
         WGS=(1, 2, 3),
         GM=(4, 8, 16),
         CL=(1,),
-        CA=(0,),
         EPI=(0, 1),
         SK=(0, 4),
         NUM_THREADS=(256, 384, 512),
