@@ -121,28 +121,6 @@ def test_odd_shapes(shape, out_dtype):
     assert not c.isnan().any() and e <= 1.5 * et + FLOOR, (e, et)
 
 
-# fp8_wgmma's promotion by column halves (PROMO = 3): each slab's two halves in two partial sets taking turns, so a
-# 128 x 192 tile fits; odd shapes, a deep K (the promotion's point) and a one-warpgroup tile
-HALVES = [
-    dict(BN=192, STAGES=4, PROMO=3),
-    dict(BN=128, STAGES=6, PROMO=3),
-    dict(BM=64, WGS=1, NUM_THREADS=256, BN=192, STAGES=6, PROMO=3),
-]
-
-
-@pytest.mark.parametrize("config", HALVES, ids=lambda c: f"{c.get('BM', 128)}x{c['BN']}")
-@pytest.mark.parametrize(
-    "shape", [(1, 1, 1), (127, 131, 257), (4097, 129, 160), (64, 4097, 48), (300, 700, 16384), (1024, 2048, 4096)]
-)
-def test_promotion_by_column_halves(shape, config):
-    M, N, K = shape
-    a, b, sa, sb = operands(M, N, K, rowwise=True)
-    c = run(a, b, sa, sb, kernel="fp8_wgmma", config=config)
-    r = ref(a, b, sa, sb)
-    e, et = rel(c, r), torch_rel(a, b, sa, sb, r)
-    assert not c.isnan().any() and e <= 1.5 * et + FLOOR, (e, et)
-
-
 @pytest.mark.parametrize("layout", ["row_major_b", "column_major_a", "offset_a"])
 def test_copied_operands(layout):
     a, b, sa, sb = operands(300, 200, 512, rowwise=True)

@@ -41,19 +41,6 @@ struct CummWgmmaFp8<128> {
     }
 };
 template <>
-struct CummWgmmaFp8<96> {  // (half of a 192-column tile: PROMO = 3)
-    static __device__ __forceinline__ void run(float (&d)[48], unsigned long long a, unsigned long long b, int acc) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n96k32.f32." CUMM_FP8_A "." CUMM_FP8_B " {"
-            "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-            "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47"
-            "}, %48, %49, p, 1, 1;\n}\n"
-            : CUMM_FP8_D16(0), CUMM_FP8_D16(16), CUMM_FP8_D16(32)
-            : "l"(a), "l"(b), "r"(acc));
-    }
-};
-template <>
 struct CummWgmmaFp8<192> {
     static __device__ __forceinline__ void run(float (&d)[96], unsigned long long a, unsigned long long b, int acc) {
         asm volatile(
@@ -159,20 +146,6 @@ __device__ __forceinline__ void cumm_fp8_promote(float (&d)[MT][R], float (&p)[M
         cumm_wgmma_pin(p[m]);
 #pragma unroll
         for (int e = 0; e < R; ++e) d[m][e] += p[m][e];
-    }
-}
-
-// Promotion of a column half h (PROMO = 3): a done partial set p of the tile's columns [h TN / 2, (h + 1) TN / 2)
-// added into the FP32 totals d. (A wgmma of N = TN / 2 puts column 8 j + c of the half where the full tile's
-// layout has column TN / 2 h + 8 j + c: register e of p is register e + h TN / 4 of d.)
-template <int H, int MT, int R, int RH>
-__device__ __forceinline__ void cumm_fp8_promote_half(float (&d)[MT][R], float (&p)[MT][RH]) {
-    static_assert(2 * RH == R, "a half of the tile's columns");
-#pragma unroll
-    for (int m = 0; m < MT; ++m) {
-        cumm_wgmma_pin(p[m]);
-#pragma unroll
-        for (int e = 0; e < RH; ++e) d[m][H * RH + e] += p[m][e];
     }
 }
 

@@ -13,10 +13,6 @@
 //   Twice the accumulator registers (BN <= 192 with two consumer warpgroups), and the wgmma of the next slab waits
 //   for the adds; the two warpgroups' adds overlap each other's wgmma. PROMO = 0 (use_fast_accum=True) keeps the
 //   whole K in the tensor core's accumulators, as 14 does.
-// - PROMO = 2: two partial sets taking turns (slab kt + 1's wgmma run while slab kt's sums are added), 128 x 128
-//   tiles (three sets of 64 registers). PROMO = 3: the two sets are the two column halves of one slab, half the
-//   registers each, so 128 x 192 tiles fit: a block moves (128 + 192) / (128 x 192) of PROMO = 2's bytes per
-//   product from L2 (-17 %; at 8192^3 PROMO = 2 ran L2 at 79 % of its peak, cuBLAS's 144 x 128 tiles at 63 %).
 // Kept from 14: the producer warpgroup and stage ring (CummRing, cumm_ws_producer with setmaxnreg), the persistent
 // grouped tile walk (CummTileWalk, every other tile's K backwards), the TMA-store epilogue for 16-bit C
 // (CummTmaEpilogue) and direct stores otherwise (cumm_store_tile). Not taken over (yet): stream-K, clusters,
@@ -117,48 +113,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             issue(p0, s0 = ring.wait(it + 1));
             cumm_wgmma_wait<1>();
             add(p1, s1);
-            ++it;
-        }
-#elif PROMO == 3
-        // Two column halves of each slab taking turns: the partial sets hold half the tile's columns, so the
-        // totals and both sets fit a 128 x 192 tile (96 + 2 x 48 registers) where PROMO = 2's three full sets
-        // take 128 x 128. While one half's sums are added into d, the other half's wgmma run; a stage goes back
-        // once both halves have read it.
-        constexpr int H = BN / 2;  // a half's columns
-        float pa[MT][H / 2], pb[MT][H / 2];
-        auto issue = [&](float (&p)[MT][H / 2], int s, int h) {
-            const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + (BM + h * H) * 128;
-            cumm_wgmma_fence();
-            cumm_fp8_slab<MT, H, 1>(p, a0, b0);
-            cumm_wgmma_commit();
-        };
-        // Items are halves, two a slab: pa holds the first half of a slab, pb the second. Where the loop turns one
-        // group is in flight (pa's), and its first check (never taken: the halves come in pairs) keeps PROMO = 2's
-        // shape: without it ptxas cannot tell which accumulators a wait has made safe to read and serializes every
-        // wgmma (C7514, tests/test_compile.py).
-        int s0 = ring.wait(it), s1 = 0;
-        issue(pa, s0, 0);
-        const int q1 = 2 * (k1 - k0);
-        for (int q = 0;; q += 2) {
-            if (q + 1 >= q1) {
-                cumm_wgmma_wait<0>();
-                cumm_fp8_promote_half<0>(d, pa);
-                break;
-            }
-            issue(pb, s1 = s0, 1);
-            cumm_wgmma_wait<1>();  // the slab's first half is done (its second may still run)
-            cumm_fp8_promote_half<0>(d, pa);
-            if (q + 2 >= q1) {
-                cumm_wgmma_wait<0>();
-                ring.release<1>(s1, lane, 0);
-                cumm_fp8_promote_half<1>(d, pb);
-                ++it;
-                break;
-            }
-            issue(pa, s0 = ring.wait(it + 1), 0);
-            cumm_wgmma_wait<1>();  // the slab's second half is done: both halves have read its stage
-            ring.release<1>(s1, lane, 0);
-            cumm_fp8_promote_half<1>(d, pb);
             ++it;
         }
 #else

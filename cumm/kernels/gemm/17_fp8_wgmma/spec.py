@@ -24,7 +24,6 @@ SPEC = KernelSpec(
     configs={
         "fast_accum": dict(BN=256, STAGES=4, PROMO=0),  # torch._scaled_mm's use_fast_accum=True
         "one_warpgroup_64x128": dict(BM=64, WGS=1, NUM_THREADS=256, STAGES=8),  # few tiles
-        "halves_128x192": dict(BN=192, STAGES=4, PROMO=3),
     },
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
@@ -38,15 +37,12 @@ SPEC = KernelSpec(
             "WGS in (1, 2)",
             "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)",
         ),
-        C("PROMO in (0, 1, 2, 3)", "PROMO is 0 (none), 1, 2 (two partial sets) or 3 (two column halves)"),
         C(
-            "BM * BN * (1 + PROMO - 2 * (PROMO == 3)) <= 128 * 128 * WGS + (PROMO >= 2) * 64 * 128 * WGS",
+            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS + (PROMO == 2) * 64 * 128 * WGS",
             "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1: "
-            "a slab's partial sums beside the FP32 totals; PROMO = 3: two half sets), three times with PROMO = 2 (two "
-            "partial sets); more than 128 (192 with PROMO = 2 or 3: offline sm_90a, no spills) spill under 232 "
-            "registers",
+            "a slab's partial sums beside the FP32 totals), three times with PROMO = 2 (two partial sets); more than "
+            "128 (192 with PROMO = 2: offline sm_90a, no spills) spill under 232 registers",
         ),
-        C("PROMO < 3 or BN in (128, 192)", "PROMO = 3 runs its wgmma on column halves of 64 or 96: BN = 128 or 192"),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
         C(
             "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
@@ -60,7 +56,7 @@ SPEC = KernelSpec(
         WGS=(1, 2),
         GM=(4, 8, 16),
         EPI=(0, 1),
-        PROMO=(0, 1, 2, 3),
+        PROMO=(0, 1, 2),
         NUM_THREADS=(256, 384),
     ),
 )
