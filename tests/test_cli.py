@@ -253,8 +253,12 @@ def fake_tune(monkeypatch):
     calls = []
     mod = types.ModuleType("cumm.tools.tune")
 
-    def tune_shapes(kernel, shapes, standard, max_configs, dtype="float32"):
-        calls.append((kernel, shapes, standard, max_configs) + ((dtype,) if dtype != "float32" else ()))
+    def tune_shapes(kernel, shapes, standard, max_configs, dtype="float32", rungs=None):
+        calls.append(
+            (kernel, shapes, standard, max_configs)
+            + ((dtype,) if dtype != "float32" else ())
+            + ((tuple(rungs),) if rungs else ())
+        )
         return 0
 
     mod.tune_shapes = tune_shapes
@@ -269,6 +273,11 @@ def test_tune_kernel_and_shape(fake_tune):
     )
     assert rc == 0
     assert fake_tune == [("warptile", [(4096, 4096, 4096), (1024, 512, 256)], False, 7)]
+
+
+def test_tune_chosen_rungs(fake_tune):
+    assert _cli.main(["tune", "--shape", "64x4096x14336", "--rungs", "tf32x3, wgmma_tf32x3"]) == 0
+    assert fake_tune == [(None, [(64, 4096, 14336)], False, None, ("tf32x3", "wgmma_tf32x3"))]
 
 
 def test_tune_standard(fake_tune):

@@ -21,6 +21,7 @@ from cumm.tools import bench as _bench
 from cumm.tools import cli as _cli
 from cumm.tools import space as _space
 from cumm.tools import tune as _tune
+from cumm.tools import tune_search as _search
 from cumm.tools.bench import np_dtype
 
 from .conftest import GPU_SKIP_REASON
@@ -462,6 +463,11 @@ def test_cli_argument_errors(capsys):
     assert _tune.tune_shapes(None, [(64, 64, 64)], False, None, dtype="int8") == 2
     err = capsys.readouterr().err
     assert "'tf32x3' multiplies float32, not bfloat16" in err and "'int8' is not supported" in err
+    assert _tune.tune_shapes(None, [(64, 64, 64)], False, None, dtype="bfloat16", rungs=("tf32x3",)) == 2
+    assert "rung 'tf32x3' multiplies float32, not bfloat16" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _cli.main(["tune", "--shape", "64x64x64", "--rungs", "tf32x3,no_such_rung"])
+    assert "unknown rungs ['no_such_rung']" in capsys.readouterr().err
 
 
 def test_top_rungs_per_dtype():
@@ -718,7 +724,11 @@ def test_tune_returns_a_verified_config_and_persists_it(cache):
     assert res.ms > 0 and res.tflops > 0
     statuses = [r["status"] for r in res.table]
     assert statuses.count("best") == 1
-    assert sum(1 for r in res.table if r.get("ms") is not None) <= 4
+    assert sum(1 for r in res.table if r.get("ms") is not None and "split_k" not in r) <= 4
+    # 16 tiles of 128 x 128 on a GPU of more multiprocessors: the split race ran, and its winner (or none) is kept
+    splits = [r for r in res.table if "split_k" in r]
+    assert splits and res.split_k == (res.table[[r["status"] for r in res.table].index("best")].get("split_k", 1))
+    assert res.entry.get("split_k", 1) == res.split_k
     assert res.elapsed_s < 180
     assert Path(res.saved_to) == cache / "tuned.json"
     gpu, cc = _auto.device_key(0)
@@ -732,13 +742,55 @@ def test_tune_returns_a_verified_config_and_persists_it(cache):
         _store.save_entries([_store.make_entry(gpu, cc, top, "float32", (512,) * 3, cfg, 2 * res.ms, res.tflops / 2)])
     # kernel="auto" now runs the tuned configuration, correctly.
     _auto.clear_cache()
-    assert _auto.select(512, 512, 512, cupy.cuda.runtime.getDevice()) == ("warptile", res.config, 1)
+    assert _auto.select(512, 512, 512, cupy.cuda.runtime.getDevice()) == ("warptile", res.config, res.split_k)
     import cumm
 
     a = cupy.random.standard_normal((512, 512), dtype=cupy.float32)
     b = cupy.random.standard_normal((512, 512), dtype=cupy.float32)
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
     c = cumm.matmul(a, b)
+    assert float(cupy.linalg.norm(c - ref) / cupy.linalg.norm(ref)) < 1e-5
+
+
+def test_split_candidates():
+    """The split race's candidates: a rung that splits K, tiles that leave multiprocessors idle, slices that keep the
+    blocks under four per multiprocessor and every slice two K steps deep."""
+    spec = get_spec("tf32x3")
+    small = spec.resolve(dict(spec.configs["small"]), CC)  # 64 x 64 tiles, BK = 32
+    wide = spec.resolve(dict(small, BN=128, WN=64), CC)
+    rows = [dict(config=small, ms=2.0), dict(config=wide, ms=1.0), dict(config=small, ms=0.5, split_k=4)]
+    got = _search.split_candidates(spec, rows, 64, 4096, 14336, 132)
+    assert [c for c, _ in got[:5]] == [wide] * 5 and {s for _, s in got} == set(_search.SPLITS)
+    assert all(c in (small, wide) for c, _ in got) and len(got) == 10  # the small one once, though listed twice
+    # 64 tiles of 64 x 64 at 512 x 512: up to 8 slices on 132 multiprocessors (512 blocks), 6 on 100 (384)
+    assert {s for c, s in _search.split_candidates(spec, rows[:1], 512, 512, 4096, 132)} == {2, 3, 4, 6, 8}
+    assert {s for c, s in _search.split_candidates(spec, rows[:1], 512, 512, 4096, 100)} == {2, 3, 4, 6}
+    assert {s for c, s in _search.split_candidates(spec, rows[:1], 512, 512, 256, 132)} == {2, 3, 4}  # K / 64 slices
+    assert _search.split_candidates(spec, rows[:1], 4096, 4096, 4096, 132) == []  # 4096 tiles fill the GPU
+    assert _search.split_candidates(get_spec("wgmma_tf32x3"), rows, 64, 4096, 14336, 132) == []  # no split-K
+
+
+@pytest.mark.gpu
+def test_tune_races_split_k_and_auto_runs_it(cache):
+    """A few-row, deep FP32 product: the split race times tf32x3's tiles with K in slices; auto then runs the
+    tuned entry's split, correctly."""
+    import cupy
+
+    res = _tune.tune("tf32x3", 64, 2048, 8192, max_configs=2, progress=False)
+    assert any("split_k" in r for r in res.table)
+    assert res.entry.get("split_k", 1) == res.split_k and res.rel_err < _tune.TOLERANCES["float32"]
+    dev = cupy.cuda.runtime.getDevice()
+    _auto.clear_cache()
+    _store.save_entries([{**res.entry, "raced": {"tf32x3": res.entry["template_hash"]}}])
+    _auto.clear_cache()
+    kernel, cfg, splits = _auto.select(64, 2048, 8192, dev)
+    if kernel == "tf32x3":  # (a higher rung's own entry on the shipped table may still win here)
+        assert (cfg, splits) == (res.config, res.split_k)
+    rng = cupy.random.default_rng(1)
+    a = rng.standard_normal((64, 8192), dtype=cupy.float32)
+    b = rng.standard_normal((8192, 2048), dtype=cupy.float32)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    c = cumm.matmul(a, b, kernel="tf32x3", config=res.config, split_k=res.split_k)
     assert float(cupy.linalg.norm(c - ref) / cupy.linalg.norm(ref)) < 1e-5
 
 

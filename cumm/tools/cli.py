@@ -102,6 +102,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
                 standard=args.standard,
                 max_configs=args.max_configs,
                 dtype=args.dtype,
+                rungs=args.rungs,
             )
         )
     return _run_bench(args, command=f"{prog} {shlex.join(argv)}")

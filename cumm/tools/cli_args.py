@@ -69,6 +69,14 @@ def _size_list(text: str) -> list[int]:
     return sizes
 
 
+def _rungs(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in gemm_kernels()]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown rungs {unknown}; the rungs: {', '.join(gemm_kernels())}")
+    return names
+
+
 def _shape(text: str) -> tuple[int, int, int]:
     from .bench_rows import parse_shape
 
@@ -248,6 +256,14 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         "--shape", type=_shape, action="append", default=[], metavar="MxNxK", help="shape to tune for (repeatable)"
     )
     t.add_argument("--standard", action="store_true", help="tune the standard kernels and shapes")
+    t.add_argument(
+        "--rungs",
+        type=_rungs,
+        default=None,
+        metavar="A,B,...",
+        help="race these rungs instead of all the dtype's top rungs (the top rung among them, for auto to trust a "
+        "lower rung's win)",
+    )
     t.add_argument(
         "--dtype",
         type=_dtype,

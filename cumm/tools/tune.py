@@ -87,6 +87,7 @@ def tune_shapes(
     standard: bool,
     max_configs: int | None,
     dtype: str = "float32",
+    rungs: Sequence[str] | None = None,
 ) -> int:
     """``cumm tune``: tune each shape (plus ``STANDARD_SHAPES`` with ``standard``) for ``dtype``, print, save.
 
@@ -97,10 +98,14 @@ def tune_shapes(
     512 x 4096 x 4096 and ran 0.69x cuBLAS, 0.86-0.88x on its defaults). The per-shape budget
     (``CUMM_TUNE_BUDGET_S``, default 150 s) is split between the kernels. Results go to the user's ``tuned.json``
     and, when the environment names one in ``CUMM_TUNE_OUT`` (e.g. ``cumm/tuned/h200.json``), to that file too.
+    ``rungs``: race these instead of every top rung (``--rungs``; each must take ``dtype``).
     Returns 0 when every shape got a result, 1 otherwise, 2 on bad arguments.
     """
     try:
         todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
+        for r in rungs or ():
+            if dtype not in get_spec(r).dtypes:
+                raise ValueError(f"rung {r!r} multiplies {' and '.join(get_spec(r).dtypes)}, not {dtype}")
         if dtype not in DTYPES:
             raise ValueError(f"dtype {dtype!r} is not supported; supported dtypes: {', '.join(DTYPES)}")
         if kernel and dtype not in get_spec(kernel).dtypes:
@@ -119,7 +124,8 @@ def tune_shapes(
             file=sys.stderr,
         )
         return 1
-    kernels = [kernel] if kernel else top_rungs(dtype=dtype)  # after the argument checks: this one needs the GPU
+    # after the argument checks: this one needs the GPU
+    kernels = [kernel] if kernel else list(rungs) if rungs else top_rungs(dtype=dtype)
     out_path = os.environ.get("CUMM_TUNE_OUT") or None
     results: list[tuple[tuple[int, int, int], TuneResult | None, list[TuneResult]]] = []
     failed = 0

@@ -81,6 +81,7 @@ class TuneResult:
     elapsed_s: float = 0.0
     entry: dict = field(default_factory=dict, repr=False)
     saved_to: str | None = None
+    split_k: int = 1  # slices of K the winner runs with (a rung that splits K; 1: none)
 
     def summary(self) -> str:
         M, N, K = self.shape
@@ -89,6 +90,7 @@ class TuneResult:
             f"{self.kernel} {M}x{N}x{K} on {self.gpu}: {self.ms:.4f} ms, {self.tflops:.2f} TFLOP/s "
             f"(rel err {self.rel_err:.1e}; {timed} timed of {self.counts.get('ranked', '?')} ranked, "
             f"{self.elapsed_s:.0f} s) config {_compact(self.config)}"
+            + (f" split_k={self.split_k}" if self.split_k > 1 else "")
         )
 
 
@@ -240,14 +242,33 @@ def tune(
             else:
                 plan.launch(M, N, K, 1.0, a, K, b, N, 0.0, c, N)
 
-        def rel_err(plan, cfg) -> float:
+        def rel_err(product) -> float:  # product(a, b, out) writes a @ b into out
             out = cupy.empty((M, N), dtype=dt)
             out.fill(math.nan)
-            run(plan, cfg, As[0], Bs[0], out)
+            product(As[0], Bs[0], out)
             err = float(cupy.linalg.norm(out.astype(f32).astype(cupy.float64) - ref))
             return err / ref_norm if ref_norm else err
 
         best: dict | None = None
+
+        def measure(launch, row: dict) -> bool:
+            """Times launch(operand set) into row; False when pruned after its warm-up (behind the best)."""
+            warm = back_to_back_ms(lambda i: launch(i % nsets), WARMUP)[-1]
+            if best is not None and warm > PRUNE_FACTOR * best["ms"]:
+                row.update(status="pruned", reason=f"warm-up {warm:.4f} ms > {PRUNE_FACTOR} x best", ms=None)
+                row["warmup_ms"] = warm
+                return False
+            reps = int(min(MAX_REPS, max(MIN_REPS, math.ceil(SAMPLE_MS / max(warm, 1e-3)))))
+            # Alone for SETTLE_S first, as in the bench: at the power limit (the H200's half-precision products
+            # from 2048^3) a configuration timed right after the host compiled borrows clock, and the race would
+            # go to what runs fastest cool, not to what sustains the most.
+            hold(lambda i: launch(i % nsets), SETTLE_S)
+            times = back_to_back_ms(lambda i: launch(i % nsets), reps)
+            ms = statistics.median(times)
+            row.update(status="timed", reason=None, ms=ms, tflops=flops / (ms * 1e9), reps=reps, min_ms=min(times))
+            row["warmup_ms"] = warm
+            return True
+
         deadline = t0 + budget - RESERVE_S
         failures_in_row = 0
         last_cost = 0.0
@@ -271,38 +292,13 @@ def tune(
                 def launch(s, plan=plan, cfg=cfg):
                     run(plan, cfg, As[s], Bs[s], Cs[s])
 
-                warm = back_to_back_ms(lambda i: launch(i % nsets), WARMUP)[-1]
-                if best is not None and warm > PRUNE_FACTOR * best["ms"]:
-                    row.update(
-                        status="pruned",
-                        reason=f"warm-up {warm:.4f} ms > {PRUNE_FACTOR} x best",
-                        ms=None,
-                        warmup_ms=warm,
-                    )
-                else:
-                    reps = int(min(MAX_REPS, max(MIN_REPS, math.ceil(SAMPLE_MS / max(warm, 1e-3)))))
-                    # Alone for SETTLE_S first, as in the bench: at the power limit (the H200's half-precision
-                    # products from 2048^3) a configuration timed right after the host compiled borrows clock, and
-                    # the race would go to what runs fastest cool, not to what sustains the most.
-                    hold(lambda i: launch(i % nsets), SETTLE_S)
-                    times = back_to_back_ms(lambda i: launch(i % nsets), reps)
-                    ms = statistics.median(times)
-                    row.update(
-                        status="timed",
-                        reason=None,
-                        ms=ms,
-                        tflops=flops / (ms * 1e9),
-                        reps=reps,
-                        min_ms=min(times),
-                        warmup_ms=warm,
-                    )
-                    if best is None or ms < best["ms"]:
-                        err = rel_err(plan, cfg)
-                        row["rel_err"] = err
-                        if err < tolerance:  # NaN fails too
-                            best = row
-                        else:
-                            row.update(status="failed", reason=f"wrong result: relative error {err:.2e}")
+                if measure(launch, row) and (best is None or row["ms"] < best["ms"]):
+                    err = rel_err(lambda a, b, c, plan=plan, cfg=cfg: run(plan, cfg, a, b, c))
+                    row["rel_err"] = err
+                    if err < tolerance:  # NaN fails too
+                        best = row
+                    else:
+                        row.update(status="failed", reason=f"wrong result: relative error {err:.2e}")
                 failures_in_row = 0
             except Exception as e:  # a launch or runtime error: record it, go on
                 failures_in_row += 1
@@ -312,6 +308,31 @@ def tune(
                 bar.update()
         if bar is not None:
             bar.close()
+
+        # Split-K, for a rung that splits K where the best tiles leave multiprocessors idle: the best configuration
+        # and the spec's "small" one with K in slices (a split is two launches through matmul: the slices into a
+        # workspace, then their sum into C), timed the same way; a faster verified split goes with the entry.
+        for cfg, splits in split_candidates(spec, rows, M, N, K, dev.sms) if best is not None else ():
+            if time.perf_counter() + last_cost > deadline:
+                break
+            now = time.perf_counter()
+            row = dict(config=dict(cfg), split_k=splits, status="ranked", reason=None)
+            rows.append(row)
+
+            def product(a, b, c, cfg=cfg, splits=splits):
+                matmul(a, b, kernel=kernel, config=cfg, split_k=splits, out=c)
+
+            try:
+                product(As[0], Bs[0], Cs[0])  # (compiles the split's variant and its sum outside the timing)
+                if measure(lambda s, product=product: product(As[s], Bs[s], Cs[s]), row) and row["ms"] < best["ms"]:
+                    row["rel_err"] = err = rel_err(product)
+                    if err < tolerance:
+                        best = row
+                    else:
+                        row.update(status="failed", reason=f"wrong result: relative error {err:.2e}")
+            except Exception as e:
+                row.update(status="failed", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            last_cost = time.perf_counter() - now
 
     if best is None:
         raise TuneError(
@@ -334,13 +355,40 @@ def tune(
         counts=cand.counts,
     )
     res.counts["timed"] = sum(1 for r in rows if r.get("ms") is not None)
+    res.split_k = best.get("split_k", 1)
+    extra = {"split_k": res.split_k} if res.split_k > 1 else {}  # (read by auto: cumm/plan/auto.py)
     res.entry = make_entry(
-        dev.name, dev.cc, kernel, dtype, (M, N, K), res.config, res.ms, res.tflops, timed=res.counts["timed"]
+        dev.name, dev.cc, kernel, dtype, (M, N, K), res.config, res.ms, res.tflops, timed=res.counts["timed"], **extra
     )
     if save:
         res.saved_to = str(save_entries([res.entry]))
     res.elapsed_s = time.perf_counter() - t0
     return res
+
+
+SPLITS = (2, 3, 4, 6, 8)  # slices of K the split race tries
+
+
+def split_candidates(spec, rows: list[dict], M: int, N: int, K: int, sms: int) -> list[tuple[dict, int]]:
+    """(configuration, slices) the split race times for ``spec`` (a rung that splits K, else none): the three fastest
+    of the timed ``rows`` and its "small" configuration, where their tiles fill fewer than ``sms`` blocks, each with
+    the slices of SPLITS that give at most 4 ``sms`` blocks and every slice at least two of its K steps (BK). H200,
+    FP32, tf32x3's 64 x 128 tiles with 4 slices against the best whole-K rung: 64 x 4096 x 14336 161 against 297 us
+    (cuBLAS 168), 16 x 4096 x 14336 151 against 170 (124)."""
+    if not spec.split_k:
+        return []
+    out: list[tuple[dict, int]] = []
+    timed = sorted((r for r in rows if r.get("ms") is not None and "split_k" not in r), key=lambda r: r["ms"])
+    configs = [dict(r["config"]) for r in timed[:3]]
+    small = spec.configs.get("small")
+    if small is not None and configs:
+        configs.append(spec.resolve({**configs[0], **small}))
+    for cfg in configs:
+        tiles = math.prod(spec.grid(cfg, M, N, K))
+        if tiles >= sms or any(cfg == c for c, _ in out):
+            continue
+        out += [(cfg, s) for s in SPLITS if s * tiles <= 4 * sms and K >= 2 * s * cfg["BK"]]
+    return out
 
 
 def _failure_summary(rows: list[dict]) -> str:
