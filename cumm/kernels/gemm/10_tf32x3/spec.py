@@ -30,7 +30,8 @@ SPEC = KernelSpec(
     cc_defaults={90: dict(BN=256, BK=16, WN=64, STAGES=3)},
     constraints=TF32X3_CONSTRAINTS,
     space=dict(
-        BM=(64, 128, 256),
+        # BM = 32: products of 16-32 rows (decode) waste half of 64-row tiles; with K split, their tiles fill the GPU
+        BM=(32, 64, 128, 256),
         BN=(64, 128, 256),
         BK=(16, 32),
         WM=(32, 64),
