@@ -310,6 +310,26 @@ def test_split_against_float64(kernel, split_k, shape, rng):
     assert err < TOL, f"{kernel} split_k={split_k} {shape}: relative error {err:.3e}"
 
 
+# tf32x3's 32-row tiles (the tuned decode entries: 32 x 128 tiles with K in 4-8 slices), whole and split, on odd shapes
+ROWS32 = dict(BM=32, BN=128, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split_k", [1, 4, 8])
+@pytest.mark.parametrize(
+    "shape", [*SHAPES, (17, 4097, 4099), (32, 6144, 4096), (40, 129, 14336)], ids=lambda s: "x".join(map(str, s))
+)
+def test_tf32x3_32_row_tiles(split_k, shape, rng):
+    M, N, K = shape
+    a, b, ref = _operands(rng, M, N, K)
+    out = _poisoned(M, N)
+    cumm.matmul(a, b, kernel="tf32x3", config=ROWS32, out=out, split_k=split_k)
+    err = rel_err(out, ref)
+    assert err < TOL, f"tf32x3 32-row tiles split_k={split_k} {shape}: relative error {err:.3e}"
+    got = cumm.matmul(a, b)  # auto: near the decode shapes, a tuned split entry on these tiles
+    assert rel_err(got, ref) < TOL
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", SPLIT_KERNELS)
 def test_split_alpha_beta(kernel, rng):
