@@ -189,7 +189,8 @@ def _print_table(results, kernels: Sequence[str]) -> None:
         if win is None:
             print(f"{sh:>20}  {'FAILED':<14} {'-':>10} {'-':>8}  {cols}")
         else:
-            print(f"{sh:>20}  {win.kernel:<14} {win.ms:>10.4f} {win.tflops:>8.2f}  {cols}  {_compact(win.config)}")
+            cfg = _compact(win.config) + (f" split_k={win.split_k}" if win.split_k > 1 else "")
+            print(f"{sh:>20}  {win.kernel:<14} {win.ms:>10.4f} {win.tflops:>8.2f}  {cols}  {cfg}")
 
 
 def print_plan(
