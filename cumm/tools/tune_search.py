@@ -13,7 +13,10 @@ offline, no GPU needed), then:
    more than ``PRUNE_FACTOR`` times slower than the best median is pruned after its warm-up. Before a
    configuration becomes the best it is checked against a float64 reference (relative Frobenius error <
    ``TOLERANCE``).
-6. **Save** the winner in the user's tuned table (``_store``), which ``kernel="auto"`` reads.
+6. **Split race** (a rung that splits K, where its best tiles leave multiprocessors idle): the three fastest
+   configurations and the ``small`` one with K in ``SPLITS`` slices, timed the same way through matmul
+   (:func:`split_candidates`); a faster verified split becomes the winner with its ``split_k``.
+7. **Save** the winner in the user's tuned table (``_store``), which ``kernel="auto"`` reads.
 
 Time budget (``budget_s``, default ``DEFAULT_BUDGET_S`` = 150 s, env ``CUMM_TUNE_BUDGET_S``): offline
 compiles not started by ``OFFLINE_SHARE`` (40 %) of it are cancelled, device compiles likewise at
