@@ -469,6 +469,9 @@ def test_cli_argument_errors(capsys):
     with pytest.raises(SystemExit):
         _cli.main(["tune", "--shape", "64x64x64", "--rungs", "tf32x3,no_such_rung"])
     assert "unknown rungs ['no_such_rung']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _cli.main(["tune", "--shape", "64x64x64", "--rungs", " , "])
+    assert "give rungs as A,B,..." in capsys.readouterr().err
 
 
 def test_top_rungs_per_dtype():
@@ -759,7 +762,12 @@ def test_split_candidates():
     spec = get_spec("tf32x3")
     small = spec.resolve(dict(spec.configs["small"]), CC)  # 64 x 64 tiles, BK = 32
     wide = spec.resolve(dict(small, BN=128, WN=64), CC)
-    rows = [dict(config=small, ms=2.0), dict(config=wide, ms=1.0), dict(config=small, ms=0.5, split_k=4)]
+    rows = [
+        dict(config=small, ms=2.0, status="timed"),
+        dict(config=wide, ms=1.0, status="timed"),
+        dict(config=small, ms=0.5, split_k=4, status="timed"),  # (a split row: not raced again)
+        dict(config=dict(wide, STAGES=2), ms=0.2, status="failed"),  # (timed, then found wrong)
+    ]
     got = _search.split_candidates(spec, rows, 64, 4096, 14336, 132)
     assert [c for c, _ in got[:5]] == [wide] * 5 and {s for _, s in got} == set(_search.SPLITS)
     assert all(c in (small, wide) for c, _ in got) and len(got) == 10  # the small one once, though listed twice

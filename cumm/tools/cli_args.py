@@ -72,7 +72,9 @@ def _size_list(text: str) -> list[int]:
 def _rungs(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in gemm_kernels()]
-    if not names or unknown:
+    if not names:
+        raise argparse.ArgumentTypeError(f"give rungs as A,B,...; the rungs: {', '.join(gemm_kernels())}")
+    if unknown:
         raise argparse.ArgumentTypeError(f"unknown rungs {unknown}; the rungs: {', '.join(gemm_kernels())}")
     return names
 

@@ -312,9 +312,10 @@ def tune(
         if bar is not None:
             bar.close()
 
-        # Split-K, for a rung that splits K where the best tiles leave multiprocessors idle: the best configuration
-        # and the spec's "small" one with K in slices (a split is two launches through matmul: the slices into a
-        # workspace, then their sum into C), timed the same way; a faster verified split goes with the entry.
+        # Split-K, for a rung that splits K where the best tiles leave multiprocessors idle: the three fastest
+        # verified-or-timed configurations and the spec's "small" one with K in slices (a split is two launches
+        # through matmul: the slices into a workspace, then their sum into C), timed the same way (launches queued,
+        # so a split call's host time is not in the race); a faster verified split goes with the entry.
         for cfg, splits in split_candidates(spec, rows, M, N, K, dev.sms) if best is not None else ():
             if time.perf_counter() + last_cost > deadline:
                 break
@@ -381,7 +382,8 @@ def split_candidates(spec, rows: list[dict], M: int, N: int, K: int, sms: int) -
     if not spec.split_k:
         return []
     out: list[tuple[dict, int]] = []
-    timed = sorted((r for r in rows if r.get("ms") is not None and "split_k" not in r), key=lambda r: r["ms"])
+    # (whole-K rows that were timed and not found wrong)
+    timed = sorted((r for r in rows if r.get("status") == "timed" and "split_k" not in r), key=lambda r: r["ms"])
     configs = [dict(r["config"]) for r in timed[:3]]
     small = spec.configs.get("small")
     if small is not None and configs:
