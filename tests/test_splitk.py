@@ -8,6 +8,7 @@ import re
 import pytest
 
 import cumm
+from cumm.api.matmul import decision
 from cumm.core.spec import cdiv
 from cumm.ladder import REGISTRY, get_spec
 from cumm.plan import auto as _auto
@@ -308,6 +309,28 @@ def test_split_against_float64(kernel, split_k, shape, rng):
     assert cumm.matmul(a, b, kernel=kernel, out=out, split_k=split_k) is out
     err = rel_err(out, ref)
     assert err < TOL, f"{kernel} split_k={split_k} {shape}: relative error {err:.3e}"
+
+
+@pytest.mark.gpu
+def test_cached_split_calls_launch_on_the_caller_s_arrays(rng):
+    """A split call on cupy arrays is a cached call's two driver launches on the caller's pointers (the slices into
+    a workspace from cupy's pool, then the reduce): repeated calls, new pointers of the same key, alpha, beta and a
+    strided, unaligned out."""
+    import cupy
+
+    M, N, K = 33, 130, 4099
+    a, b, ref = _operands(rng, M, N, K)
+    for _ in range(3):
+        out = _poisoned(M, N)
+        cumm.matmul(a, b, kernel="tf32x3", split_k=4, out=out)
+        assert rel_err(out, ref) < TOL
+    a2, b2 = a.copy(), b.copy()
+    big = cupy.full((M, N + 7), 1.0, dtype=cupy.float32)
+    out = big[:, 3 : N + 3]
+    cumm.matmul(a2, b2, kernel="tf32x3", split_k=4, out=out, alpha=2.0, beta=0.5)
+    assert rel_err(out, 2.0 * ref + 0.5) < TOL
+    assert float(big[:, :3].min()) == 1.0 and float(big[:, N + 3 :].max()) == 1.0  # nothing written beside out
+    assert "split_k=4" in decision(a2, b2, out, kernel="tf32x3", beta=0.5)
 
 
 # tf32x3's 32-row tiles (the tuned decode entries: 32 x 128 tiles with K in 4-8 slices), whole and split, on odd shapes

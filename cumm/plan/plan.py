@@ -358,8 +358,10 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     # copies made of the operands on each call: a layout the rung does not read in place, rows padded
     ab = (("A", a3, a, repack_a), ("B", b3, b, repack_b))
     copies = tuple(n for n, x3, x, more in ab if more or not shares(x3, x))
-    # fast: one launch of the plan's kernel straight on the caller's arrays (no copy, no second kernel)
-    fast = not (copies or stage) and splits == 1 and (mm, nn) == (M, N)
+    # fast: the plan's kernel straight on the caller's arrays (no copy, no strips): one driver launch, or with split-K
+    # two (the slices into a workspace, then the reduce), cupy arrays only (the workspace comes from cupy's pool on
+    # the current stream, which a torch call does not run on)
+    fast = not (copies or stage) and (splits == 1 or akind == "cupy") and (mm, nn) == (M, N)
     if fast and not batch:
         grid = plan.spec.grid(plan.cfg, M, N, K)
         fast = grid[1] <= 65535 and grid[2] <= 65535  # (else Plan.launch reports it)
@@ -389,5 +391,6 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         batch=(nb, bsa, bsb, bsc) if batch else None,
         # maps go with the driver launch (Plan.launch has none), and so does an epilogue's CummAlpha
         direct=spec.tensor_maps is not None or epilogue is not None if batch else plain,
+        reduce=_splitk.reduce_launch(M, N, dev) if fast and splits > 1 else None,
     )
     return call, ops

@@ -195,6 +195,12 @@ class Call:
         "scratch",
         "cell",
         "epi",
+        "splits",
+        "rslots",
+        "rf32",
+        "rparams",
+        "rparams_ptr",
+        "rgeometry",
     )
 
     def __init__(
@@ -211,6 +217,7 @@ class Call:
         decisions: dict,
         batch: tuple[int, int, int, int] | None = None,
         direct: bool = False,
+        reduce: tuple[int, int, int] | None = None,  # split-K's sum: (CUfunction, blocks, threads), a fast call
     ):
         self.plan, self.kind, self.dev = plan, kind_, dev
         (self.M, self.N, self.K), (self.lda, self.ldb, self.ldc) = dims, lds
@@ -224,6 +231,9 @@ class Call:
         self.direct = direct or fast
         self.maps = ()
         self.scratch = None  # (device pointer cell, bytes) of a kernel that takes a workspace
+        # split-K on the caller's arrays: grid z = the slices, each writing its partial sum into a fresh float32
+        # workspace (ldc = N; the kernel sets alpha 1, beta 0), then the reduce kernel adds them into C
+        self.splits = decisions.get("splits", 1) if reduce is not None else 1
         if self.direct:
             M, N, K = dims
             # CUMM_GEMM_ARGS: M N K alpha A lda B ldb beta C ldc, each in an 8-byte slot (int32 and float32 in the
@@ -236,6 +246,16 @@ class Call:
             self.f32 = self.slots.view(np.float32)
             for slot, v in ((0, M), (1, N), (2, K), (5, self.lda), (7, self.ldb), (10, self.ldc)):
                 self.slots[slot] = v
+            if self.splits > 1:
+                self.slots[10] = N  # the workspace's rows
+                # splitk_reduce(M, N, S, W, alpha, beta, C, ldc), each argument in an 8-byte slot
+                self.rslots = np.zeros(8, dtype=np.uint64)
+                self.rf32 = self.rslots.view(np.float32)
+                for slot, v in ((0, M), (1, N), (2, self.splits), (7, self.ldc)):
+                    self.rslots[slot] = v
+                self.rparams = np.array([self.rslots.ctypes.data + 8 * i for i in range(8)], dtype=np.uint64)
+                self.rparams_ptr = self.rparams.ctypes.data
+                self.rgeometry = (reduce[1], reduce[2], reduce[0])
             if batch is not None:
                 self.slots[11:14] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
             if walk:
@@ -286,6 +306,7 @@ class Call:
                 self.epi = np.zeros(epi.nbytes // 8, dtype=np.uint64)
                 self.params[3] = self.epi.ctypes.data
             self.func = plan.kern.kernel.ptr
+            gz = self.splits if self.splits > 1 else gz
             self.grid = (gx, gy, gz if batch is None or walk else batch[0])
             self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
 
@@ -304,6 +325,9 @@ class Call:
             self._launch(pa, pb, pc, alpha, beta, stream)
 
     def _launch(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
+        if self.splits > 1:
+            self._launch_split(pa, pb, pc, alpha, beta, stream)
+            return
         s = self.slots
         s[4] = pa
         s[6] = pb
@@ -325,6 +349,18 @@ class Call:
             if not retry_without_context(e):
                 raise
             _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
+
+    def _launch_split(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
+        # the workspace from cupy's pool on the current stream (the call's): reused only behind these launches
+        ws = cupy.empty(self.splits * self.M * self.N, dtype=cupy.float32)
+        s, r = self.slots, self.rslots
+        s[4], s[6], s[9] = pa, pb, ws.data.ptr
+        r[3], r[6] = ws.data.ptr, pc
+        self.rf32[8], self.rf32[10] = alpha, beta
+        gx, gy, gz, bx, by, bz, smem, func = self.geometry
+        rblocks, rthreads, rfunc = self.rgeometry
+        _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
+        _driver.launchKernel(rfunc, rblocks, 1, 1, rthreads, 1, 1, 0, stream, self.rparams_ptr, 0)
 
 
 _ZERO_MAP = tmaps.aligned_map()  # 128 zero bytes, 64-byte aligned: a map argument a kernel does not read
