@@ -62,6 +62,25 @@ def test_config_constraints():
         spec.resolve({"BN": 256, "WGS": 1, "NUM_THREADS": 256, "BM": 128})
     with pytest.raises(cumm.ConfigError, match="227 KB"):
         spec.resolve({"STAGES": 5})
+    with pytest.raises(cumm.ConfigError, match="set SK = 0 for WGS = 1"):
+        spec.resolve({"BN": 128, "WGS": 1, "NUM_THREADS": 256})
+    assert spec.resolve({"BN": 128, "WGS": 1, "NUM_THREADS": 256, "SK": 0})["SK"] == 0
+    with pytest.raises(cumm.ConfigError, match="SKMIN"):
+        spec.resolve({"SKMIN": 0})
+
+
+def test_stream_k_workspace():
+    """The host sizes the workspace for the grid; the kernel decides from the device's tile count whether to use it."""
+    from cumm.ladder import rung_module
+
+    spec, mod = get_spec("wgmma_grouped"), rung_module("wgmma_grouped")
+    cfg = spec.resolve(None, 90)
+    assert cfg["SK"] > 0 and mod.workspace(cfg, 132) == 4096 * 4 + 132 * 128 * 256 * 4
+    assert mod.workspace(spec.resolve({"SK": 0}, 90), 132) == 0
+    assert mod.workspace(cfg, 5000) == 0  # more blocks than flags: whole tiles
+    for vec_c in (0, 1):  # stream-K compiled in: no spills in the producer's 40 registers or the consumers'
+        k = compile_offline(spec, cfg, "sm_90", (1, 1, vec_c, 0, dtype_flag("bfloat16", "bfloat16"), TRANSPOSED_B))
+        assert k.spill_bytes == 0 and k.stack_bytes == 0, k.log
 
 
 class _FakeOut:
@@ -255,6 +274,57 @@ def test_contiguous_new_result_and_odd_shapes_through_padding(sm90, rng):
         out = _nan((T, N), dtype)
         cumm.grouped_matmul(wide, bt, ends, out=out)
         _check_contiguous(wide, bt, ends, out, dtype)
+
+
+@gpu
+@pytest.mark.parametrize("epi", [0, 1])
+@pytest.mark.parametrize("masked", [False, True])
+def test_stream_k_tail_against_whole_tiles(sm90, rng, epi, masked):
+    """Stream-K (SK > 0, the default): fewer tiles than blocks, every tile's k-slabs shared out (odd K: a last
+    partial slab); and a tail behind a whole round (SKMIN = 1 so that a short K takes it), group ends inside
+    tiles. Each against float64 and against SK = 0 (whole tiles) on the same inputs; run twice, so the flags
+    the first launch left (lowered) serve the second."""
+    import cupy
+
+    dtype = "bfloat16"
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    N = 296  # two column tiles of 256, the second a 40-column edge (a row pitch the TMA store takes)
+    # 8 tiles; then 2 (38 + sms / 2 - 29 + 1) = sms + 20 tiles (132 multiprocessors: a last round 15 % full)
+    cases = [([100, 1, 250], 1000), ([0, 37 * 128 + 5, (sms // 2 - 29) * 128 - 77, 1], 200)]
+    for sizes, K in cases:
+        G = len(sizes)
+        b = _weights(rng, G, K, N, dtype, True)
+        if masked:
+            max_m = max(sizes)
+            a = rng.standard_normal((G, max_m, K), dtype=cupy.float32).astype(dtype)
+            counts = cupy.asarray(sizes, dtype=cupy.int32)
+        else:
+            T = sum(sizes) + 3
+            a = rng.standard_normal((T, K), dtype=cupy.float32).astype(dtype)
+            ends = np.cumsum(sizes).tolist()
+        ref = None
+        for sk in (4, 4, 0):
+            config = {"EPI": epi, "SK": sk, "SKMIN": 1}
+            if masked:
+                out = _nan((G, max_m, N), dtype)
+                cumm.grouped_matmul(a, b, masked_m=counts, out=out, config=config)
+                for g, m in enumerate(sizes):
+                    if m:
+                        r64 = a[g, :m].astype(cupy.float64) @ b[g].astype(cupy.float64)
+                        assert _rel(out[g, :m], r64) < TOLERANCE[dtype], (sizes, g, sk)
+                    assert bool(cupy.isnan(out[g, m:].astype(cupy.float32)).all()), (sizes, g, "rows past m")
+            else:
+                out = _nan((T, N), dtype)
+                cumm.grouped_matmul(a, b, cupy.asarray(ends, dtype=cupy.int32), out=out, config=config)
+                _check_contiguous(a, b, ends, out, dtype)
+            got = out.astype(cupy.float32)
+            if ref is None:
+                ref = got
+            else:  # stream-K sums the slabs in another order: equal to whole tiles within C's rounding
+                both = ~cupy.isnan(ref)
+                assert bool((cupy.isnan(got) == ~both).all())
+                diff = cupy.abs(got - ref)[both]
+                assert float(diff.max()) <= 0.02 * float(cupy.abs(ref[both]).max()), (sizes, sk)
 
 
 @gpu

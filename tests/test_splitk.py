@@ -330,7 +330,7 @@ def test_cached_split_calls_launch_on_the_caller_s_arrays(rng):
     cumm.matmul(a2, b2, kernel="tf32x3", split_k=4, out=out, alpha=2.0, beta=0.5)
     assert rel_err(out, 2.0 * ref + 0.5) < TOL
     assert float(big[:, :3].min()) == 1.0 and float(big[:, N + 3 :].max()) == 1.0  # nothing written beside out
-    assert "split_k=4" in decision(a2, b2, out, kernel="tf32x3", beta=0.5)
+    assert "split_k=4" in decision(a2, b2, out, kernel="tf32x3", beta=0.5, split_k=4)
 
 
 # tf32x3's 32-row tiles (the tuned decode entries: 32 x 128 tiles with K in 4-8 slices), whole and split, on odd shapes

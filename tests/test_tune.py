@@ -769,8 +769,10 @@ def test_split_candidates():
         dict(config=dict(wide, STAGES=2), ms=0.2, status="failed"),  # (timed, then found wrong)
     ]
     got = _search.split_candidates(spec, rows, 64, 4096, 14336, 132)
-    assert [c for c, _ in got[:5]] == [wide] * 5 and {s for _, s in got} == set(_search.SPLITS)
-    assert all(c in (small, wide) for c, _ in got) and len(got) == 10  # the small one once, though listed twice
+    # 32 tiles of 64 x 128: up to 16 slices (528 blocks); 64 of 64 x 64: up to 8
+    assert got[:6] == [(wide, s) for s in (2, 3, 4, 6, 8, 16)] and got[6:] == [(small, s) for s in (2, 3, 4, 6, 8)]
+    # one tile (64 x 64 x 4096): every slice count of SPLITS, the deepest 64 slices of two BK = 32 steps
+    assert [s for _, s in _search.split_candidates(spec, rows[:1], 64, 64, 4096, 132)] == list(_search.SPLITS)
     # 64 tiles of 64 x 64 at 512 x 512: up to 8 slices on 132 multiprocessors (512 blocks), 6 on 100 (384)
     assert {s for c, s in _search.split_candidates(spec, rows[:1], 512, 512, 4096, 132)} == {2, 3, 4, 6, 8}
     assert {s for c, s in _search.split_candidates(spec, rows[:1], 512, 512, 4096, 100)} == {2, 3, 4, 6}

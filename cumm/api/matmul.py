@@ -195,11 +195,20 @@ def matmul(
     return _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi)
 
 
-def decision(a, b, out, *, kernel: str = "auto", config: Mapping[str, int] | None = None, beta: float = 0.0) -> str:
-    """What the earlier runs of ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta)`` made: "<kernel>
-    <non-default parameters>", the split count and the operands copied on each call, e.g. "tf32x3 BM=64 BN=64
-    split_k=4", "wgmma_ws (copies B)"; "" if not known."""
-    key = _key(a, b, out, kernel, config, None, float(beta))
+def decision(
+    a,
+    b,
+    out,
+    *,
+    kernel: str = "auto",
+    config: Mapping[str, int] | None = None,
+    beta: float = 0.0,
+    split_k: int | None = None,
+) -> str:
+    """What the earlier runs of ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta, split_k=split_k)``
+    made: "<kernel> <non-default parameters>", the split count and the operands copied on each call, e.g. "tf32x3
+    BM=64 BN=64 split_k=4", "wgmma_ws (copies B)"; "" if not known."""
+    key = _key(a, b, out, kernel, config, split_k, float(beta))
     call = _calls.get(key) if key is not None else None
     if call is None:
         return ""

@@ -16,7 +16,7 @@ import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
 from ..ladder import get_spec, rung_module
-from ..runtime import tmaps
+from ..runtime import scratch, tmaps
 from ..runtime.arrays import retry_without_context
 from ..runtime.compile import device_kernel
 from ..runtime.render import TRANSPOSED_B, Variant, dtype_flag
@@ -117,7 +117,8 @@ def configure(layout: str, G: int, rows: int, out, config) -> dict:
 class GroupedCall:
     """The kernel for one key (layout, shapes, strides, dtype, device, alignment, config): compiled, its tensor
     maps kept per pointer, its arguments in 8-byte slots: G rows N K offs C ldc bsc, then the four maps by value
-    (A, B, and C's two of the TMA-store epilogue: its rows, and the clip map of blocks that cross a group's end)."""
+    (A, B, and C's two of the TMA-store epilogue: its rows, and the clip map of blocks that cross a group's end),
+    then the stream-K workspace (SK > 0: the stream's scratch buffer; else null)."""
 
     def __init__(self, layout: str, G: int, rows: int, N: int, K: int, a, b, lay: int, out, device_id: int, config):
         spec = get_spec(KERNEL)
@@ -155,7 +156,12 @@ class GroupedCall:
         for i, v in ((0, G), (1, rows), (2, N), (3, K), (6, ldc)):
             self.slots[i] = v
         self.slots[7:8] = np.array([bsc], dtype=np.int64).view(np.uint64)
-        self.params = np.array([self.slots.ctypes.data + 8 * i for i in range(8)] + [0] * 4, dtype=np.uint64)
+        self.dev = device_id
+        self.ws_bytes = rung_module(KERNEL).workspace(cfg, self.grid)
+        self.ws = np.zeros(1, dtype=np.uint64)  # the workspace pointer's slot, written at each launch
+        self.params = np.array(
+            [self.slots.ctypes.data + 8 * i for i in range(8)] + [0] * 4 + [self.ws.ctypes.data], dtype=np.uint64
+        )
         self.func = self.kern.kernel.ptr
         self.lock = threading.Lock()
 
@@ -167,6 +173,8 @@ class GroupedCall:
                 self.params[8 + i] = maps.known.get(p) or maps.make(p)
             if len(self.maps) == 2:  # EPI = 0: C's maps are not read; any map's 128 bytes stand in
                 self.params[10] = self.params[11] = self.params[8]
+            if self.ws_bytes:
+                self.ws[0] = workspace(self.dev, stream, self.ws_bytes)
             args = (self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params.ctypes.data, 0)
             try:
                 _driver.launchKernel(*args)
@@ -174,6 +182,17 @@ class GroupedCall:
                 if not retry_without_context(e):
                     raise
                 _driver.launchKernel(*args)
+
+
+def workspace(device_id: int, stream: int, nbytes: int) -> int:
+    """The stream's scratch buffer for stream-K, or 0 (whole tiles) while the stream is being captured into a CUDA
+    graph and has none yet: making one zeroes it and waits for the device, which a capture does not allow."""
+    ptr = scratch.existing(device_id, stream, nbytes)
+    if ptr:
+        return ptr
+    if stream and cupy.cuda.runtime.streamIsCapturing(stream):
+        return 0
+    return scratch.pointer(device_id, stream, nbytes)
 
 
 _calls: dict[tuple, GroupedCall] = {}

@@ -90,7 +90,7 @@ def reduce_launch(M: int, N: int, device_id: int) -> tuple[int, int, int]:
     """(CUfunction, blocks, threads) of the reduce kernel for an M x N product: a cached call's second driver launch
     (cumm.runtime.launch.Call)."""
     (kern,) = aux_kernels(REDUCE_TEMPLATE, (REDUCE_NAME,), device_id)
-    return kern.ptr, min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS), REDUCE_THREADS
+    return kern.kernel.ptr, min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS), REDUCE_THREADS
 
 
 def reduce(ws, splits: int, M: int, N: int, alpha: float, beta: float, c, ldc: int) -> None:

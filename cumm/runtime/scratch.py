@@ -19,6 +19,12 @@ _outgrown: list[cupy.ndarray] = []
 _lock = threading.Lock()
 
 
+def existing(device_id: int, stream: int, nbytes: int) -> int:
+    """The address of the buffer :func:`pointer` would give if it needs no new one; else 0."""
+    buf = _buffers.get((device_id, stream))
+    return buf.data.ptr if buf is not None and buf.nbytes >= nbytes else 0
+
+
 def pointer(device_id: int, stream: int, nbytes: int) -> int:
     """The device address of at least ``nbytes`` zeroed-at-birth bytes for launches on ``stream`` (a handle,
     0 for the default stream) of device ``device_id``."""

@@ -370,7 +370,9 @@ def tune(
     return res
 
 
-SPLITS = (2, 3, 4, 6, 8)  # slices of K the split race tries
+# slices of K the split race tries; the deep ones for products of a tile or two (64 x 64 x 4096: one 64 x 64 tile
+# walks 4096 deep on one multiprocessor unless K is cut into tens of slices)
+SPLITS = (2, 3, 4, 6, 8, 16, 32, 64)
 
 
 def split_candidates(spec, rows: list[dict], M: int, N: int, K: int, sms: int) -> list[tuple[dict, int]]:

@@ -27,6 +27,14 @@
 // - The group table lives in dynamic shared memory after the ring's barriers, 8 G + 16 bytes (the host adds it to
 //   the launch's shared memory): with the epilogue's 32 KB staging, 4 stages of 128 x 256 leave room for 246
 //   groups, 3 stages for GMAX (the plan takes 3 where G needs it).
+// - SK > 0, stream-K tail (14's, on the same CummTileWalk and workspace): the tile count is known only on the
+//   device, so the kernel itself applies 14's host rule to it: when the tiles leave a last round at most 60 % full
+//   (and a tile has at least SKMIN k-slabs, or the tiles are fewer than the blocks), the last tiles % blocks tiles
+//   are shared out as equal k-ranges over every block instead of a round in which the other blocks idle (8 groups
+//   of 2048 x 4096 x 7168: 2048 tiles of 128 x 256, 15.5 rounds on 132 blocks). A piece that does not end its tile
+//   puts its partial sums in the workspace `skw` and raises its flag; the block with the tile's last slab adds
+//   them and runs the epilogue. skw null (no workspace: the host's choice, or a stream being captured into a
+//   graph before it has one): whole tiles.
 // Why one launch beats a loop of G matmuls: a loop pays a launch (~4-5 us of host time at G = 64, more than some
 // products take) and a tail wave per expert (a product of 512 rows x 4096 columns is 64 tiles of 128 x 256 on 132
 // multiprocessors: half of them idle); one walk packs every group's tiles into whole waves, and the next tile's
@@ -41,18 +49,21 @@
 // EPI = 1: C's maps tmC (dims N x R, box 64 x 64) and tmK (the clip map above, box 64 x 64 x 1), 128-byte swizzle
 // (EPI = 0: any 64-byte aligned 128 bytes, unused). Grid: one block per multiprocessor (the host cannot know the
 // tile count without reading offs). Dynamic shared memory: the spec's smem plus 8 G + 16 bytes (the table).
+// skw (last argument): SK > 0, CUMM_SK_FLAGS zeroed int flags (left zero), then gridDim.x x BM x BN floats; or null.
 
 #define CUMM_C_STAGE (EPI ? WGS * 64 * 128 * 2 : 0)  // the epilogue's staging: 64 rows x 128 columns per warpgroup
+#define CUMM_SK_FLAGS 4096                           // stream-K flags at the workspace's start (14's layout)
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     CUMM_KERNEL(const int G, const int rows, const int N, const int K, const int* __restrict__ offs,
                 cumm_out_t* __restrict__ C, const int ldc, const i64 bsc, const __grid_constant__ CummTmap tmA,
                 const __grid_constant__ CummTmap tmB, const __grid_constant__ CummTmap tmC,
-                const __grid_constant__ CummTmap tmK) {
+                const __grid_constant__ CummTmap tmK, float* __restrict__ skw) {
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(MASKED == 0 || MASKED == 1, "MASKED is 0 (contiguous A) or 1 (A of shape G x max_m x K)");
     static_assert(EPI == 0 || EPI == 1, "EPI is 0 (direct stores) or 1 (TMA-store epilogue)");
+    static_assert(SK == 0 || WGS == 2, "stream-K runs two consumer warpgroups (named barrier 3 is theirs)");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
     unsigned char* const sm = smem_raw + (base - raw);
@@ -120,7 +131,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         const int2 tc = cumm_tile_coord(t - t0, (rend - rs + BM - 1) / BM, ntn, GM);
         row0 = rs + tc.x * BM, col0 = tc.y * BN;
     };
-    const CummTileWalk<0> walk(s_tiles, KT, blockIdx.x, gridDim.x, false);
+    // stream-K where the last round is at most 60 % full (14's spec rule, applied to the device's tile count)
+    const int tiles = s_tiles, rem = tiles % (int)gridDim.x;
+    const bool split = SK > 0 && skw != nullptr && rem != 0 && 5 * rem <= 3 * (int)gridDim.x &&
+                       (tiles < (int)gridDim.x || KT >= SKMIN) && gridDim.x <= CUMM_SK_FLAGS;
+    const CummTileWalk<SK> walk(tiles, KT, blockIdx.x, gridDim.x, split);
 
     if (cumm_ws_producer<40, 232>(tid)) {
         if (tid == 0) {
@@ -154,6 +169,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     CummTmaEpilogue<MT, BN, 0> epi{cs, &tmC, bars, 1 + wg, tid % 128, warp, g8, t4, 0};
     CummTmaEpilogue<MT, BN, 1> epk{cs, &tmK, bars, 1 + wg, tid % 128, warp, g8, t4, 0};
     const int gs = EPI && MASKED ? (int)(bsc / ldc) : 0;  // masked: C's rows per group in tmC's and tmK's rows
+    int* const flag = reinterpret_cast<int*>(skw);
+    float* const part = skw + CUMM_SK_FLAGS;  // stream-K: a BM x BN partial per block
     int it = 0;  // slabs consumed (the ring's position)
     int t, k0, k1, grp, row0, rend, col0;
     for (int i = 0; walk.next(i, t, k0, k1); ++i) {
@@ -182,6 +199,14 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         ring.release<1>((it - 1) % STAGES, lane, 0);
 #pragma unroll
         for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
+        if (walk.piece(t)) {  // a stream-K piece: partial sums go through the workspace
+            if (k1 < KT) {    // not the tile's last slab: hand the partial to the block that has it
+                cumm_sk_put<MT, BN / 2, 256, 3>(d, part, flag, blockIdx.x, tid - 128);
+                continue;
+            }
+            for (int p = (int)blockIdx.x - 1; p >= 0 && walk.shares(p, t); --p)
+                cumm_sk_add<MT, BN / 2, 256, 3>(d, part, flag, p, tid - 128);
+        }
         if (EPI && (N % 8 == 0 || col0 + BN <= N)) {  // (a box crossing N off the 16-byte grid: direct stores)
             const int r0 = row0 + wrow;  // this warpgroup's first row (masked: in its group)
             if (r0 + MT * 64 <= rend)  // wholly inside the group

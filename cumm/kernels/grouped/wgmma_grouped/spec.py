@@ -23,6 +23,18 @@ def smem(c) -> int:
     return c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + c["EPI"] * c["WGS"] * 16384 + 16 * c["STAGES"]
 
 
+SK_FLAGS = 4096  # kernel.cu's CUMM_SK_FLAGS: the stream-K flags at the workspace's start, one per block
+
+
+def workspace(c, blocks: int) -> int:
+    """Bytes of the stream-K workspace (kernel.cu's ``skw``) for ``blocks`` blocks: the flags, then a BM x BN float32
+    partial per block; 0 (a null pointer, whole tiles) with SK = 0 or more blocks than flags. The kernel itself
+    decides from the device's tile count whether to split (the rule of 14_wgmma_ws's spec)."""
+    if not c["SK"] or blocks > SK_FLAGS:
+        return 0
+    return SK_FLAGS * 4 + blocks * c["BM"] * c["BN"] * 4
+
+
 def table_bytes(G: int) -> int:
     """The group table after the barriers (kernel.cu): a row end and a tile end per group, the tile count."""
     return 8 * G + 16
@@ -44,7 +56,7 @@ SPEC = KernelSpec(
     persistent=True,  # one block per multiprocessor walks the tiles of every group
     summary="grouped products (mixture-of-experts) in one persistent warp-specialized wgmma launch: the tile walk"
     " covers every group's tiles, read from device offsets",
-    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, MASKED=0, EPI=1, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, MASKED=0, EPI=1, SK=4, SKMIN=32, NUM_THREADS=384),
     configs={"narrow": dict(BN=128, STAGES=6)},
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     # (for the registry's probe: M rows of one group; the host launches one block per multiprocessor)
@@ -64,11 +76,16 @@ SPEC = KernelSpec(
         ),
         C("MASKED in (0, 1)", "MASKED is 0 (contiguous A, cumulative row offsets) or 1 (A of G x max_m x K, counts)"),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue)"),
+        C("SK >= 0", "SK is 0 (whole tiles) or the stream-K tail's most ranges per tile (a positive int)"),
+        C("SK == 0 or WGS == 2", "stream-K (SK > 0) runs two consumer warpgroups (WGS = 2); set SK = 0 for WGS = 1"),
+        C("SKMIN >= 1", "SKMIN, the fewest 64-deep k-slabs a tile needs for a stream-K tail, must be at least 1"),
         C(
             "STAGES * (BM + BN) * 128 + 1024 + EPI * WGS * 16384 + 16 * STAGES + 8 * 64 + 16 <= 232448",
             "the stages, the epilogue's staging (EPI = 1) and a table of at least 64 groups fit in 227 KB of shared"
             " memory per block",
         ),
     ],
-    space=dict(BM=(128,), BN=(128, 256), STAGES=(3, 4, 5, 6), WGS=(2,), GM=(4, 8, 16), MASKED=(0, 1), EPI=(0, 1)),
+    space=dict(
+        BM=(128,), BN=(128, 256), STAGES=(3, 4, 5, 6), WGS=(2,), GM=(4, 8, 16), MASKED=(0, 1), EPI=(0, 1), SK=(0, 4)
+    ),
 )
