@@ -17,7 +17,8 @@
 //   fragments and issue wgmma. Two rings: STAGES raw stages (sm90.cuh's CummRing, as 14's; full: copies landed ->
 //   empty: read by the splitters and the consumers, refilled), and SB split buffers, this rung's own (ready:
 //   split -> done: their wgmma completed). A raw stage is handed back as soon as it is read, so the copies run well
-//   ahead of the tensor cores. Tiles come from sm90.cuh's CummTileWalk (whole tiles, K in order).
+//   ahead of the tensor cores. Tiles: a plain persistent loop, not sm90.cuh's CummTileWalk, whose prologue
+//   measured 1-2 % slower here (docs/rejected.md).
 // - The splitters set the pace (docs/ladder.md): their addresses are per-lane constants, and each block's
 //   loads are issued before the previous block's stores (software pipelining), so loads are always in flight.
 // - Persistent grid, grouped tile order (cumm_tile_coord, sm90.cuh): the ring runs on across tiles, so the next
@@ -64,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, KT = (K + 31) / 32;
-    const CummTileWalk<0> walk(ntm * ntn, KT, blockIdx.x, gridDim.x, false);  // whole tiles (k0 = 0, k1 = KT)
+    const int tiles = ntm * ntn;
 
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
@@ -80,11 +81,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
     // producer warpgroup: 128 x (168 - 72) registers handed to the consumers, 256 x (216 - 168)
     if (cumm_ws_producer<72, 216>(tid)) {
-        int t, k0, k1;
         if (warp == 0) {  // the copies: one thread
             if (lane == 0) {
                 int it = 0;
-                for (int j = 0; walk.next(j, t, k0, k1); ++j) {
+                for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                     const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
                     for (int kt = 0; kt < KT; ++kt, ++it) {
                         const int s = ring.acquire(it, CUMM_RAW_BYTES);
@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             sb[r] = ((m >> 1) * 8 + a) * 512;
         }
         int it = 0;
-        for (int i = 0; walk.next(i, t, k0, k1); ++i)
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x)
             for (int kt = 0; kt < KT; ++kt, ++it) {
                 const int s = ring.wait(it), b = it % SB;
                 cumm_mbar_wait(&done[b], ((it / SB) & 1) ^ 1);  // its last wgmma are done (first round: at once)
@@ -169,8 +169,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     const int wg = warp / 4 - 1, w4 = warp % 4, g = lane / 4, t4 = lane % 4;
     const int r0 = wg * 64 + w4 * 16 + g;  // this thread's first row of the tile (and r0 + 8)
     int it = 0;                            // stages consumed (over all tiles)
-    int t, k0, k1;
-    for (int i = 0; walk.next(i, t, k0, k1); ++i) {
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
         const int bm0 = tc.x * BM, bn0 = tc.y * BN;
         float acc[BN / 2], pb[BN / 2];
