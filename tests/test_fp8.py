@@ -186,7 +186,7 @@ VARIANTS = [
         *(dict(REGISTRY[k].configs[n]) for n in REGISTRY[k].configs),
         dict(EPI=0, BN=64),
     ]
-] + [("fp8_wgmma", c) for c in (dict(CL=2), dict(CL=2, PROMO=0, BN=256, STAGES=4), dict(CL=2, EPI=0, OUT=2))]
+]
 
 
 @pytest.mark.parametrize(("kernel", "config"), VARIANTS, ids=[f"{k}-{c}" for k, c in VARIANTS])
@@ -197,21 +197,6 @@ def test_fp8_variants_compile_without_spills(kernel, config):
 
 
 # ---- CPU: the FP8 bench's command line and table ------------------------------------------------------------
-
-
-def test_clusters_of_two_halve_b_s_box():
-    """fp8_wgmma CL = 2: each block of a pair loads half of B's rows (box 128 x BN / 2) and the grid counts two blocks
-    a pair of tile rows; the block-scaled rung (no CL) keeps whole boxes."""
-    spec = REGISTRY["fp8_wgmma"]
-    cfg = spec.resolve({"CL": 2}, 90)
-    _, b, _ = spec.tensor_maps(cfg, 1000, 512, 256, 256, 256, 512, True)
-    assert b.box_rows == cfg["BN"] // 2 and b.box_cols == 128
-    assert spec.grid(cfg, 1000, 512, 256)[0] == 2 * 4 * 4  # 4 pairs of 128-row tiles x 4 column tiles, 2 blocks each
-    with pytest.raises(cumm.ConfigError, match="CL is 1"):
-        spec.resolve({"CL": 4}, 90)
-    block = REGISTRY["fp8_block_scaled"]
-    _, bb, _ = block.tensor_maps(block.resolve(None, 90), 1000, 512, 256, 256, 256, 512, True)
-    assert bb.box_rows == block.resolve(None, 90)["BN"]
 
 
 def test_bench_dtype_fp8_parses_and_formats():

@@ -121,25 +121,6 @@ def test_odd_shapes(shape, out_dtype):
     assert not c.isnan().any() and e <= 1.5 * et + FLOOR, (e, et)
 
 
-@pytest.mark.parametrize("config", [dict(CL=2), dict(CL=2, PROMO=0, BN=256, STAGES=4), dict(CL=2, EPI=0)])
-@pytest.mark.parametrize(
-    "shape", [(1, 1, 1), (127, 131, 257), (129, 300, 1000), (4097, 129, 160), (385, 4097, 48), (2048, 2048, 4096)]
-)
-def test_clusters_of_two(shape, config):
-    """CL = 2: two blocks a pair of tile rows, each loading half of B's rows into both (multicast): an odd count of
-    tile rows (the partner tile past M loads zeros and stores nothing), column and K edges, bf16 and float32 C."""
-    M, N, K = shape
-    a, b, sa, sb = operands(M, N, K, rowwise=True)
-    r = ref(a, b, sa, sb)
-    for out_dtype in (torch.bfloat16, torch.float32):
-        c = run(a, b, sa, sb, out_dtype=out_dtype, config=config)
-        e, et = rel(c, r), torch_rel(a, b, sa, sb, r, out_dtype, fast=config.get("PROMO") == 0)
-        assert not c.isnan().any() and e <= 1.5 * et + FLOOR, (shape, config, out_dtype, e, et)
-    c1 = run(a, b, sa, sb, config={k: v for k, v in config.items() if k != "CL"})
-    c2 = run(a, b, sa, sb, config=config)
-    assert torch.equal(c1, c2)  # the same slabs in the same order: bitwise the same
-
-
 @pytest.mark.parametrize("layout", ["row_major_b", "column_major_a", "offset_a"])
 def test_copied_operands(layout):
     a, b, sa, sb = operands(300, 200, 512, rowwise=True)

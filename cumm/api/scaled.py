@@ -16,7 +16,6 @@ import cupy
 from ..plan import scaled as _plan
 from ..plan.operands import compute_capability
 from ..runtime.compile import device_kernel
-from ..runtime.driver import max_active_clusters
 from ..runtime.driver import multiprocessors as _sms
 from ..runtime.launch import Launch
 from ..runtime.render import ALIGNED
@@ -225,10 +224,6 @@ def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kerne
         # M N K C ldc sa (steps) sb (steps), then the maps of A, B, C; the call's pointers: A, B, C, sa, sb
         lay = (M, N, K, None, ldc, None, *steps, None, *steps_b)
         grid = min(spec.grid(cfg, M, N, K)[0], sms)
-        cl = cfg.get("CL", 1)
-        if cl > 1:  # whole clusters, at most those resident at once (a cluster's blocks share a GPC)
-            fits = max_active_clusters(kern.kernel.ptr, cl, spec.threads(cfg), spec.smem(cfg))
-            grid = cl * min(spec.grid(cfg, M, N, K)[0] // cl, fits)
         launch = Launch(kern, grid, spec.threads(cfg), spec.smem(cfg), lay, maps=tuple(maps), order=(2, 3, 4))
     return _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b)
 

@@ -195,13 +195,12 @@ FP8_CONSTRAINTS = [
 
 def fp8_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
     """The FP8 rungs' tensor maps: A (M x K row-major: dims K x M, boxes FP8_SLAB x BM), B (its N x K rows: dims K x
-    N, boxes FP8_SLAB x BN; clusters of CL blocks: BN / CL, each block loading its share), bytes (UINT8), 128-byte
-    swizzle; C (dims N x M, boxes 64 x 64, 16-bit, 128-byte swizzle) when the TMA store runs (``c_map``: EPI = 1, C
-    16-byte aligned with ldc % 8 == 0, a 16-bit output), else None."""
+    N, boxes FP8_SLAB x BN), bytes (UINT8), 128-byte swizzle; C (dims N x M, boxes 64 x 64, 16-bit, 128-byte swizzle)
+    when the TMA store runs (``c_map``: EPI = 1, C 16-byte aligned with ldc % 8 == 0, a 16-bit output), else None."""
     from cumm.runtime.tmaps import MapSpec
 
     a = MapSpec(0, K, M, lda, FP8_SLAB, cfg["BM"], 3, 1, 0)
-    b = MapSpec(1, K, N, ldb, FP8_SLAB, cfg["BN"] // cfg.get("CL", 1), 3, 1, 0)
+    b = MapSpec(1, K, N, ldb, FP8_SLAB, cfg["BN"], 3, 1, 0)
     return a, b, (MapSpec(2, N, M, ldc, 64, 64, 3, 2, 1) if c_map and cfg["EPI"] else None)
 
 

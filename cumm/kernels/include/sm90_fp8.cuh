@@ -108,14 +108,10 @@ __device__ __forceinline__ void cumm_fp8_scale_tile(float (&d)[MT][R], const flo
 // are the rungs' macros).
 
 // The producer thread: every slab of every tile of the block's walk into the ring (TMA: TM rows of A at the tile's
-// row o.x, TN rows of B at its column o.y, 128 k each). origin(t): tile t's first row and column. CLUSTER = 2: the two
-// blocks of a cluster own vertically adjacent tiles (one B column panel); block `rank` loads B's rows rank TN / 2 ..
-// of the panel (tmB's box: TN / 2 rows) into both blocks' stages (multicast), so each stage's B comes half from each.
-template <int TM, int SB, int CLUSTER, int NSTAGES, class Walk, class Origin>
+// row o.x, TN rows of B at its column o.y, 128 k each). origin(t): tile t's first row and column.
+template <int TM, int SB, int NSTAGES, class Walk, class Origin>
 __device__ __forceinline__ void cumm_fp8_produce(const CummRing<NSTAGES>& ring, const Walk& walk, Origin&& origin,
-                                                 unsigned char* sm, const CummTmap* tmA, const CummTmap* tmB,
-                                                 int rank) {
-    constexpr int TN = SB / 128 - TM;
+                                                 unsigned char* sm, const CummTmap* tmA, const CummTmap* tmB) {
     int it = 0;  // slabs issued by this block, over all its tiles
     int t, k0, k1;
     for (int j = 0; walk.next(j, t, k0, k1); ++j) {
@@ -125,11 +121,7 @@ __device__ __forceinline__ void cumm_fp8_produce(const CummRing<NSTAGES>& ring, 
             const int s = ring.acquire(it, SB);
             unsigned char* const st = sm + s * SB;
             cumm_tma_load(st, tmA, kc * 128, o.x, &ring.full[s]);             // TM rows of 128 k
-            if (CLUSTER == 1)
-                cumm_tma_load(st + TM * 128, tmB, kc * 128, o.y, &ring.full[s]);  // TN rows of 128 k
-            else
-                cumm_tma_load_2d_mc(st + (TM + rank * TN / 2) * 128, tmB, kc * 128, o.y + rank * TN / 2, &ring.full[s],
-                                    3);
+            cumm_tma_load(st + TM * 128, tmB, kc * 128, o.y, &ring.full[s]);  // TN rows of 128 k
         }
     }
 }

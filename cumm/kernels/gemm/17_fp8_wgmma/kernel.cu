@@ -15,41 +15,28 @@
 //   whole K in the tensor core's accumulators, as 14 does.
 // Kept from 14: the producer warpgroup and stage ring (CummRing, cumm_ws_producer with setmaxnreg), the persistent
 // grouped tile walk (CummTileWalk, every other tile's K backwards), the TMA-store epilogue for 16-bit C
-// (CummTmaEpilogue) and direct stores otherwise (cumm_store_tile). Not taken over (yet): stream-K, batches,
-// transposed operands.
-// - CL = 2, clusters of two (14's CL = 2): the blocks own vertically adjacent tiles (one B column panel), each loads
-//   its own A and half of B's rows, multicast into both blocks' stages; a stage is refilled once both blocks'
-//   consumers have released it. Why: a 128 x 128 FP8 tile (PROMO = 2's registers allow no wider one) moves twice the
-//   bytes per multiply-add of 14's 128 x 256 bf16 tile at twice the tensor rate; at 8192^3 L2 ran 79 % busy against
-//   cuBLAS's 63 % (ncu), and sharing B cuts a pair's L2 -> SM bytes by a quarter. An odd last row's partner tile
-//   lies past M: it loads zeros (and its B half for the partner) and stores nothing.
+// (CummTmaEpilogue) and direct stores otherwise (cumm_store_tile). Not taken over (yet): stream-K, clusters,
+// batches, transposed operands.
 // Prediction: as a fraction of the tensor rate, what 14 reaches (0.97-1.01x cuBLAS bf16); with PROMO = 1 and
 // 128 x 128 tiles at 4096^3, 0.85-0.95x torch._scaled_mm (the adds stall each warpgroup's wgmma once a slab); with
 // PROMO = 0 and 128 x 256 tiles, about torch._scaled_mm with use_fast_accum=True. To be measured.
 // Host (cumm/api/scaled.py): maps for A (dims K x M, box 128 x BM), B (dims K x N, box 128 x BN), bytes, 128-byte
 // swizzle; K % 16 == 0 and 16-byte aligned rows (else a zero-padded copy), and C's map (dims N x M, box 64 x 64,
-// 16-bit) when C is 16-byte aligned with ldc % 8 == 0 (VEC_C), else direct stores; CL = 2: B's box is 128 x BN / 2.
-// Grid: min(tiles, multiprocessors) blocks (CL = 2: 2 min(tile pairs, resident clusters)) of NUM_THREADS = 128 (WGS
-// + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 +
+// 16-bit) when C is 16-byte aligned with ldc % 8 == 0 (VEC_C), else direct stores. Grid: min(tiles,
+// multiprocessors) blocks of NUM_THREADS = 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 +
 // 16 STAGES + 32, plus 16384 WGS with the TMA-store epilogue (EPI = 1).
 
 #define CUMM_CONSUMER_REGS 232  // setmaxnreg: with the producer's 40, all 65536 registers of a multiprocessor
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
-#if CL == 2
-#define CUMM_CLUSTER __cluster_dims__(2, 1, 1)
-#else
-#define CUMM_CLUSTER
-#endif
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     CUMM_KERNEL(const int M, const int N, const int K, cumm_out_t* __restrict__ C, const int ldc,
                 const float* __restrict__ sa, const int sa_step, const float* __restrict__ sb, const int sb_step,
                 const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
                 const __grid_constant__ CummTmap tmC) {
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
-    static_assert(CL == 1 || CL == 2, "CL = 2: clusters of two blocks share B's rows (each loads half)");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
     unsigned char* const sm = smem_raw + (base - raw);
@@ -57,33 +44,23 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     const CummRing<STAGES> ring{bars, bars + STAGES};
 
     const int tid = threadIdx.x;
-    // CL = 2: the walk is over pairs of tile rows (a cluster's two tiles); rank r takes row 2 p + r
-    const int ntm = (M + BM * CL - 1) / (BM * CL), ntn = (N + BN - 1) / BN, KT = (K + 127) / 128;  // 128-deep slabs
-    const int rank = CL == 1 ? 0 : (int)cumm_cluster_ctarank();
-    const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
-    const CummTileWalk<0> walk(ntm * ntn, KT, first, step, false);
+    const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, KT = (K + 127) / 128;  // 128-deep slabs
+    const CummTileWalk<0> walk(ntm * ntn, KT, blockIdx.x, gridDim.x, false);
     auto origin = [&](int t) {  // tile t's first row and column
         const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
-        return make_int2((tc.x * CL + rank) * BM, tc.y * BN);
+        return make_int2(tc.x * BM, tc.y * BN);
     };
 
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
-        ring.init<4 * WGS * CL>();  // one arrival per consumer warp (of the cluster)
+        ring.init<4 * WGS>();  // one arrival per consumer warp
         cumm_mbar_init_fence();
     }
-    if (CL == 1)
-        __syncthreads();
-    else
-        cumm_cluster_sync();  // every block's barriers exist before anyone multicasts or arrives remotely
+    __syncthreads();
 
     if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
-        if (tid == 0) cumm_fp8_produce<BM, SB, CL>(ring, walk, origin, sm, &tmA, &tmB, rank);
-        if (CL == 2) {
-            __syncwarp();
-            cumm_cluster_sync();  // stay until the other block is done with this one's barriers
-        }
+        if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);
         return;
     }
 
@@ -109,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             cumm_wgmma_commit();
         };
         auto add = [&](float (&p)[MT][BN / 2], int s) {  // p's slab is done: hand its stage back, add p into d
-            ring.release<CL>(s, lane, rank);
+            ring.release<1>(s, lane, 0);
             cumm_fp8_promote(d, p);
         };
         // (each wait's depth fixed where it stands: ptxas serializes every wgmma when it cannot tell which
@@ -154,16 +131,16 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
             cumm_wgmma_commit();
 #if PROMO
             cumm_wgmma_wait<0>();  // this slab's sums are in p: hand its stage back, add p into d
-            ring.release<CL>(s, lane, rank);
+            ring.release<1>(s, lane, 0);
             cumm_fp8_promote(d, p);
 #else
             cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
-            if (kt > k0) ring.release<CL>((it - 1) % STAGES, lane, rank);
+            if (kt > k0) ring.release<1>((it - 1) % STAGES, lane, 0);
 #endif
         }
 #if !PROMO
         cumm_wgmma_wait<0>();
-        ring.release<CL>((it - 1) % STAGES, lane, rank);
+        ring.release<1>((it - 1) % STAGES, lane, 0);
 #pragma unroll
         for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
 #endif
@@ -172,5 +149,4 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         cumm_fp8_store<MT, BN, VEC_C, CUMM_EPI_TMA>(epi, d, C, ldc, M, N, o.x + wrow, o.y, warp, g, t4);
     }
     if (CUMM_EPI_TMA && tid % 128 == 0) cumm_tma_store_wait_all();
-    if (CL == 2) cumm_cluster_sync();
 }

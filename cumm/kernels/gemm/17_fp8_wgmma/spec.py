@@ -20,14 +20,13 @@ SPEC = KernelSpec(
     " epilogue, promotion of each 128-deep slab into FP32 registers (PROMO)",
     # PROMO = 2 (use_fast_accum=False): three accumulator sets (totals, two partial sets taking turns), 128 x 128
     # tiles; PROMO = 1 one partial set (the step below, kept for the table); PROMO = 0 128 x 256 (fast_accum)
-    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, CL=1, EPI=1, PROMO=2, FA=0, FB=0, OUT=0, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, EPI=1, PROMO=2, FA=0, FB=0, OUT=0, NUM_THREADS=384),
     configs={
         "fast_accum": dict(BN=256, STAGES=4, PROMO=0),  # torch._scaled_mm's use_fast_accum=True
         "one_warpgroup_64x128": dict(BM=64, WGS=1, NUM_THREADS=256, STAGES=8),  # few tiles
     },
     block=lambda c: (c["NUM_THREADS"], 1, 1),
-    # (tiles; CL = 2: two blocks a pair of tile rows. The host caps it at the blocks or clusters resident at once)
-    grid=lambda c, M, N, K: (cdiv(M, c["BM"] * c["CL"]) * cdiv(N, c["BN"]) * c["CL"], 1, 1),
+    grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
     smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384,
     constraints=[
         *WGMMA_CONSTRAINTS,
@@ -45,7 +44,6 @@ SPEC = KernelSpec(
             "128 (192 with PROMO = 2: offline sm_90a, no spills) spill under 232 registers",
         ),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
-        C("CL in (1, 2)", "CL is 1 (single blocks) or 2 (clusters of two blocks sharing B's rows by multicast)"),
         C(
             "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
             "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
@@ -57,7 +55,6 @@ SPEC = KernelSpec(
         STAGES=(4, 5, 6, 8),
         WGS=(1, 2),
         GM=(4, 8, 16),
-        CL=(1, 2),
         EPI=(0, 1),
         PROMO=(0, 1, 2),
         NUM_THREADS=(256, 384),

@@ -50,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     __syncthreads();
 
     if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
-        if (tid == 0) cumm_fp8_produce<BM, SB, 1>(ring, walk, origin, sm, &tmA, &tmB, 0);
+        if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);
         return;
     }
 
