@@ -14,11 +14,9 @@
 //   instructions, tails past M, N, K zero-filled by the hardware.
 // - Warp specialization as in wgmma_ws: warp 0 of the producer warpgroup issues the copies, warps 1-3 split,
 //   two consumer warpgroups (setmaxnreg: 216 registers, the producers 72) only load and split their A
-//   fragments and issue wgmma. Two rings: STAGES raw stages (sm90.cuh's CummRing, as 14's; full: copies landed ->
-//   empty: read by the splitters and the consumers, refilled), and SB split buffers, this rung's own (ready:
-//   split -> done: their wgmma completed). A raw stage is handed back as soon as it is read, so the copies run well
-//   ahead of the tensor cores. Tiles: a plain persistent loop, not sm90.cuh's CummTileWalk, whose prologue
-//   measured 1-2 % slower here (docs/rejected.md).
+//   fragments and issue wgmma. Two rings: STAGES raw stages (full: copies landed -> spent: read by the splitters
+//   and the consumers, refilled), and SB split buffers (ready: split -> done: their wgmma completed). A raw stage
+//   is handed back as soon as it is read, so the copies run well ahead of the tensor cores.
 // - The splitters set the pace (docs/ladder.md): their addresses are per-lane constants, and each block's
 //   loads are issued before the previous block's stores (software pipelining), so loads are always in flight.
 // - Persistent grid, grouped tile order (cumm_tile_coord, sm90.cuh): the ring runs on across tiles, so the next
@@ -57,20 +55,21 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     const unsigned raw = cumm_smem(smem_raw), base = (raw + 1023) & ~1023u;
     unsigned char* const sm = smem_raw + (base - raw);
     unsigned char* const splits = sm + STAGES * CUMM_RAW_BYTES;  // SB buffers: B^T big, then B^T small
-    // The raw stages: sm90.cuh's ring (full: the copies landed; empty: read by the splitters and the consumers)
-    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(splits + SB * 2 * CUMM_B_BYTES);
-    const CummRing<STAGES> ring{bars, bars + STAGES};
-    unsigned long long* const ready = bars + 2 * STAGES;  // split buffer written
-    unsigned long long* const done = ready + SB;          // split buffer's wgmma completed
+    unsigned long long* const full = reinterpret_cast<unsigned long long*>(splits + SB * 2 * CUMM_B_BYTES);
+    unsigned long long* const spent = full + STAGES;  // raw stage read (by the splitters and the consumers)
+    unsigned long long* const ready = spent + STAGES;  // split buffer written
+    unsigned long long* const done = ready + SB;       // split buffer's wgmma completed
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, KT = (K + 31) / 32;
-    const int tiles = ntm * ntn;
+    const int ntm = (M + BM - 1) / BM, ntn = (N + BN - 1) / BN, tiles = ntm * ntn, KT = (K + 31) / 32;
 
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
-        ring.init<CUMM_SPLITTERS + 8>();  // the stages are read by the splitter warps and the 8 consumer warps
+        for (int s = 0; s < STAGES; ++s) {
+            cumm_mbar_init<1>(&full[s]);
+            cumm_mbar_init<CUMM_SPLITTERS + 8>(&spent[s]);  // the splitter warps and the 8 consumer warps
+        }
         for (int b = 0; b < SB; ++b) {
             cumm_mbar_init<CUMM_SPLITTERS>(&ready[b]);
             cumm_mbar_init<8>(&done[b]);
@@ -79,21 +78,22 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
     __syncthreads();
 
-    // producer warpgroup: 128 x (168 - 72) registers handed to the consumers, 256 x (216 - 168)
-    if (cumm_ws_producer<72, 216>(tid)) {
+    if (warp < 4) {  // producer warpgroup
+        cumm_setmaxnreg_dec<72>();  // 128 x (168 - 72) registers handed to the consumers: 256 x (216 - 168)
         if (warp == 0) {  // the copies: one thread
             if (lane == 0) {
                 int it = 0;
                 for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                     const int2 tc = cumm_tile_coord(t, ntm, ntn, GM);
                     for (int kt = 0; kt < KT; ++kt, ++it) {
-                        const int s = ring.acquire(it, CUMM_RAW_BYTES);
+                        const int s = it % STAGES;
+                        cumm_mbar_wait(&spent[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
                         unsigned char* const st = sm + s * CUMM_RAW_BYTES;
-                        CUMM_LOAD(st, &tmA, kt * 32, tc.x * BM, bsa, &ring.full[s]);
+                        cumm_mbar_expect(&full[s], CUMM_RAW_BYTES);
+                        CUMM_LOAD(st, &tmA, kt * 32, tc.x * BM, bsa, &full[s]);
 #pragma unroll
-                        for (int j = 0; j < BN / 32; ++j)  // B: BN / 32 boxes of 32 columns
-                            CUMM_LOAD(st + CUMM_A_BYTES + j * 4096, &tmB, tc.y * BN + 32 * j, kt * 32, bsb,
-                                      &ring.full[s]);
+                        for (int j = 0; j < BN / 32; ++j)
+                            CUMM_LOAD(st + CUMM_A_BYTES + j * 4096, &tmB, tc.y * BN + 32 * j, kt * 32, bsb, &full[s]);
                     }
                 }
             }
@@ -127,7 +127,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         int it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x)
             for (int kt = 0; kt < KT; ++kt, ++it) {
-                const int s = ring.wait(it), b = it % SB;
+                const int s = it % STAGES, b = it % SB;
+                cumm_mbar_wait(&full[s], (it / STAGES) & 1);
                 cumm_mbar_wait(&done[b], ((it / SB) & 1) ^ 1);  // its last wgmma are done (first round: at once)
                 const unsigned char* const rb = sm + s * CUMM_RAW_BYTES + CUMM_A_BYTES;
                 unsigned char* const big = splits + b * 2 * CUMM_B_BYTES;
@@ -160,12 +161,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                 }
                 cumm_fence_proxy_async_shared();  // these stores -> the consumers' wgmma (the async proxy)
                 __syncwarp();
-                ring.release<1>(s, lane, 0);
-                if (lane == 0) cumm_mbar_arrive(&ready[b]);
+                if (lane == 0) {
+                    cumm_mbar_arrive(&spent[s]);
+                    cumm_mbar_arrive(&ready[b]);
+                }
             }
         return;
     }
 
+    cumm_setmaxnreg_inc<216>();
     const int wg = warp / 4 - 1, w4 = warp % 4, g = lane / 4, t4 = lane % 4;
     const int r0 = wg * 64 + w4 * 16 + g;  // this thread's first row of the tile (and r0 + 8)
     int it = 0;                            // stages consumed (over all tiles)
@@ -177,8 +181,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         for (int e = 0; e < BN / 2; ++e) acc[e] = 0.0f;
         for (int kt = 0; kt < KT; ++kt, ++it) {
             const int s = it % STAGES, b = it % SB;
-            const unsigned char* const st = sm + s * CUMM_RAW_BYTES;  // (its address computed before the wait)
-            ring.wait(it);
+            const unsigned char* const st = sm + s * CUMM_RAW_BYTES;
+            cumm_mbar_wait(&full[s], (it / STAGES) & 1);
             // This warp's A fragments (4 k-steps of 8), raw: rows r0, r0 + 8; columns 8 j + t4 and 8 j + t4 + 4,
             // loaded while the previous stage's wgmma run.
             float xr[4][4];
@@ -195,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             // (STAGES=3) had one or two rows of a tile wrong (lab probe: bitwise repeat of one call).
             cumm_fence_proxy_async_shared();
             __syncwarp();
-            ring.release<1>(s, lane, 0);  // (after this warp's loads of the stage)
+            if (lane == 0) cumm_mbar_arrive(&spent[s]);  // (release: after this warp's loads of the stage)
             if (kt > 0) {  // the previous stage's wgmma: done, its partial into the sum, its split buffer free
                 cumm_wgmma_wait<0>();
                 cumm_wgmma_pin(pb);
