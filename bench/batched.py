@@ -76,7 +76,7 @@ def main(argv=None) -> int:
 
         t_b = _timing.host_us(lambda k=k, out=out: cumm.matmul(x, y, kernel=k, out=out), a.calls, 20)
         t_l = _timing.host_us(loop, max(5, a.calls // 10), 3)
-        from cumm.api.matmul import decision
+        from cumm.api.decision import decision
 
         print(f"{k:<16} {t_b:>10.1f} {t_l:>10.1f} {t_l / t_b:>12.1f}x {err:>11.1e}  {decision(x, y, out, kernel=k)}")
     t_c = _timing.host_us(lambda: cupy.matmul(x, y), a.calls, 20)
@@ -128,7 +128,7 @@ def _device_rows(
 
     import cupy
 
-    from cumm.api.matmul import decision
+    from cumm.api.decision import decision
 
     xs = [_cast(rng.standard_normal((nb, M, K), dtype=cupy.float32), dt) for _ in range(2)]
     if transposed_b:

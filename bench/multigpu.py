@@ -16,7 +16,7 @@ import threading
 import cupy
 
 import cumm
-from cumm.api.matmul import decision
+from cumm.api.decision import decision
 
 
 def _operands(dev: int, n: int, dtype):

@@ -140,7 +140,7 @@ def test_half_grid_z_rungs_views_broadcast_and_configs(kernel, dt, rng):
     """Strided and unaligned batch views, a 4-D broadcast, a half out with beta, a named configuration, torch."""
     import cupy
 
-    from cumm.api.matmul import decision
+    from cumm.api.decision import decision
 
     from .test_half import _cublas, _dtype, _err
 
@@ -183,7 +183,7 @@ def test_half_batches_under_auto(dt, rng, sm90):
     out= and beta, torch."""
     import cupy
 
-    from cumm.api.matmul import decision
+    from cumm.api.decision import decision
 
     from .test_half import _cublas, _dtype, _err
 
@@ -328,7 +328,7 @@ def test_a_batch_times_one_matrix_runs_as_one_product(dt, rng):
     2-D products; a's matrices not stacked (every other one): the batched path."""
     import cupy
 
-    from cumm.api.matmul import decision
+    from cumm.api.decision import decision
 
     from .test_half import _cublas, _dtype, _err
 

@@ -15,7 +15,7 @@ import math
 import pytest
 
 import cumm
-from cumm.api.matmul import decision
+from cumm.api.decision import decision
 
 from .test_half import _cublas, _dtype, _err, _inputs, _ref
 

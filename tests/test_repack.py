@@ -598,7 +598,7 @@ def test_auto_reads_a_transposed_weight_in_place(rng, monkeypatch):
     same weight with rows off 16 bytes is copied for the rung (decision() says so)."""
     import cupy
 
-    from cumm.api.matmul import decision
+    from cumm.api.decision import decision
     from cumm.tools.bench import np_dtype
 
     if cupy.cuda.Device().compute_capability < "90":
@@ -685,7 +685,7 @@ def test_large_products_of_rows_the_copy_engine_cannot_read_stay_on_it(dtype, rn
     (half: within 1.5x cuBLAS's error), out NaN-poisoned, beta != 0. A small product keeps the fallback."""
     import cupy
 
-    from cumm.api.matmul import decision
+    from cumm.api.decision import decision
     from cumm.tools.bench import np_dtype
 
     if cupy.cuda.Device().compute_capability < "90":

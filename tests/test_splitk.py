@@ -8,7 +8,7 @@ import re
 import pytest
 
 import cumm
-from cumm.api.matmul import decision
+from cumm.api.decision import decision
 from cumm.core.spec import cdiv
 from cumm.ladder import REGISTRY, get_spec
 from cumm.plan import auto as _auto

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import cumm
-from cumm.api.matmul import decision
+from cumm.api.decision import decision
 from cumm.ladder import rung_module
 
 from .test_half import _inputs  # random normal operands rounded to the dtype

@@ -9,7 +9,7 @@ import math
 import pytest
 
 import cumm
-from cumm.api.matmul import decision
+from cumm.api.decision import decision
 
 from .conftest import check_alpha_beta, rel_err
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..ladder import get_spec
 from ..plan import splitk as _splitk
 from ..plan.execute import execute, run_cached
-from ..plan.operands import F32_MAX, compute_capability, config_key, prepare, real_scalar, span, stacked, staging
+from ..plan.operands import F32_MAX, config_key, prepare, real_scalar, span, stacked, staging
 from ..plan.plan import decide
 from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
@@ -193,32 +193,6 @@ def matmul(
                     call.launch(pa, pb, pc, alpha, beta, stream)
                 return out
     return _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi)
-
-
-def decision(
-    a,
-    b,
-    out,
-    *,
-    kernel: str = "auto",
-    config: Mapping[str, int] | None = None,
-    beta: float = 0.0,
-    split_k: int | None = None,
-) -> str:
-    """What the earlier runs of ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta, split_k=split_k)``
-    made: "<kernel> <non-default parameters>", the split count and the operands copied on each call, e.g. "tf32x3
-    BM=64 BN=64 split_k=4", "wgmma_ws (copies B)"; "" if not known."""
-    key = _key(a, b, out, kernel, config, split_k, float(beta))
-    call = _calls.get(key) if key is not None else None
-    if call is None:
-        return ""
-    spec, cfg = call.plan.spec, call.plan.cfg
-    base = spec.default_config(compute_capability(call.dev))
-    diff = " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
-    splits = call.decisions.get("splits", 1)
-    copies = call.decisions.get("copies", ())  # operands laid out anew (transposed, padded rows) and staged outputs
-    extra = f"(copies {' and '.join(copies)})" if copies else ""
-    return " ".join(x for x in (spec.name, diff, f"split_k={splits}" if splits > 1 else "", extra) if x)
 
 
 _getdevice = cupy.cuda.runtime.getDevice

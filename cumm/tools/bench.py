@@ -203,7 +203,7 @@ def _measure_shape(
             n, shape, ms=statistics.median(samples[n]), rel_err=got, runs=len(samples[n]), tolerance=TOLERANCES[dtype]
         )
         if n != CUBLAS and fused is None:  # which kernel and configuration the call ran (auto's choice, tiles)
-            from ..api.matmul import decision
+            from ..api.decision import decision
 
             row["ran"] = decision(*sets[0], kernel=n, beta=beta)
         rows.append(row)

@@ -331,6 +331,7 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
     import cupy
 
     from ..api import matmul as _api
+    from ..api.decision import decision
 
     M, N, K = case.shape
     row = CheckRow(case.name, case.shape, dtype_name, None, "ok")
@@ -357,8 +358,7 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
         row.verdict, row.problems = "ERROR", [msg if len(msg) < 2000 else msg[:2000] + " ..."]
         return row
     if config is None and case.alpha == 1.0 and case.beta == 0.0 and not epi:
-        decision = _api.decision  # what the call ran ("" when not known)
-        row.ran = decision(a, b, c, kernel=kernel)
+        row.ran = decision(a, b, c, kernel=kernel)  # what the call ran ("" when not known)
     problems = _guard_problems(buf, M, N, sentinel)
     c64, ref = _f64(c).reshape(-1, N), ref.reshape(-1, N)  # a batch as its products' rows one after another
     of = f" (rows of the {case.batch} products one after another, {M} each)" if case.batch else ""
