@@ -333,6 +333,30 @@ def test_cached_split_calls_launch_on_the_caller_s_arrays(rng):
     assert "split_k=4" in decision(a2, b2, out, kernel="tf32x3", beta=0.5, split_k=4)
 
 
+@pytest.mark.gpu
+def test_cached_split_calls_on_torch_tensors(rng):
+    """Torch tensors take the same two launches, the workspace from torch's caching allocator on torch's current
+    stream: repeated calls, a side stream, alpha and beta into a given out."""
+    torch = pytest.importorskip("torch")
+    M, N, K = 33, 130, 4099
+    a = torch.randn(M, K, device="cuda", dtype=torch.float64)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float64)
+    ref = a @ b
+    a32, b32 = a.float(), b.float()
+    for _ in range(3):
+        out = cumm.matmul(a32, b32, kernel="tf32x3", split_k=4)
+        assert ((out.double() - ref).norm() / ref.norm()).item() < TOL
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        c = torch.full((M, N), 1.0, device="cuda")
+        for _ in range(3):
+            c.fill_(1.0)
+            cumm.matmul(a32, b32, kernel="tf32x3", split_k=4, out=c, alpha=2.0, beta=0.5)
+    side.synchronize()
+    assert ((c.double() - (2.0 * ref + 0.5)).norm() / (2.0 * ref + 0.5).norm()).item() < TOL
+    assert "split_k=4" in decision(a32, b32, c, kernel="tf32x3", beta=0.5, split_k=4)
+
+
 # tf32x3's 32-row tiles (the tuned decode entries: 32 x 128 tiles with K in 4-8 slices), whole and split, on odd shapes
 ROWS32 = dict(BM=32, BN=128, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)
 

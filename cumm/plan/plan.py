@@ -359,9 +359,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     ab = (("A", a3, a, repack_a), ("B", b3, b, repack_b))
     copies = tuple(n for n, x3, x, more in ab if more or not shares(x3, x))
     # fast: the plan's kernel straight on the caller's arrays (no copy, no strips): one driver launch, or with split-K
-    # two (the slices into a workspace, then the reduce), cupy arrays only (the workspace comes from cupy's pool on
-    # the current stream, which a torch call does not run on)
-    fast = not (copies or stage) and (splits == 1 or akind == "cupy") and (mm, nn) == (M, N)
+    # two (the slices into a workspace from the allocator of the launch's stream, then the reduce)
+    fast = not (copies or stage) and (mm, nn) == (M, N)
     if fast and not batch:
         grid = plan.spec.grid(plan.cfg, M, N, K)
         fast = grid[1] <= 65535 and grid[2] <= 65535  # (else Plan.launch reports it)

@@ -8,6 +8,7 @@ so a :class:`Launch` keeps them in 8-byte slots and each call writes only its po
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from collections.abc import Mapping
 
@@ -16,6 +17,7 @@ import numpy as np
 from cupy_backends.cuda.api import driver as _driver
 
 from ..core.dtypes import F32
+from . import arrays as _arrays
 from . import scratch, tmaps
 from .arrays import retry_without_context
 from .driver import (  # noqa: F401 - LaunchConfig, LaunchAttribute: the driver structs a Launch fills
@@ -201,6 +203,7 @@ class Call:
         "rparams",
         "rparams_ptr",
         "rgeometry",
+        "workspace",
     )
 
     def __init__(
@@ -256,6 +259,15 @@ class Call:
                 self.rparams = np.array([self.rslots.ctypes.data + 8 * i for i in range(8)], dtype=np.uint64)
                 self.rparams_ptr = self.rparams.ctypes.data
                 self.rgeometry = (reduce[1], reduce[2], reduce[0])
+                # the workspace from the allocator of the stream the launches go to: torch's caching allocator on
+                # torch's current stream for torch tensors, else cupy's pool on cupy's current stream (a block freed
+                # after the launches is reused only behind them on that stream)
+                size = self.splits * M * N
+                self.workspace = (
+                    _arrays.torch_empty((size,), np.float32, dev)
+                    if kind_ == _arrays.TORCH
+                    else functools.partial(cupy.empty, size, dtype=cupy.float32)
+                )
             if batch is not None:
                 self.slots[11:14] = np.array(batch[1:], dtype=np.int64).view(np.uint64)
             if walk:
@@ -351,11 +363,11 @@ class Call:
             _driver.launchKernel(func, gx, gy, gz, bx, by, bz, smem, stream, self.params_ptr, 0)
 
     def _launch_split(self, pa: int, pb: int, pc: int, alpha: float, beta: float, stream: int) -> None:
-        # the workspace from cupy's pool on the current stream (the call's): reused only behind these launches
-        ws = cupy.empty(self.splits * self.M * self.N, dtype=cupy.float32)
+        ws = self.workspace()  # (alive until both launches are queued)
+        pw = ws.data_ptr() if self.kind == _arrays.TORCH else ws.data.ptr
         s, r = self.slots, self.rslots
-        s[4], s[6], s[9] = pa, pb, ws.data.ptr
-        r[3], r[6] = ws.data.ptr, pc
+        s[4], s[6], s[9] = pa, pb, pw
+        r[3], r[6] = pw, pc
         self.rf32[8], self.rf32[10] = alpha, beta
         gx, gy, gz, bx, by, bz, smem, func = self.geometry
         rblocks, rthreads, rfunc = self.rgeometry
