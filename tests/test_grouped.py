@@ -69,6 +69,18 @@ def test_config_constraints():
         spec.resolve({"SKMIN": 0})
 
 
+def test_scratch_is_null_in_a_capture_without_a_buffer(monkeypatch):
+    """A stream being captured into a CUDA graph gets no new scratch buffer (making one syncs the device): 0, which
+    the stream-K kernels (wgmma_ws, wgmma_grouped) read as whole tiles; no GPU is touched on that path."""
+    import cupy
+
+    from cumm.runtime import scratch
+
+    monkeypatch.setattr(scratch, "_buffers", {})
+    monkeypatch.setattr(cupy.cuda.runtime, "streamIsCapturing", lambda s: True)
+    assert scratch.pointer(0, 12345, 1 << 20) == 0
+
+
 def test_stream_k_workspace():
     """The host sizes the workspace for the grid; the kernel decides from the device's tile count whether to use it."""
     from cumm.ladder import rung_module

@@ -174,7 +174,7 @@ class GroupedCall:
             if len(self.maps) == 2:  # EPI = 0: C's maps are not read; any map's 128 bytes stand in
                 self.params[10] = self.params[11] = self.params[8]
             if self.ws_bytes:
-                self.ws[0] = workspace(self.dev, stream, self.ws_bytes)
+                self.ws[0] = scratch.pointer(self.dev, stream, self.ws_bytes)  # (0 in a capture: whole tiles)
             args = (self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params.ctypes.data, 0)
             try:
                 _driver.launchKernel(*args)
@@ -182,17 +182,6 @@ class GroupedCall:
                 if not retry_without_context(e):
                     raise
                 _driver.launchKernel(*args)
-
-
-def workspace(device_id: int, stream: int, nbytes: int) -> int:
-    """The stream's scratch buffer for stream-K, or 0 (whole tiles) while the stream is being captured into a CUDA
-    graph and has none yet: making one zeroes it and waits for the device, which a capture does not allow."""
-    ptr = scratch.existing(device_id, stream, nbytes)
-    if ptr:
-        return ptr
-    if stream and cupy.cuda.runtime.streamIsCapturing(stream):
-        return 0
-    return scratch.pointer(device_id, stream, nbytes)
 
 
 _calls: dict[tuple, GroupedCall] = {}

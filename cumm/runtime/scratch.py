@@ -19,17 +19,15 @@ _outgrown: list[cupy.ndarray] = []
 _lock = threading.Lock()
 
 
-def existing(device_id: int, stream: int, nbytes: int) -> int:
-    """The address of the buffer :func:`pointer` would give if it needs no new one; else 0."""
-    buf = _buffers.get((device_id, stream))
-    return buf.data.ptr if buf is not None and buf.nbytes >= nbytes else 0
-
-
 def pointer(device_id: int, stream: int, nbytes: int) -> int:
     """The device address of at least ``nbytes`` zeroed-at-birth bytes for launches on ``stream`` (a handle,
-    0 for the default stream) of device ``device_id``."""
+    0 for the default stream) of device ``device_id``; 0 while ``stream`` is being captured into a CUDA graph and
+    has no such buffer yet (making one zeroes it and waits for the device, which a capture does not allow): the
+    kernels that take a scratch buffer read a null one as "none" (stream-K: whole tiles)."""
     buf = _buffers.get((device_id, stream))
     if buf is None or buf.nbytes < nbytes:
+        if stream and cupy.cuda.runtime.streamIsCapturing(stream):
+            return 0
         with _lock:
             buf = _buffers.get((device_id, stream))
             if buf is None or buf.nbytes < nbytes:
