@@ -81,6 +81,15 @@ def test_scratch_is_null_in_a_capture_without_a_buffer(monkeypatch):
     assert scratch.pointer(0, 12345, 1 << 20) == 0
 
 
+def test_stream_k_flags_are_one_layout():
+    """wgmma_ws and wgmma_grouped share a stream's scratch buffer: both kernels put SK_FLAGS flags at its start."""
+    from cumm.ladder.common import SK_FLAGS
+    from cumm.runtime.render import template_text
+
+    for k in ("wgmma_ws", "wgmma_grouped"):
+        assert f"#define CUMM_SK_FLAGS {SK_FLAGS}" in template_text(get_spec(k).template), k
+
+
 def test_stream_k_workspace():
     """The host sizes the workspace for the grid; the kernel decides from the device's tile count whether to use it."""
     from cumm.ladder import rung_module

@@ -142,6 +142,18 @@ WS_SHAPE = [
 ]
 
 
+# Stream-K's workspace, shared by wgmma_ws and wgmma_grouped (one scratch buffer a stream serves both): the flags at
+# its start (their kernels' CUMM_SK_FLAGS), one per block, then a BM x BN float32 partial per block
+SK_FLAGS = 4096
+SK_MIN_SLABS = 32  # a stream-K tail behind whole rounds needs tiles this many 64-deep k-slabs deep
+
+
+def stream_k_bytes(cfg, blocks: int) -> int:
+    """Bytes of the stream-K workspace for ``blocks`` blocks of configuration ``cfg``; 0 (a null pointer: whole
+    tiles) with more blocks than flags."""
+    return 0 if blocks > SK_FLAGS else SK_FLAGS * 4 + blocks * cfg["BM"] * cfg["BN"] * 4
+
+
 def half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
     """The tensor maps of the TMA rungs (13_wgmma.cu, 14_wgmma_ws.cu): A (dims K x M, boxes 64 x BM), B (N x K,
     64 x 64), 16-bit elements moved as bits, 128-byte swizzle; and for wgmma_ws C (N x M, 64 x 64) when its TMA

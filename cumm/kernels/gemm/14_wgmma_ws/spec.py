@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
-from cumm.ladder.common import WGMMA_CONSTRAINTS, WS_SHAPE, hopper_half
+from cumm.ladder.common import SK_MIN_SLABS, WGMMA_CONSTRAINTS, WS_SHAPE, hopper_half, stream_k_bytes
 
 C = Constraint
 
@@ -29,12 +29,6 @@ _WS3_CONSTRAINTS = [
     ),
     C("WGS < 3 or CL == 1", "three consumer warpgroups load their own B: CL = 1"),
 ]
-
-
-SK_FLAGS = 4096  # 14_wgmma_ws.cu's CUMM_SK_FLAGS: the flags at the workspace's start, one per block
-
-
-SK_MIN_SLABS = 32  # a stream-K tail behind whole waves needs tiles this many 64-deep k-slabs deep (_stream_k_workspace)
 
 
 def _multicast_rows_off_32(cfg, pitch_a: int, pitch_b: int) -> dict[str, int]:
@@ -108,11 +102,11 @@ def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     cl = cfg.get("CL", 1)  # clusters of CL blocks walk tiles of CL tile rows (tile pairs), one item per cluster
     tiles, slots = cdiv(M, cl * cfg["BM"]) * cdiv(N, cfg["BN"]), blocks // cl
     rem = tiles % slots
-    if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * slots or blocks > SK_FLAGS:
+    if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * slots:
         return 0
     if tiles > slots and cdiv(K, 64) < SK_MIN_SLABS:
         return 0
-    return SK_FLAGS * 4 + blocks * cfg["BM"] * cfg["BN"] * 4
+    return stream_k_bytes(cfg, blocks)
 
 
 SPEC = KernelSpec(

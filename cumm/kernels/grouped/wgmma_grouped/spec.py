@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cumm.core.dtypes import HALF
 from cumm.core.spec import Constraint, KernelSpec, cdiv
-from cumm.ladder.common import WGMMA_CONSTRAINTS, WS_SHAPE
+from cumm.ladder.common import SK_MIN_SLABS, WGMMA_CONSTRAINTS, WS_SHAPE, stream_k_bytes
 
 C = Constraint
 
@@ -23,16 +23,11 @@ def smem(c) -> int:
     return c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + c["EPI"] * c["WGS"] * 16384 + 16 * c["STAGES"]
 
 
-SK_FLAGS = 4096  # kernel.cu's CUMM_SK_FLAGS: the stream-K flags at the workspace's start, one per block
-
-
 def workspace(c, blocks: int) -> int:
-    """Bytes of the stream-K workspace (kernel.cu's ``skw``) for ``blocks`` blocks: the flags, then a BM x BN float32
-    partial per block; 0 (a null pointer, whole tiles) with SK = 0 or more blocks than flags. The kernel itself
-    decides from the device's tile count whether to split (the rule of 14_wgmma_ws's spec)."""
-    if not c["SK"] or blocks > SK_FLAGS:
-        return 0
-    return SK_FLAGS * 4 + blocks * c["BM"] * c["BN"] * 4
+    """Bytes of the stream-K workspace (kernel.cu's ``skw``, ``SK_FLAGS`` flags as 14_wgmma_ws's) for ``blocks``
+    blocks; 0 (a null pointer, whole tiles) with SK = 0. The kernel itself decides from the device's tile count
+    whether to split (the rule of 14_wgmma_ws's spec, SKMIN defaulting to its SK_MIN_SLABS)."""
+    return stream_k_bytes(c, blocks) if c["SK"] else 0
 
 
 def table_bytes(G: int) -> int:
@@ -56,7 +51,7 @@ SPEC = KernelSpec(
     persistent=True,  # one block per multiprocessor walks the tiles of every group
     summary="grouped products (mixture-of-experts) in one persistent warp-specialized wgmma launch: the tile walk"
     " covers every group's tiles, read from device offsets",
-    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, MASKED=0, EPI=1, SK=4, SKMIN=32, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, MASKED=0, EPI=1, SK=4, SKMIN=SK_MIN_SLABS, NUM_THREADS=384),
     configs={"narrow": dict(BN=128, STAGES=6)},
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     # (for the registry's probe: M rows of one group; the host launches one block per multiprocessor)
