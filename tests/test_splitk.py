@@ -357,6 +357,86 @@ def test_cached_split_calls_on_torch_tensors(rng):
     assert "split_k=4" in decision(a32, b32, c, kernel="tf32x3", beta=0.5, split_k=4)
 
 
+def test_half_rungs_that_split_k():
+    """wgmma_ws splits a half product's K as a batch of slices; the FP32 rungs over grid z; the rest do not."""
+    assert _splitk.splits_k(get_spec("wgmma_ws")) and _splitk.splits_k(get_spec("tf32x3"))
+    assert not _splitk.splits_k(get_spec("mma_swizzled_pipeline")) and not _splitk.splits_k(get_spec("naive"))
+    assert "wgmma_ws" in _splitk.split_kernels()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    ("shape", "S"), [((1, 8, 64), 2), ((33, 136, 4096), 4), ((129, 264, 1024), 8), ((128, 4096, 1536), 3)]
+)
+def test_half_split_as_a_batch_of_k_slices(sm90, rng, dtype, shape, S):
+    """A half product's K in S slices (wgmma_ws's batched variant into float32 partials, then splitk_reduce16):
+    NaN-poisoned out, repeated cached calls, alpha and beta, a float32 out, the decision string."""
+    import cupy
+
+    from cumm.core.dtypes import TOLERANCE
+
+    M, N, K = shape
+    dt = dtype  # (cupy takes "bfloat16" through ml_dtypes)
+    a = rng.standard_normal((M, K), dtype=cupy.float32).astype(dt)
+    b = rng.standard_normal((K, N), dtype=cupy.float32).astype(dt)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+
+    def err(c, r):
+        return float(cupy.linalg.norm(c.astype(cupy.float64) - r) / cupy.linalg.norm(r))
+
+    for _ in range(3):
+        out = cupy.full((M, N), float("nan"), dtype=dt)
+        assert cumm.matmul(a, b, kernel="wgmma_ws", split_k=S, out=out) is out
+        assert err(out, ref) < TOLERANCE[dtype]
+    assert f"split_k={S}" in decision(a, b, out, kernel="wgmma_ws", split_k=S)
+    c0 = rng.standard_normal((M, N), dtype=cupy.float32)
+    for odt in (dt, cupy.float32):
+        c = c0.astype(odt)
+        cumm.matmul(a, b, kernel="wgmma_ws", split_k=S, out=c, alpha=2.0, beta=0.5)
+        assert err(c, 2.0 * ref + 0.5 * c0.astype(odt).astype(cupy.float64)) < TOLERANCE[dtype]
+
+
+@pytest.mark.gpu
+def test_half_split_on_torch_tensors(sm90):
+    """A bf16 split on torch tensors: the float32 partials from torch's caching allocator, a side stream."""
+    torch = pytest.importorskip("torch")
+    from cumm.core.dtypes import TOLERANCE
+
+    M, N, K = 65, 296, 2048
+    a = torch.randn(M, K, device="cuda").bfloat16()
+    b = torch.randn(K, N, device="cuda").bfloat16()
+    ref = a.double() @ b.double()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            out = cumm.matmul(a, b, kernel="wgmma_ws", split_k=4)
+    side.synchronize()
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert out.dtype == torch.bfloat16 and err < TOLERANCE["bfloat16"]
+
+
+@pytest.mark.gpu
+def test_half_split_refusals(sm90, rng):
+    import cupy
+
+    a = rng.standard_normal((64, 1000), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.standard_normal((1000, 64), dtype=cupy.float32).astype(cupy.float16)
+    with pytest.raises(ValueError, match=r"K = 1000 is not a multiple of 8 \* split_k = 32"):
+        cumm.matmul(a, b, kernel="wgmma_ws", split_k=4)
+    wide = rng.standard_normal((64, 1027), dtype=cupy.float32).astype(cupy.float16)[:, :1024]
+    b2 = rng.standard_normal((1024, 64), dtype=cupy.float32).astype(cupy.float16)
+    with pytest.raises(ValueError, match="rows a multiple of 16 bytes"):
+        cumm.matmul(wide, b2, kernel="wgmma_ws", split_k=4)
+    a2 = rng.standard_normal((64, 1024), dtype=cupy.float32).astype(cupy.float16)
+    odd_n = rng.standard_normal((1024, 257), dtype=cupy.float32).astype(cupy.float16)
+    with pytest.raises(ValueError, match="N a multiple of 8 for a contiguous b"):
+        cumm.matmul(a2, odd_n, kernel="wgmma_ws", split_k=4)
+    assert cumm.matmul(a2, odd_n, kernel="wgmma_ws").shape == (64, 257)  # (unsplit: any N)
+    with pytest.raises(ValueError, match="'mma' does not support split_k=2"):
+        cumm.matmul(a, b, kernel="mma", split_k=2)
+
+
 # tf32x3's 32-row tiles (the tuned decode entries: 32 x 128 tiles with K in 4-8 slices), whole and split, on odd shapes
 ROWS32 = dict(BM=32, BN=128, BK=32, WM=32, WN=32, STAGES=4, NUM_THREADS=128, MINB=1)
 
