@@ -779,21 +779,6 @@ def test_split_candidates():
     assert {s for c, s in _search.split_candidates(spec, rows[:1], 512, 512, 256, 132)} == {2, 3, 4}  # K / 64 slices
     assert _search.split_candidates(spec, rows[:1], 4096, 4096, 4096, 132) == []  # 4096 tiles fill the GPU
     assert _search.split_candidates(get_spec("wgmma_tf32x3"), rows, 64, 4096, 14336, 132) == []  # no split-K
-    # a half rung: K in slices of whole 16-byte rows (8 S divides K), every slice two 64-deep slabs
-    ws = get_spec("wgmma_ws")
-    wide = ws.resolve(dict(BM=128, BN=256), CC)
-    got = _search.split_candidates(ws, [dict(config=wide, ms=1.0, status="timed")], 128, 4096, 14336, 132)
-    assert [s for _, s in got] == [2, 4, 8, 16, 32]  # 16 tiles; 14336 = 8 x 1792: not 3 or 6 slices, nor 64 (<= 528)
-    row = [dict(config=wide, ms=1.0, status="timed")]
-    assert [s for _, s in _search.split_candidates(ws, row, 128, 4096, 1008, 132)] == [2, 3, 6]  # 1008 = 16 x 63
-    assert _search.split_candidates(ws, row, 128, 4096, 1000, 132) == []  # 1000 = 8 x 125: no two slices of 8s
-    # and the fastest of each larger tile shape, in slices that fill one round: 64 x 64 tiles fastest whole (128
-    # tiles: the three fastest with 2 to 4 slices), 128 x 128 (32 tiles) with 2 or 4 (<= 132 blocks), only its fastest
-    sq, mid = (ws.resolve(dict(BM=bm, BN=bn, WGS=1, SK=0, NUM_THREADS=256), CC) for bm, bn in ((64, 64), (128, 128)))
-    timed = ((sq, 1.0), (dict(sq, STAGES=4), 1.1), (dict(sq, STAGES=6), 1.2), (mid, 1.3), (dict(mid, STAGES=4), 1.4))
-    rows = [dict(config=c, ms=ms, status="timed") for c, ms in timed]
-    got = _search.split_candidates(ws, rows, 128, 4096, 14336, 132)
-    assert [(c["BM"], c["BN"], s) for c, s in got if c == mid] == [(128, 128, 2), (128, 128, 4)]
 
 
 @pytest.mark.gpu

@@ -216,7 +216,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None
         if split_k is not None and split_k > 1:
             raise
         spec, unknown = None, e
-    if spec is not None and split_k is not None and split_k > 1 and not _splitk.splits_k(spec):
+    if spec is not None and split_k is not None and split_k > 1 and not spec.split_k:
         raise _splitk.refuse(spec.name, split_k)
     config_key(config)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")

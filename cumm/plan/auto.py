@@ -44,7 +44,6 @@ from ..ladder.registry import _BUILTIN
 from ..runtime.driver import multiprocessors
 from ..runtime.render import template_hash
 from . import store as _store
-from .splitk import splits_k
 
 # 64 x 64 tiles for grids that would not fill the GPU with the defaults: each spec's "small" configuration
 SMALL_TILES = {n: dict(s.configs["small"]) for n, s in REGISTRY.items() if "small" in s.configs}
@@ -154,9 +153,7 @@ def _lookup(
     if entry is None:
         return None
     splits = entry.get("split_k", 1)  # optional; a malformed value or a kernel without split-K: 1
-    ok = (
-        isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1 and splits_k(REGISTRY[entry["kernel"]])
-    )
+    ok = isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1 and REGISTRY[entry["kernel"]].split_k
     return entry["kernel"], dict(entry["config"]), splits if ok else 1
 
 
@@ -211,8 +208,8 @@ def select(
         return _half_batch(M, N, K, device_id, config, batched, dtype)
     if config is None:
         hit = _memo(_tuned, (device_id, dtype, M, N, K), lambda: _lookup(device_id, (M, N, K), dtype=dtype))
-        if dtype != DTYPE and hit is not None:  # (a half rung's tuned split: slices of K as a batch)
-            return hit if split_k is None and hit[2] > 1 else (hit[0], hit[1], split_k)
+        if dtype != DTYPE and hit is not None:
+            return hit[0], hit[1], split_k
         if batched and hit is not None:
             hit = (hit[0], hit[1], 1) if REGISTRY[hit[0]].batches else None
         if hit is not None and (split_k is None or split_k == 1 or REGISTRY[hit[0]].split_k):

@@ -236,61 +236,6 @@ def _refuse_batch(kernel: str, dt: str) -> None:
     )
 
 
-def _split_as_batch(a, b, out, spec, config, S: int, dev: int, akind: str, asked: bool) -> tuple[Call, tuple] | None:
-    """A half product's split-K: its S slices of K multiplied as a batch (views of a and b, read in place by the
-    rung's batched variant, whose tiles of every slice are one run) into float32 partials, summed by
-    splitk_reduce16 (or splitk_reduce for a float32 out) into out with alpha and beta. The call's two launches
-    take a fresh workspace each time (runtime/launch.py). Refused (``asked``: the caller's split_k) or None (a
-    tuned one: the caller runs unsplit) where the slices cannot be read in place: K not a multiple of 8 S (a
-    slice's rows start on 16 bytes), a or b not row-major with 16-byte aligned rows."""
-    M, K = a.shape
-    N = b.shape[1]
-    dt, odt = a.dtype.name, out.dtype.name
-    item = a.dtype.itemsize
-    why = None
-    if not _splitk.splits_k(spec):
-        why = f"kernel {spec.name!r} does not split K; the kernels that do: {_splitk.split_kernels()}"
-    elif K % (8 * S):
-        why = f"K = {K} is not a multiple of 8 * split_k = {8 * S} (each slice of K starts on a 16-byte boundary)"
-    elif not all(x.ndim == 2 and x.strides[1] == item and x.strides[0] % 16 == 0 for x in (a, b)):
-        why = (
-            f"a and b must be row-major with rows a multiple of 16 bytes to be sliced in place (got row strides"
-            f" {a.strides[0]} and {b.strides[0]} bytes: N a multiple of {16 // item} for a contiguous b)"
-        )
-    elif not all(x.data.ptr % 16 == 0 for x in (a, b)):
-        why = "a and b must start on a 16-byte boundary to be sliced in place"
-    elif out.strides[1] != out.itemsize or out.strides[0] % out.itemsize:
-        why = "out must be row-major (unit column stride)"
-    if why is not None:
-        if asked:
-            raise ValueError(f"split_k={S} for a {dt} product of {M}x{N}x{K}: {why}; or split_k=None")
-        return None
-    Ks, lda, ldb, ldc = K // S, a.strides[0] // item, b.strides[0] // item, out.strides[0] // out.itemsize
-    flags = Variant(1, 1, 1, 1, dtype_flag(dt, "float32"), 0, None)  # the batched variant, float32 partials
-    if config is not None and config.get("CL", 1) != 1:  # (a batch runs single blocks)
-        config = {**config, "CL": 1}
-    plan = plan_for(spec, config, flags, dev)
-    decisions = dict(
-        repack_a=False, repack_b=False, splits=S, stage=False, mm=M, nn=N, pad_a=False, pad_b=False, copies=()
-    )
-    call = Call(
-        plan,
-        akind,
-        dev,
-        (M, N, Ks),
-        (lda, ldb, ldc),
-        out.dtype,
-        out.shape,
-        (0, 0, 0),
-        True,
-        decisions,
-        batch=(S, Ks, Ks * ldb, M * N),  # slice z: A's columns and B's rows z Ks.., partial z of the workspace
-        direct=True,
-        reduce=_splitk.reduce_launch(M, N, dev, odt),
-    )
-    return call, (a, b, out)
-
-
 def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=None) -> tuple[Call, tuple] | None:
     """Every decision for this call's key, for a 2-D product (``batch`` is ()) and a batch alike: the Call and the
     operands it runs on (2-D arrays for a product, 3-D for a batch). ``spec``: the named rung's, resolved once by
@@ -321,10 +266,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
             kernel, config = (able[-1], None) if able else (kernel, config)
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):
-        got = _split_as_batch(a, b, out, spec, config, split_k, dev, akind, asked=split_arg is not None)
-        if got is not None:
-            return got
-        split_k = None  # a tuned split on operands it cannot slice in place: unsplit
+        raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
     # 2. the operands' layouts: a transposed view the rung reads in place keeps its layout (its column stride is its
     # ld); any other layout is made row-major (transposed views by a tiled copy); out is written in place
     in_place = spec.reads_transposed and (not batch or spec.batches)

@@ -28,19 +28,8 @@ REDUCE_THREADS = 256
 REDUCE_MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
 
 
-REDUCE16_TEMPLATE = "auxiliary/splitk_reduce16.cu"  # a 16-bit C: the half rungs' split (a batch of K slices)
-REDUCE16_NAME = "cumm_splitk_reduce16"
-
-
-def splits_k(spec) -> bool:
-    """Whether rung ``spec`` runs split_k > 1: a kernel that slices K over grid z (``split_k``), or a half rung
-    with tensor maps that walks a batch's tiles as one run (its batched variant multiplies the slices of K as a
-    batch of float32 partials; cumm/plan/plan.py)."""
-    return spec.split_k or (spec.schedules_batch and spec.tensor_maps is not None)
-
-
 def split_kernels() -> list[str]:
-    return [n for n, s in REGISTRY.items() if splits_k(s)]
+    return [n for n, s in REGISTRY.items() if s.split_k]
 
 
 def check_arg(split_k, kernel: str = "auto") -> int:
@@ -54,7 +43,7 @@ def check_arg(split_k, kernel: str = "auto") -> int:
         raise TypeError(f"split_k must be an int >= 1 or None, got {split_k!r}") from None
     if s < 1:
         raise ValueError(f"split_k must be at least 1 (1: no split), got {s}")
-    if s > 1 and kernel != "auto" and not splits_k(get_spec(kernel)):
+    if s > 1 and kernel != "auto" and not get_spec(kernel).split_k:
         raise refuse(kernel, s)
     return s
 
@@ -97,14 +86,10 @@ def reduce_source() -> str:
     return aux_source(REDUCE_TEMPLATE)
 
 
-def reduce_launch(M: int, N: int, device_id: int, out_dtype: str = "float32") -> tuple[int, int, int]:
-    """(CUfunction, blocks, threads) of the reduce kernel for an M x N product whose C is ``out_dtype``: a cached
-    call's second driver launch (cumm.runtime.launch.Call)."""
-    if out_dtype == "float32":
-        (kern,) = aux_kernels(REDUCE_TEMPLATE, (REDUCE_NAME,), device_id)
-    else:  # (its arguments in the same slots)
-        bf16 = (("CUMM_BF16", int(out_dtype == "bfloat16")),)
-        (kern,) = aux_kernels(REDUCE16_TEMPLATE, (REDUCE16_NAME,), device_id, bf16)
+def reduce_launch(M: int, N: int, device_id: int) -> tuple[int, int, int]:
+    """(CUfunction, blocks, threads) of the reduce kernel for an M x N product: a cached call's second driver launch
+    (cumm.runtime.launch.Call)."""
+    (kern,) = aux_kernels(REDUCE_TEMPLATE, (REDUCE_NAME,), device_id)
     return kern.kernel.ptr, min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS), REDUCE_THREADS
 
 

@@ -324,40 +324,29 @@ def arch_specific_cubin(
 # template -> its extern "C" functions; every auxiliary kernel is listed here (the CPU tests compile them all)
 AUX_KERNELS: dict[str, tuple[str, ...]] = {
     "auxiliary/splitk_reduce.cu": ("cumm_splitk_reduce",),
-    "auxiliary/splitk_reduce16.cu": ("cumm_splitk_reduce16",),
     "auxiliary/edge_strip.cu": ("cumm_edge_rows", "cumm_edge_cols"),
     "auxiliary/repack.cu": ("cumm_repack", "cumm_unpack"),
     "auxiliary/transpose.cu": ("cumm_transpose_b16", "cumm_transpose_b32"),
 }
 
 
-# auxiliary kernels that need more than common.cuh: their headers, and the #defines they are compiled with (per
-# variant; the variant's defines are part of aux_kernels' cache key)
-AUX_HEADERS: dict[str, tuple[str, ...]] = {"auxiliary/splitk_reduce16.cu": ("include/tc16.cuh",)}
-
-
-def aux_source(template: str, defines: tuple[tuple[str, int], ...] = ()) -> str:
-    """common.cuh, ``template``'s headers (AUX_HEADERS) after ``defines``, then ``template`` (a file of
-    cumm/kernels): the whole source of an auxiliary kernel."""
+def aux_source(template: str) -> str:
+    """common.cuh, then ``template`` (a file of cumm/kernels): the whole source of an auxiliary kernel."""
     from .render import COMMON_HEADER, template_text
 
-    parts = [f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER)]
-    parts += [f"#define {k} {v}" for k, v in defines]
-    for h in AUX_HEADERS.get(template, ()):
-        parts += [f'#line 1 "{h}"', template_text(h)]
-    return "\n".join([*parts, f'#line 1 "{template}"', template_text(template)])
+    return "\n".join(
+        [f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER), f'#line 1 "{template}"', template_text(template)]
+    )
 
 
 _aux: dict[tuple, tuple] = {}
 _aux_lock = threading.Lock()
 
 
-def aux_kernels(
-    template: str, names: tuple[str, ...], device_id: int, defines: tuple[tuple[str, int], ...] = ()
-) -> tuple:
-    """The ``extern "C"`` functions ``names`` of ``template`` (compiled with ``defines``) as cupy RawKernels for
-    ``device_id`` (compiled once per process and device; CuPy's disk cache keeps them across processes)."""
-    key = (template, names, device_id, defines)
+def aux_kernels(template: str, names: tuple[str, ...], device_id: int) -> tuple:
+    """The ``extern "C"`` functions ``names`` of ``template`` as cupy RawKernels for ``device_id`` (compiled
+    once per process and device; CuPy's disk cache keeps them across processes)."""
+    key = (template, names, device_id)
     hit = _aux.get(key)
     if hit is None:
         import cupy
@@ -366,6 +355,6 @@ def aux_kernels(
             hit = _aux.get(key)
             if hit is None:
                 with cupy.cuda.Device(device_id):
-                    mod = cupy.RawModule(code=aux_source(template, defines), options=NVRTC_OPTIONS)
+                    mod = cupy.RawModule(code=aux_source(template), options=NVRTC_OPTIONS)
                     hit = _aux[key] = tuple(mod.get_function(n) for n in names)
     return hit

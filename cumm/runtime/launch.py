@@ -251,7 +251,6 @@ class Call:
                 self.slots[slot] = v
             if self.splits > 1:
                 self.slots[10] = N  # the workspace's rows
-                self.f32[6], self.f32[16] = 1.0, 0.0  # partials: alpha 1, beta 0 (alpha and beta go to the reduce)
                 # splitk_reduce(M, N, S, W, alpha, beta, C, ldc), each argument in an 8-byte slot
                 self.rslots = np.zeros(8, dtype=np.uint64)
                 self.rf32 = self.rslots.view(np.float32)
@@ -274,7 +273,7 @@ class Call:
             if walk:
                 self.slots[14] = batch[0]
             if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
-                c_map = bool(plan.flags[2]) and dtype != F32 and self.splits == 1  # (a split writes float32 partials)
+                c_map = bool(plan.flags[2]) and dtype != F32
                 lay = layout_of(plan.flags)  # (passed only when set: a user's tensor_maps need not take it)
                 specs = spec.tensor_maps(
                     plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map, **({"layout": lay} if lay else {})
@@ -319,7 +318,7 @@ class Call:
                 self.epi = np.zeros(epi.nbytes // 8, dtype=np.uint64)
                 self.params[3] = self.epi.ctypes.data
             self.func = plan.kern.kernel.ptr
-            gz = self.splits if self.splits > 1 and batch is None else gz  # (a half split: the batch is the slices)
+            gz = self.splits if self.splits > 1 else gz
             self.grid = (gx, gy, gz if batch is None or walk else batch[0])
             self.geometry = (*self.grid, *plan.block, plan.smem, self.func)
 

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from ..core.dtypes import DTYPES
 from ..core.dtypes import TOLERANCE as TOLERANCES
 from ..ladder import REGISTRY, get_spec
-from ..plan.splitk import splits_k
 from ..plan.store import make_entry, save_entries
 from ..runtime.render import dtype_flag
 from ..runtime.timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
@@ -382,9 +381,8 @@ def split_candidates(spec, rows: list[dict], M: int, N: int, K: int, sms: int) -
     the slices of SPLITS that give at most 4 ``sms`` blocks and every slice at least two of its K steps (BK). H200,
     FP32, tf32x3's 64 x 128 tiles with 4 slices against the best whole-K rung: 64 x 4096 x 14336 161 against 297 us
     (cuBLAS 168), 16 x 4096 x 14336 151 against 170 (124)."""
-    if not splits_k(spec):
+    if not spec.split_k:
         return []
-    half = not spec.split_k  # a half rung's split: a batch of K slices, each of whole 16-byte rows (8 S | K)
     out: list[tuple[dict, int]] = []
     # (whole-K rows that were timed and not found wrong)
     timed = sorted((r for r in rows if r.get("status") == "timed" and "split_k" not in r), key=lambda r: r["ms"])
@@ -392,22 +390,11 @@ def split_candidates(spec, rows: list[dict], M: int, N: int, K: int, sms: int) -
     small = spec.configs.get("small")
     if small is not None and configs:
         configs.append(spec.resolve({**configs[0], **small}))
-    most = [4 * sms] * len(configs)
-    if half:  # and the fastest of each larger tile shape, cut into slices that fill one round: at 128 x 4096 x 14336
-        # the best whole-K tiles are 64 x 64 (128 tiles), but 128 x 128 tiles in 4 slices are one round of 128 blocks
-        # with half the operand traffic per FLOP
-        shapes: dict[tuple, dict] = {}
-        for r in timed:
-            shapes.setdefault((r["config"].get("BM"), r["config"].get("BN")), dict(r["config"]))
-        big = [c for c in shapes.values() if c not in configs]
-        configs += big
-        most += [sms] * len(big)
-    for cfg, cap in zip(configs, most, strict=True):
+    for cfg in configs:
         tiles = math.prod(spec.grid(cfg, M, N, K))
         if tiles >= sms or any(cfg == c for c, _ in out):
             continue
-        bk = cfg.get("BK", 64)  # (the Hopper rungs' slabs: 64 deep)
-        out += [(cfg, s) for s in SPLITS if s * tiles <= cap and K >= 2 * s * bk and not (half and K % (8 * s))]
+        out += [(cfg, s) for s in SPLITS if s * tiles <= 4 * sms and K >= 2 * s * cfg["BK"]]
     return out
 
 
