@@ -5,8 +5,12 @@
 // - Promotion with the scales (DeepSeek-V3 3.3, PROMO = 1): a stage is one 128-deep block of K (a 128-byte row of
 //   FP8, as in 17), its four k32 wgmma go into a fresh accumulator set p, and once they are done every thread adds
 //   p * sa[row, kb] * sb[nb, kb] into its FP32 totals d: an FMA per accumulator and block, where 17 adds p once
-//   per slab anyway. The scales of A are loaded (two a thread and m64 block, from L1 / L2) while the wgmma run.
-//   BN divides 128, so a tile sees one B scale per block of K (nb = the tile's first column / 128).
+//   per slab anyway. BN divides 128, so a tile sees one B scale per block of K (nb = the tile's first column / 128).
+// - A's scales travel with the stage: the producer copies the tile's BM scales of block kb (a box of A's scales
+//   stored K-block-major, tmS) into the stage's scale row with the same mbarrier, so a consumer reads its rows'
+//   scales from shared memory. Loaded from global memory by every thread (two a thread and m64 block, each with
+//   its 64-bit address math), they cost 8 % more instructions and longer stalls than 17 (ncu: 2.49 M against
+//   2.30 M warp instructions an SM, 4.97 against 4.29 cycles between issues at 8192 x 14336 x 4096).
 // - PROMO = 0, for the error study only: the whole K in the tensor core's accumulators and the first block's
 //   scales applied once at the end; right only when every block of a row (of A) and of B has the same scale.
 //   Beside PROMO = 1 on deep K with uniform block scales, it measures what the tensor core's narrower FP8
@@ -14,23 +18,29 @@
 // Why it runs near 17: the added FMAs (BN / 2 a thread and block, 64 at BN = 128) take the CUDA cores while the
 // other consumer warpgroup's wgmma run; the scales cost a few L1 loads a block. Prediction: 0.9-1.0x 17 with PROMO
 // = 1 at 8192 x 14336 x 4096 (DeepGEMM reports 1,350-1,550 TFLOP/s on Hopper); to be measured.
-// Host: as 17 (cumm/api/scaled.py); sa and sb are float32 with any strides (sa_m, sa_k, sb_n, sb_k in elements).
+// Host: as 17 (cumm/api/scaled.py); sb is float32 with any strides (sb_n, sb_k in elements); sa is read through
+// tmS, a map of A's scales K-block-major (dims M x ceil(K / 128), rows padded to 16 bytes: the caller's sa when it
+// is so stored, else a copy), and as sa (sa_m = 1, sa_k its row pitch) by the PROMO = 0 study.
 
 #define CUMM_CONSUMER_REGS 232  // setmaxnreg: with the producer's 40, all 65536 registers of a multiprocessor
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
+#define CUMM_S_STAGE (STAGES * BM * 4)                        // each stage's BM scales of A (float32)
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     CUMM_KERNEL(const int M, const int N, const int K, cumm_out_t* __restrict__ C, const int ldc,
                 const float* __restrict__ sa, const int sa_m, const int sa_k, const float* __restrict__ sb,
                 const int sb_n, const int sb_k, const __grid_constant__ CummTmap tmA,
-                const __grid_constant__ CummTmap tmB, const __grid_constant__ CummTmap tmC) {
+                const __grid_constant__ CummTmap tmB, const __grid_constant__ CummTmap tmC,
+                const __grid_constant__ CummTmap tmS) {
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && 128 % BN == 0 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
     unsigned char* const sm = smem_raw + (base - raw);
-    unsigned long long* const bars = reinterpret_cast<unsigned long long*>(sm + STAGES * SB + CUMM_C_STAGE);
+    const float* const scl = reinterpret_cast<const float*>(sm + STAGES * SB + CUMM_C_STAGE);  // (1024-aligned)
+    unsigned long long* const bars =
+        reinterpret_cast<unsigned long long*>(sm + STAGES * SB + CUMM_C_STAGE + CUMM_S_STAGE);
     const CummRing<STAGES> ring{bars, bars + STAGES};
 
     const int tid = threadIdx.x;
@@ -44,13 +54,25 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
+        cumm_prefetch_tmap(&tmS);
         ring.init<4 * WGS>();  // one arrival per consumer warp
         cumm_mbar_init_fence();
     }
     __syncthreads();
 
     if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
-        if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);
+        if (tid == 0) {  // 17's producer, and each slab's BM scales of A into the stage's scale row
+            int it = 0, t, k0, k1;
+            for (int j = 0; walk.next(j, t, k0, k1); ++j) {
+                const int2 o = origin(t);
+                for (int kt = k0; kt < k1; ++kt, ++it) {
+                    const int kc = walk.slab(j, kt), s = ring.acquire(it, SB + BM * 4);
+                    cumm_tma_load(sm + s * SB, &tmA, kc * 128, o.x, &ring.full[s]);
+                    cumm_tma_load(sm + s * SB + BM * 128, &tmB, kc * 128, o.y, &ring.full[s]);
+                    cumm_tma_load(sm + STAGES * SB + CUMM_C_STAGE + s * BM * 4, &tmS, o.x, kc, &ring.full[s]);
+                }
+            }
+        }
         return;
     }
 
@@ -62,13 +84,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     int t, k0, k1;
     for (int i = 0; walk.next(i, t, k0, k1); ++i) {
         const int2 o = origin(t);
-        // this thread's rows' scales: row (clamped to M - 1: rows past M are never stored) times sa_m
-        const float* sar[MT][2];
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-                sar[m][h] = sa + (i64)sa_m * min(o.x + wrow + m * 64 + warp * 16 + g + 8 * h, M - 1);
+        const int r0 = wrow + warp * 16 + g;  // this thread's first row in the tile (then + 8 h + 64 m)
         const float* const sbn = sb + (i64)sb_n * (o.y / 128);  // the tile's one block column of B
         float d[MT][BN / 2];
         cumm_zero_acc(d);
@@ -86,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 #pragma unroll
             for (int m = 0; m < MT; ++m)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) sc[m][h] = __ldg(sar[m][h] + (i64)sa_k * kc) * bs;
+                for (int h = 0; h < 2; ++h) sc[m][h] = scl[s * BM + r0 + 64 * m + 8 * h] * bs;
         };
         auto add = [&](float (&p)[MT][BN / 2], const float (&sc)[MT][2], int s) {
             ring.release<1>(s, lane, 0);
@@ -142,7 +158,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 #pragma unroll
             for (int m = 0; m < MT; ++m)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) sc[m][h] = __ldg(sar[m][h] + (i64)sa_k * kc) * bs;
+                for (int h = 0; h < 2; ++h) sc[m][h] = scl[s * BM + r0 + 64 * m + 8 * h] * bs;
             cumm_wgmma_wait<0>();
             ring.release<1>(s, lane, 0);
 #pragma unroll
@@ -164,8 +180,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         for (int m = 0; m < MT; ++m) {
             cumm_wgmma_pin(d[m]);
             const float bs = __ldg(sbn);  // block (row, 0)'s scales for the whole K (uniform scales only)
+            // (rows clamped to M - 1: rows past M are never stored)
+            const float s0 = __ldg(sa + (i64)sa_m * min(o.x + r0 + 64 * m, M - 1)) * bs;
+            const float s1 = __ldg(sa + (i64)sa_m * min(o.x + r0 + 64 * m + 8, M - 1)) * bs;
 #pragma unroll
-            for (int e = 0; e < BN / 2; ++e) d[m][e] *= __ldg(sar[m][(e / 2) % 2]) * bs;
+            for (int e = 0; e < BN / 2; ++e) d[m][e] *= (e / 2) % 2 ? s1 : s0;
         }
 #endif
         cumm_fp8_store<MT, BN, VEC_C, CUMM_EPI_TMA>(epi, d, C, ldc, M, N, o.x + wrow, o.y, warp, g, t4);

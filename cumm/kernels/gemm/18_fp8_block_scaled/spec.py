@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
-from cumm.ladder.common import FP8_CONSTRAINTS, WGMMA_CONSTRAINTS, WS_SHAPE, hopper_fp8
+from cumm.ladder.common import FP8_CONSTRAINTS, WGMMA_CONSTRAINTS, WS_SHAPE, fp8_block_maps, hopper_fp8
 
 C = Constraint
 
@@ -15,18 +15,27 @@ SPEC = KernelSpec(
     name="fp8_block_scaled",
     top=True,  # cumm.scaled_matmul's kernel="auto" for block scales
     template=Path(__file__).with_name("kernel.cu"),
-    **hopper_fp8(scales="block"),
+    **hopper_fp8(scales="block", tensor_maps=fp8_block_maps),
     persistent=True,
     summary="FP8 wgmma with 1 x 128 (A) and 128 x 128 (B) block scales applied at each 128-deep block's promotion"
     " into FP32 registers (DeepSeek-V3)",
-    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, EPI=1, PROMO=2, FA=0, FB=0, OUT=0, NUM_THREADS=384),
+    # (5 stages: a sixth and its scales leave no room for the epilogue's staging tile)
+    defaults=dict(BM=128, BN=128, STAGES=5, WGS=2, GM=8, EPI=1, PROMO=2, FA=0, FB=0, OUT=0, NUM_THREADS=384),
     configs={
         "no_promotion": dict(PROMO=0),  # the error study: the whole K in the tensor core (uniform scales only)
         "one_warpgroup_64x128": dict(BM=64, WGS=1, NUM_THREADS=256, STAGES=8),  # few tiles
     },
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
-    smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 32 + c["EPI"] * c["WGS"] * 16384,
+    # (each stage also holds its BM scales of A: 4 BM bytes)
+    smem=lambda c: (
+        c["STAGES"] * (c["BM"] + c["BN"]) * 128
+        + 4 * c["STAGES"] * c["BM"]
+        + 1024
+        + 16 * c["STAGES"]
+        + 32
+        + c["EPI"] * c["WGS"] * 16384
+    ),
     constraints=[
         *WGMMA_CONSTRAINTS,
         *positive("GM"),
@@ -48,8 +57,8 @@ SPEC = KernelSpec(
         ),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
         C(
-            "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
-            "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
+            "STAGES * (BM + BN) * 128 + 4 * STAGES * BM + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
+            "the stages with their scales (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
         ),
     ],
     space=dict(
