@@ -180,15 +180,16 @@ def test_block_scaled(shape, fmts):
     "config", [None, {"PROMO": 1}, {"BM": 64, "WGS": 1, "NUM_THREADS": 256, "STAGES": 8}, {"EPI": 0, "BN": 64}]
 )
 def test_block_scales_travel_with_the_stage(config):
-    """A's block scales, loaded into each stage by the producer warpgroup's scale warp, in any layout (row-major,
-    K-block-major with a padded pitch, K-block-major contiguous); a cached call with new scales sees them. Odd M
-    (rows past M read row M - 1's scales, unstored), every configuration family."""
+    """A's block scales reach the kernel through the copy engine, K-block-major: a K-block-major tensor (pitch M
+    rounded up to 4) is read in place, any other layout copied on every call (a cached call with new scales sees
+    them). Odd M (rows past M get zero scales from the copy engine), every configuration family."""
     M, N, K = 203, 300, 1000
     a, b, sa, sb, r = block_operands(M, N, K)
     kb, pitch = sa.shape[1], -(-M // 4) * 4
     km = torch.empty(kb, pitch, device="cuda")
     km[:, :M] = sa.t()
-    for s in (sa, km[:, :M].t(), sa.t().contiguous().t()):  # (M, kb): strides (kb, 1), (1, pitch), (1, M)
+    in_place = km[:, :M].t()  # (M, kb), strides (1, pitch)
+    for s in (sa, in_place, sa.t().contiguous().t()):
         c = run(a, b, s, sb, kernel="fp8_block_scaled", config=config)
         assert not c.isnan().any() and rel(c, r) < 8e-3
     c = run(a, b, sa * 2, sb, kernel="fp8_block_scaled", config=config)  # (the same key: the cached call)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import cupy
 
+from ..ladder.common import scale_pitch
 from ..plan import scaled as _plan
 from ..plan.operands import compute_capability
 from ..runtime.compile import device_kernel
@@ -93,11 +94,12 @@ class _Call:
     """A scaled_matmul call's decisions for one key and its launch (runtime.launch.Launch: the arguments packed
     once, the maps kept per pointer in the tensor-map arena); a call with the same key only launches."""
 
-    __slots__ = ("launch", "M", "N", "K", "dev", "out_dtype", "device", "copy_a", "copy_b")
+    __slots__ = ("launch", "M", "N", "K", "dev", "out_dtype", "device", "copy_a", "copy_b", "copy_s")
 
-    def __init__(self, launch: Launch, dims, dev: int, out_dtype, device, copy_a: bool, copy_b: bool):
+    def __init__(self, launch: Launch, dims, dev: int, out_dtype, device, copy_a: bool, copy_b: bool, copy_s: bool):
         self.launch, (self.M, self.N, self.K), self.dev = launch, dims, dev
         self.out_dtype, self.device, self.copy_a, self.copy_b = out_dtype, device, copy_a, copy_b
+        self.copy_s = copy_s  # block scales of A not stored K-block-major as the copy engine reads them: a copy
 
     def __call__(self, a, b, sa, sb, out):
         import torch
@@ -115,13 +117,15 @@ class _Call:
             b_, pb, _ = _k_major(bt, N, K, bt.data_ptr(), bt.stride(0), bt.stride(1))
         else:
             pb = b.data_ptr()  # (b.t()'s pointer: the same)
+        if self.copy_s:
+            sa = _k_block_major(sa, M)
         stream = torch.cuda.current_stream(self.dev).cuda_stream
         if cupy.cuda.runtime.getDevice() != self.dev:
             with cupy.cuda.Device(self.dev):
                 self.launch((pa, pb, out.data_ptr(), sa.data_ptr(), sb.data_ptr()), stream)
         else:
             self.launch((pa, pb, out.data_ptr(), sa.data_ptr(), sb.data_ptr()), stream)
-        del a_, b_  # (the copies live on the stream's allocator until the kernel has read them)
+        del a_, b_, sa  # (the copies live on the stream's allocator until the kernel has read them)
         return out
 
 
@@ -216,16 +220,28 @@ def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kerne
         kern = device_kernel(spec, cfg, (*ALIGNED[:2], vec_c), dev)
         maps = spec.tensor_maps(cfg, M, N, K, lda, ldb, ldc, vec_c and item == 2)
         sa, sb = scale_a, scale_b
+        copy_s = False
         if layout == "tensor":  # a step of 0: one scale; 1: one per row (a) or column (b)
             steps: tuple[int, ...] = (0 if sa.numel() == 1 else sa.stride(0),)
             steps_b: tuple[int, ...] = (0 if sb.numel() == 1 else sb.stride(1),)
-        else:
-            steps, steps_b = (sa.stride(0), sa.stride(1)), (sb.stride(0), sb.stride(1))
+        else:  # A's scales as the copy engine reads them (rung 18's map): K-block-major rows of scale_pitch(M)
+            pitch = scale_pitch(M)
+            copy_s = not (sa.stride(0) == 1 and sa.stride(1) == pitch and sa.data_ptr() % _plan.TMA_ALIGN == 0)
+            steps, steps_b = (1, pitch), (sb.stride(0), sb.stride(1))
         # M N K C ldc sa (steps) sb (steps), then the maps of A, B, C; the call's pointers: A, B, C, sa, sb
         lay = (M, N, K, None, ldc, None, *steps, None, *steps_b)
         grid = min(spec.grid(cfg, M, N, K)[0], sms)
         launch = Launch(kern, grid, spec.threads(cfg), spec.smem(cfg), lay, maps=tuple(maps), order=(2, 3, 4))
-    return _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b)
+    return _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b, copy_s)
+
+
+def _k_block_major(sa, M: int):
+    """Block scales of A (M x kb, any strides) copied K-block-major: kb rows of scale_pitch(M) floats."""
+    import torch
+
+    out = torch.empty((sa.shape[1], scale_pitch(M)), dtype=torch.float32, device=sa.device)
+    out[:, :M].copy_(sa.t())
+    return out
 
 
 def _dtype_name_of(dtype) -> str:

@@ -216,6 +216,21 @@ def fp8_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: b
     return a, b, (MapSpec(2, N, M, ldc, 64, 64, 3, 2, 1) if c_map and cfg["EPI"] else None)
 
 
+def fp8_block_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: bool, layout: int = 0):
+    """fp8_block_scaled's maps: :func:`fp8_maps`, then A's scales (the call's fourth pointer) stored K-block-major
+    (dims M x ceil(K / 128), row pitch :func:`scale_pitch`), read in boxes of a tile's BM scales of one block."""
+    from cumm.runtime.tmaps import MapSpec
+
+    s = MapSpec(3, M, cdiv(K, FP8_SLAB), scale_pitch(M), cfg["BM"], 1, 0)
+    return (*fp8_maps(cfg, M, N, K, lda, ldb, ldc, c_map), s)
+
+
+def scale_pitch(M: int) -> int:
+    """The row pitch (float32 elements) of A's block scales stored K-block-major, as the copy engine reads them:
+    M rounded up to 16 bytes."""
+    return cdiv(M, 4) * 4
+
+
 def hopper_fp8(scales: str, **fields):
     """The fields the FP8 rungs share: the headers (fp8.cuh before tc16.cuh: C's type), both FP8 dtypes, sm_90a
     only, the maps; ``scales``: the scale layout the rung applies ("tensor": per-tensor / row / column; "block":
@@ -226,6 +241,5 @@ def hopper_fp8(scales: str, **fields):
         scales=scales,
         min_cc=90,
         arch_specific=True,  # wgmma (and setmaxnreg): sm_90a only
-        tensor_maps=fp8_maps,
-        **fields,
+        **{"tensor_maps": fp8_maps, **fields},
     )

@@ -6,12 +6,11 @@
 //   FP8, as in 17), its four k32 wgmma go into a fresh accumulator set p, and once they are done every thread adds
 //   p * sa[row, kb] * sb[nb, kb] into its FP32 totals d: an FMA per accumulator and block, where 17 adds p once
 //   per slab anyway. BN divides 128, so a tile sees one B scale per block of K (nb = the tile's first column / 128).
-// - A's scales travel with the stage: the producer warpgroup's second warp, otherwise idle, loads the tile's BM
-//   scales of block kb into the stage's scale row and arrives on the stage's full barrier (which counts its 32
-//   arrivals beside the copy engine's bytes), so a consumer reads its rows' scales from shared memory, STAGES
-//   slabs after they were fetched. Loaded from global memory by every consumer thread (two a thread and m64 block,
-//   each with its 64-bit address math), they cost 8 % more instructions and longer stalls than 17 (ncu: 2.49 M
-//   against 2.30 M warp instructions an SM, 4.97 against 4.29 cycles between issues at 8192 x 14336 x 4096).
+// - A's scales travel with the stage: the producer copies the tile's BM scales of block kb (a box of A's scales
+//   stored K-block-major, tmS) into the stage's scale row with the same mbarrier, so a consumer reads its rows'
+//   scales from shared memory. Loaded from global memory by every thread (two a thread and m64 block, each with
+//   its 64-bit address math), they cost 8 % more instructions and longer stalls than 17 (ncu: 2.49 M against
+//   2.30 M warp instructions an SM, 4.97 against 4.29 cycles between issues at 8192 x 14336 x 4096).
 // - PROMO = 0, for the error study only: the whole K in the tensor core's accumulators and the first block's
 //   scales applied once at the end; right only when every block of a row (of A) and of B has the same scale.
 //   Beside PROMO = 1 on deep K with uniform block scales, it measures what the tensor core's narrower FP8
@@ -19,7 +18,9 @@
 // Why it runs near 17: the added FMAs (BN / 2 a thread and block, 64 at BN = 128) take the CUDA cores while the
 // other consumer warpgroup's wgmma run; the scales cost a few L1 loads a block. Prediction: 0.9-1.0x 17 with PROMO
 // = 1 at 8192 x 14336 x 4096 (DeepGEMM reports 1,350-1,550 TFLOP/s on Hopper); to be measured.
-// Host: as 17 (cumm/api/scaled.py); sa and sb are float32 with any strides (sa_m, sa_k, sb_n, sb_k in elements).
+// Host: as 17 (cumm/api/scaled.py); sb is float32 with any strides (sb_n, sb_k in elements); sa is read through
+// tmS, a map of A's scales K-block-major (dims M x ceil(K / 128), rows padded to 16 bytes: the caller's sa when it
+// is so stored, else a copy), and as sa (sa_m = 1, sa_k its row pitch) by the PROMO = 0 study.
 
 #define CUMM_CONSUMER_REGS 232  // setmaxnreg: with the producer's 40, all 65536 registers of a multiprocessor
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
@@ -30,13 +31,14 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     CUMM_KERNEL(const int M, const int N, const int K, cumm_out_t* __restrict__ C, const int ldc,
                 const float* __restrict__ sa, const int sa_m, const int sa_k, const float* __restrict__ sb,
                 const int sb_n, const int sb_k, const __grid_constant__ CummTmap tmA,
-                const __grid_constant__ CummTmap tmB, const __grid_constant__ CummTmap tmC) {
+                const __grid_constant__ CummTmap tmB, const __grid_constant__ CummTmap tmC,
+                const __grid_constant__ CummTmap tmS) {
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && 128 % BN == 0 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
     unsigned char* const sm = smem_raw + (base - raw);
-    float* const scl = reinterpret_cast<float*>(sm + STAGES * SB + CUMM_C_STAGE);  // each stage's BM scales of A
+    const float* const scl = reinterpret_cast<const float*>(sm + STAGES * SB + CUMM_C_STAGE);  // (1024-aligned)
     unsigned long long* const bars =
         reinterpret_cast<unsigned long long*>(sm + STAGES * SB + CUMM_C_STAGE + CUMM_S_STAGE);
     const CummRing<STAGES> ring{bars, bars + STAGES};
@@ -52,28 +54,22 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     if (tid == 0) {
         cumm_prefetch_tmap(&tmA);
         cumm_prefetch_tmap(&tmB);
-        for (int s = 0; s < STAGES; ++s) {  // (CummRing::init, with the scale warp's 32 arrivals on `full`)
-            cumm_mbar_init<33>(&ring.full[s]);
-            cumm_mbar_init<4 * WGS>(&ring.empty[s]);  // one arrival per consumer warp
-        }
+        cumm_prefetch_tmap(&tmS);
+        ring.init<4 * WGS>();  // one arrival per consumer warp
         cumm_mbar_init_fence();
     }
     __syncthreads();
 
     if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
-        if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);
-        if (tid / 32 == 1) {  // the scale warp: each slab's BM scales of A (rows past M: row M - 1's, unstored)
-            const int lane = tid % 32;
+        if (tid == 0) {  // 17's producer, and each slab's BM scales of A into the stage's scale row
             int it = 0, t, k0, k1;
             for (int j = 0; walk.next(j, t, k0, k1); ++j) {
                 const int2 o = origin(t);
                 for (int kt = k0; kt < k1; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    const float* const col = sa + (i64)sa_k * walk.slab(j, kt);
-                    cumm_mbar_wait(&ring.empty[s], ((it / STAGES) & 1) ^ 1);
-#pragma unroll
-                    for (int r = lane; r < BM; r += 32) scl[s * BM + r] = __ldg(col + (i64)sa_m * min(o.x + r, M - 1));
-                    cumm_mbar_arrive(&ring.full[s]);  // (release: the stores above before the consumers' wait)
+                    const int kc = walk.slab(j, kt), s = ring.acquire(it, SB + BM * 4);
+                    cumm_tma_load(sm + s * SB, &tmA, kc * 128, o.x, &ring.full[s]);
+                    cumm_tma_load(sm + s * SB + BM * 128, &tmB, kc * 128, o.y, &ring.full[s]);
+                    cumm_tma_load(sm + STAGES * SB + CUMM_C_STAGE + s * BM * 4, &tmS, o.x, kc, &ring.full[s]);
                 }
             }
         }

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
-from cumm.ladder.common import FP8_CONSTRAINTS, WGMMA_CONSTRAINTS, WS_SHAPE, hopper_fp8
+from cumm.ladder.common import FP8_CONSTRAINTS, WGMMA_CONSTRAINTS, WS_SHAPE, fp8_block_maps, hopper_fp8
 
 C = Constraint
 
@@ -15,7 +15,7 @@ SPEC = KernelSpec(
     name="fp8_block_scaled",
     top=True,  # cumm.scaled_matmul's kernel="auto" for block scales
     template=Path(__file__).with_name("kernel.cu"),
-    **hopper_fp8(scales="block"),
+    **hopper_fp8(scales="block", tensor_maps=fp8_block_maps),
     persistent=True,
     summary="FP8 wgmma with 1 x 128 (A) and 128 x 128 (B) block scales applied at each 128-deep block's promotion"
     " into FP32 registers (DeepSeek-V3)",
