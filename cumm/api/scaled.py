@@ -143,14 +143,15 @@ def scaled_matmul(
 ):
     """C = (a @ b) * scales for FP8 torch CUDA tensors ``a`` (M x K) and ``b`` (K x N), as torch._scaled_mm.
 
-    Scales (float32 tensors, both required): one element each (per-tensor), ``scale_a`` (M, 1) and ``scale_b``
-    (1, N) (per row of a, per column of b; either may also be one element), or DeepSeek-V3's block scales:
-    ``scale_a`` (M, ceil(K/128)) per 1 x 128 block of a, ``scale_b`` (ceil(N/128), ceil(K/128)) per 128 x 128 block
-    of b (any strides). ``out_dtype``: torch.bfloat16 (default), torch.float16 or torch.float32; ``out``: a
-    row-major (M, N) tensor of that dtype to write. ``use_fast_accum``: keep the whole K in the tensor core's FP8
-    accumulators (faster, less accurate) instead of promoting every 128-deep block into FP32 registers
-    (per-tensor scales only; block scales always promote). Formats: e4m3 or e5m2 for each operand, all four
-    pairs (torch._scaled_mm refuses e5m2 @ e5m2; Hopper's wgmma has it).
+    Scales (float32 tensors, both required): one element each (per-tensor), ``scale_a`` (M, 1) and ``scale_b`` (1,
+    N) (per row of a, per column of b; either may also be one element), or DeepSeek-V3's block scales: ``scale_a``
+    (M, ceil(K/128)) per 1 x 128 block of a, ``scale_b`` (ceil(N/128), ceil(K/128)) per 128 x 128 block of b (any
+    strides; ``scale_a`` stored K-block-major, strides (1, P) with P = M rounded up to 4, is read in place, any
+    other layout copied so on each call). ``out_dtype``: torch.bfloat16 (default), torch.float16 or torch.float32;
+    ``out``: a row-major (M, N) tensor of that dtype to write. ``use_fast_accum``: keep the whole K in the tensor
+    core's FP8 accumulators (faster, less accurate) instead of promoting every 128-deep block into FP32 registers
+    (per-tensor scales only; block scales always promote). Formats: e4m3 or e5m2 for each operand, all four pairs
+    (torch._scaled_mm refuses e5m2 @ e5m2; Hopper's wgmma has it).
 
     The tensor cores read both operands K-major: ``a`` row-major and ``b`` as the (K, N) column-major view w.t()
     of an (N, K) weight are read in place; any other layout, a K that is not a multiple of 16 or a row not on 16
