@@ -237,12 +237,12 @@ def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kerne
 
 
 def _k_block_major(sa, M: int):
-    """Block scales of A (M x kb, any strides) copied K-block-major: kb rows of scale_pitch(M) floats."""
+    """Block scales of A (M x kb, any strides) copied K-block-major: kb rows of scale_pitch(M) floats (one
+    allocation and one copy: this runs on every call)."""
     import torch
 
-    out = torch.empty((sa.shape[1], scale_pitch(M)), dtype=torch.float32, device=sa.device)
-    out[:, :M].copy_(sa.t())
-    return out
+    out = torch.empty_strided(tuple(sa.shape), (1, scale_pitch(M)), dtype=torch.float32, device=sa.device)
+    return out.copy_(sa)
 
 
 def _dtype_name_of(dtype) -> str:

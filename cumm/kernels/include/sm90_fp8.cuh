@@ -127,15 +127,18 @@ __device__ __forceinline__ void cumm_fp8_produce(const CummRing<NSTAGES>& ring, 
 }
 
 // One 128-deep slab's wgmma (four k32 steps x MT m64 blocks) from a stage's A rows at a0 and B rows at b0 (shared
-// addresses) into p: FRESH = 1 starts p over (a partial set, promoted afterwards), 0 adds into it.
+// addresses) into p: FRESH = 1 starts p over (a partial set, promoted afterwards), 0 adds into it. Each operand's
+// descriptor is made once a slab and stepped by constants (an address is its low field, in 16-byte units: shared
+// addresses below 256 KB never carry out of it), not rebuilt per wgmma from the address (mask, shift, or, and two
+// moves to uniform registers each: half the consumer's instructions a slab beside the promotion's adds).
 template <int MT, int TN, int FRESH>
 __device__ __forceinline__ void cumm_fp8_slab(float (&p)[MT][TN / 2], unsigned a0, unsigned b0) {
+    const unsigned long long da = cumm_wg_desc_k(a0), db = cumm_wg_desc_k(b0);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
         for (int m = 0; m < MT; ++m)
-            cumm_wgmma_fp8<TN>(p[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_k(b0 + 32 * kk),
-                               FRESH ? kk > 0 : 1);
+            cumm_wgmma_fp8<TN>(p[m], da + (m * 64 * 128 + 32 * kk) / 16, db + 32 * kk / 16, FRESH ? kk > 0 : 1);
 }
 
 // Promotion: a done partial set p (pinned: its wgmma have completed) added into the FP32 totals d.

@@ -15,9 +15,9 @@
 //   scales applied once at the end; right only when every block of a row (of A) and of B has the same scale.
 //   Beside PROMO = 1 on deep K with uniform block scales, it measures what the tensor core's narrower FP8
 //   accumulation costs (the reason promotion exists).
-// Why it runs near 17: the added FMAs (BN / 2 a thread and block, 64 at BN = 128) take the CUDA cores while the
-// other consumer warpgroup's wgmma run; the scales cost a few L1 loads a block. Prediction: 0.9-1.0x 17 with PROMO
-// = 1 at 8192 x 14336 x 4096 (DeepGEMM reports 1,350-1,550 TFLOP/s on Hopper); to be measured.
+// Predicted 0.9-1.0x 17 (the added FMAs run while the other consumer warpgroup's wgmma do). Measured (H200, 8192 x
+// 14336 x 4096): 0.79-0.81x with every thread loading its scales, 0.84x with the scales in the stage (957 TFLOP/s,
+// one stage fewer than 17: a sixth with its scale row leaves no room for the C staging tile).
 // Host: as 17 (cumm/api/scaled.py); sb is float32 with any strides (sb_n, sb_k in elements); sa is read through
 // tmS, a map of A's scales K-block-major (dims M x ceil(K / 128), rows padded to 16 bytes: the caller's sa when it
 // is so stored, else a copy), and as sa (sa_m = 1, sa_k its row pitch) by the PROMO = 0 study.
