@@ -64,7 +64,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         return;
     }
 
-    const int wg = tid / 128 - 1, warp = tid % 128 / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    // (wg and warp through a shuffle: known warp-uniform, the wgmma descriptors built from them stay in uniform
+    // registers instead of being moved there before each wgmma)
+    const int wg = __shfl_sync(~0u, tid / 128 - 1, 0), warp = __shfl_sync(~0u, tid % 128 / 32, 0), lane = tid % 32,
+              g = lane / 4, t4 = lane % 4;
     const int wrow = wg * MT * 64;  // this warpgroup's first row in the tile
     CummTmaEpilogue<MT, BN, 0> epi{sm + STAGES * SB + wg * 64 * 128 * 2, &tmC, nullptr, 1 + wg, tid % 128, warp, g,
                                    t4, 0};
