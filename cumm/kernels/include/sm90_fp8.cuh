@@ -108,20 +108,24 @@ __device__ __forceinline__ void cumm_fp8_scale_tile(float (&d)[MT][R], const flo
 // are the rungs' macros).
 
 // The producer thread: every slab of every tile of the block's walk into the ring (TMA: TM rows of A at the tile's
-// row o.x, TN rows of B at its column o.y, 128 k each). origin(t): tile t's first row and column.
-template <int TM, int SB, int NSTAGES, class Walk, class Origin>
+// row o.x, TN rows of B at its column o.y, 128 k each). origin(t): tile t's first row and column. SCALES (block
+// scales, 18): also the tile's TM scales of A for the slab's block of K (tmS: A's scales K-block-major) into the
+// stage's scale row at scl + 4 TM s, counted by the same mbarrier.
+template <int TM, int SB, int SCALES = 0, int NSTAGES, class Walk, class Origin>
 __device__ __forceinline__ void cumm_fp8_produce(const CummRing<NSTAGES>& ring, const Walk& walk, Origin&& origin,
-                                                 unsigned char* sm, const CummTmap* tmA, const CummTmap* tmB) {
+                                                 unsigned char* sm, const CummTmap* tmA, const CummTmap* tmB,
+                                                 const CummTmap* tmS = nullptr, unsigned char* scl = nullptr) {
     int it = 0;  // slabs issued by this block, over all its tiles
     int t, k0, k1;
     for (int j = 0; walk.next(j, t, k0, k1); ++j) {
         const int2 o = origin(t);
         for (int kt = k0; kt < k1; ++kt, ++it) {
             const int kc = walk.slab(j, kt);
-            const int s = ring.acquire(it, SB);
+            const int s = ring.acquire(it, SB + (SCALES ? TM * 4 : 0));
             unsigned char* const st = sm + s * SB;
             cumm_tma_load(st, tmA, kc * 128, o.x, &ring.full[s]);             // TM rows of 128 k
             cumm_tma_load(st + TM * 128, tmB, kc * 128, o.y, &ring.full[s]);  // TN rows of 128 k
+            if (SCALES) cumm_tma_load(scl + s * TM * 4, tmS, o.x, kc, &ring.full[s]);  // TM scales of block kc
         }
     }
 }

@@ -61,18 +61,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     __syncthreads();
 
     if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
-        if (tid == 0) {  // 17's producer, and each slab's BM scales of A into the stage's scale row
-            int it = 0, t, k0, k1;
-            for (int j = 0; walk.next(j, t, k0, k1); ++j) {
-                const int2 o = origin(t);
-                for (int kt = k0; kt < k1; ++kt, ++it) {
-                    const int kc = walk.slab(j, kt), s = ring.acquire(it, SB + BM * 4);
-                    cumm_tma_load(sm + s * SB, &tmA, kc * 128, o.x, &ring.full[s]);
-                    cumm_tma_load(sm + s * SB + BM * 128, &tmB, kc * 128, o.y, &ring.full[s]);
-                    cumm_tma_load(sm + STAGES * SB + CUMM_C_STAGE + s * BM * 4, &tmS, o.x, kc, &ring.full[s]);
-                }
-            }
-        }
+        if (tid == 0)  // 17's producer, and each slab's BM scales of A into the stage's scale row
+            cumm_fp8_produce<BM, SB, 1>(ring, walk, origin, sm, &tmA, &tmB, &tmS, sm + STAGES * SB + CUMM_C_STAGE);
         return;
     }
 
