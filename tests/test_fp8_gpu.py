@@ -121,6 +121,26 @@ def test_odd_shapes(shape, out_dtype):
     assert not c.isnan().any() and e <= 1.5 * et + FLOOR, (e, et)
 
 
+def _named(kernel: str) -> list:
+    from cumm.ladder import get_spec
+
+    return [None, *(dict(c) for c in get_spec(kernel).configs.values())]
+
+
+@pytest.mark.parametrize("config", _named("fp8_wgmma"), ids=lambda c: "default" if c is None else str(c))
+@pytest.mark.parametrize("fmts", [(E4, E4), (E5, E4)])
+@pytest.mark.parametrize("shape", [(1, 1, 16), (193, 131, 1000), (385, 257, 4096)])
+def test_named_configurations(shape, fmts, config):
+    """Every named configuration of the per-tensor rung (three warpgroups of 64 x 128 included: 192-row tiles,
+    one partial set) on odd shapes, rows past a 192-row tile included, against float64 and torch's error."""
+    M, N, K = shape
+    a, b, sa, sb = operands(M, N, K, *fmts, rowwise=True)
+    c = run(a, b, sa, sb, kernel="fp8_wgmma", config=config)
+    r = ref(a, b, sa, sb)
+    e, et = rel(c, r), torch_rel(a, b, sa, sb, r)
+    assert not c.isnan().any() and e <= 1.5 * et + FLOOR, (e, et)
+
+
 @pytest.mark.parametrize("layout", ["row_major_b", "column_major_a", "offset_a"])
 def test_copied_operands(layout):
     a, b, sa, sb = operands(300, 200, 512, rowwise=True)
@@ -177,7 +197,14 @@ def test_block_scaled(shape, fmts):
 
 
 @pytest.mark.parametrize(
-    "config", [None, {"PROMO": 1}, {"BM": 64, "WGS": 1, "NUM_THREADS": 256, "STAGES": 8}, {"EPI": 0, "BN": 64}]
+    "config",
+    [
+        None,
+        {"PROMO": 1},
+        {"BM": 64, "WGS": 1, "NUM_THREADS": 256, "STAGES": 8},
+        {"EPI": 0, "BN": 64},
+        {"BM": 192, "WGS": 3, "NUM_THREADS": 512, "PROMO": 1, "STAGES": 4},
+    ],
 )
 def test_block_scales_travel_with_the_stage(config):
     """A's block scales reach the kernel through the copy engine, K-block-major: a K-block-major tensor (pitch M

@@ -202,6 +202,15 @@ FP8_SLAB = 128  # K per stage: one 128-byte swizzled row of FP8 (the kernels' 12
 FP8_CONSTRAINTS = [
     C("FA in (0, 1) and FB in (0, 1)", "FA and FB pick A's and B's format: 0 float8_e4m3fn, 1 float8_e5m2"),
     C("OUT in (0, 1, 2)", "OUT picks C's type: 0 bfloat16, 1 float16, 2 float32"),
+    C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
+    # setmaxnreg (sm90_fp8.cuh): 232 registers a consumer thread beside the producer's 40, 160 beside 32 with three
+    C("WGS in (1, 2, 3)", "one, two or three consumer warpgroups"),
+    C(
+        "BM * BN * (1 + PROMO) <= 128 * 128 * WGS + (PROMO == 2 and WGS < 3) * 64 * 128 * WGS",
+        "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1: a "
+        "slab's partial sums beside the FP32 totals), three times with PROMO = 2 (two partial sets): at most 128 (192 "
+        "with PROMO = 2) under 232 registers, 128 under three warpgroups' 160 (offline sm_90a, no spills)",
+    ),
 ]
 
 

@@ -103,6 +103,10 @@ __device__ __forceinline__ void cumm_fp8_scale_tile(float (&d)[MT][R], const flo
 }
 
 // ---- The FP8 rungs' skeleton pieces (17_fp8_wgmma, 18_fp8_block_scaled) --------------------------------------
+// setmaxnreg (cumm_ws_producer): all 65536 registers of a multiprocessor shared out, 232 a consumer thread beside
+// the producer's 40 with one or two consumer warpgroups (WGS, the rung's macro), 160 beside 32 with three.
+#define CUMM_FP8_CONSUMER_REGS (WGS == 3 ? 160 : 232)
+#define CUMM_FP8_PRODUCER_REGS (WGS == 3 ? 32 : 40)
 // A stage holds a TM x TN tile's TM rows of A then its TN rows of B (B's N x K rows), each row one 128-deep slab
 // of K: 128 bytes, 128-byte swizzled (SB = (TM + TN) * 128 bytes a stage; TM, TN: the rungs' tile, whose names
 // are the rungs' macros).

@@ -26,7 +26,6 @@
 // multiprocessors) blocks of NUM_THREADS = 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 +
 // 16 STAGES + 32, plus 16384 WGS with the TMA-store epilogue (EPI = 1).
 
-#define CUMM_CONSUMER_REGS 232  // setmaxnreg: with the producer's 40, all 65536 registers of a multiprocessor
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 
@@ -59,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
     __syncthreads();
 
-    if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
+    if (cumm_ws_producer<CUMM_FP8_PRODUCER_REGS, CUMM_FP8_CONSUMER_REGS>(tid)) {
         if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);
         return;
     }

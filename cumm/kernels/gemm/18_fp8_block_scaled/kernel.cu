@@ -22,7 +22,6 @@
 // tmS, a map of A's scales K-block-major (dims M x ceil(K / 128), rows padded to 16 bytes: the caller's sa when it
 // is so stored, else a copy), and as sa (sa_m = 1, sa_k its row pitch) by the PROMO = 0 study.
 
-#define CUMM_CONSUMER_REGS 232  // setmaxnreg: with the producer's 40, all 65536 registers of a multiprocessor
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 #define CUMM_S_STAGE (STAGES * BM * 4)                        // each stage's BM scales of A (float32)
@@ -60,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
     __syncthreads();
 
-    if (cumm_ws_producer<40, CUMM_CONSUMER_REGS>(tid)) {
+    if (cumm_ws_producer<CUMM_FP8_PRODUCER_REGS, CUMM_FP8_CONSUMER_REGS>(tid)) {
         if (tid == 0)  // 17's producer, and each slab's BM scales of A into the stage's scale row
             cumm_fp8_produce<BM, SB, 1>(ring, walk, origin, sm, &tmA, &tmB, &tmS, sm + STAGES * SB + CUMM_C_STAGE);
         return;

@@ -24,6 +24,7 @@ SPEC = KernelSpec(
     configs={
         "no_promotion": dict(PROMO=0),  # the error study: the whole K in the tensor core (uniform scales only)
         "one_warpgroup_64x128": dict(BM=64, WGS=1, NUM_THREADS=256, STAGES=8),  # few tiles
+        "three_warpgroups_192x128": dict(BM=192, WGS=3, NUM_THREADS=512, PROMO=1, STAGES=4),  # many tiles
     },
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
@@ -42,33 +43,22 @@ SPEC = KernelSpec(
         *WS_SHAPE,
         *FP8_CONSTRAINTS,
         C(
-            "WGS in (1, 2)",
-            "one or two consumer warpgroups (setmaxnreg: 232 registers a thread beside the producer's 40)",
-        ),
-        C(
             "128 % BN == 0",
             "a tile sees one scale of B per block of K: BN divides 128 (B's scale blocks are 128 x 128): BN = 64, 128",
         ),
-        C(
-            "BM * BN * (1 + PROMO) <= 128 * 128 * WGS + (PROMO == 2) * 64 * 128 * WGS",
-            "each consumer thread holds BM * BN / (128 WGS) FP32 accumulators, twice that with promotion (PROMO = 1),"
-            " three times with PROMO = 2 (two partial sets); more than 128 (192 with PROMO = 2) spill under 232 "
-            "registers",
-        ),
-        C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
         C(
             "STAGES * (BM + BN) * 128 + 4 * STAGES * BM + 1024 + 16 * STAGES + 32 + EPI * WGS * 16384 <= 232448",
             "the stages with their scales (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
         ),
     ],
     space=dict(
-        BM=(64, 128),
+        BM=(64, 128, 192),
         BN=(64, 128),
         STAGES=(4, 5, 6, 8),
-        WGS=(1, 2),
+        WGS=(1, 2, 3),
         GM=(4, 8, 16),
         EPI=(0, 1),
         PROMO=(1, 2),
-        NUM_THREADS=(256, 384),
+        NUM_THREADS=(256, 384, 512),
     ),
 )
