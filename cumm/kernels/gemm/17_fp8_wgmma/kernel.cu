@@ -10,9 +10,11 @@
 // - PROMO = 1 (torch._scaled_mm's default, use_fast_accum=False): the tensor core adds FP8 products into an
 //   accumulator that keeps fewer bits than FP32 (DeepSeek-V3 3.3), so each 128-deep slab goes into a fresh
 //   accumulator set p, which the consumers add into the FP32 registers d (promotion) once its wgmma are done.
-//   Twice the accumulator registers (BN <= 192 with two consumer warpgroups), and the wgmma of the next slab waits
-//   for the adds; the two warpgroups' adds overlap each other's wgmma. PROMO = 0 (use_fast_accum=True) keeps the
-//   whole K in the tensor core's accumulators, as 14 does.
+//   Twice the accumulator registers, and the wgmma of the next slab waits for the adds. PROMO = 2: two partial sets
+//   taking turns (below). WGS = 3 (three consumer warpgroups of 64 x 128, 192 x 128 tiles, 160 registers a thread):
+//   one partial set, whose adds overlap the other two warpgroups' wgmma; 192-row tiles load a sixth fewer bytes a
+//   multiply-add than 128-row ones. PROMO = 0 (use_fast_accum=True) keeps the whole K in the tensor core's
+//   accumulators, as 14 does.
 // Kept from 14: the producer warpgroup and stage ring (CummRing, cumm_ws_producer with setmaxnreg), the persistent
 // grouped tile walk (CummTileWalk, every other tile's K backwards), the TMA-store epilogue for 16-bit C
 // (CummTmaEpilogue) and direct stores otherwise (cumm_store_tile). Not taken over (yet): stream-K, clusters,

@@ -6,6 +6,7 @@
 //   FP8, as in 17), its four k32 wgmma go into a fresh accumulator set p, and once they are done every thread adds
 //   p * sa[row, kb] * sb[nb, kb] into its FP32 totals d: an FMA per accumulator and block, where 17 adds p once
 //   per slab anyway. BN divides 128, so a tile sees one B scale per block of K (nb = the tile's first column / 128).
+//   PROMO = 2 and WGS = 3 (192 x 128 tiles, one partial set) as in 17.
 // - A's scales travel with the stage: the producer copies the tile's BM scales of block kb (a box of A's scales
 //   stored K-block-major, tmS) into the stage's scale row with the same mbarrier, so a consumer reads its rows'
 //   scales from shared memory. Loaded from global memory by every thread (two a thread and m64 block, each with
