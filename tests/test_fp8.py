@@ -85,10 +85,11 @@ def test_named_kernel_must_fit_the_scales():
 
 def test_configure():
     spec = REGISTRY["fp8_wgmma"]
-    cfg = plan.configure(spec, E5, E4, "float32", 4096, 4096, False, 132)
-    assert (cfg["FA"], cfg["FB"], cfg["OUT"], cfg["PROMO"]) == (1, 0, 2, 2)  # promotion by two partial sets
-    assert plan.configure(spec, E4, E4, "bfloat16", 4096, 4096, True, 132)["PROMO"] == 0
-    assert plan.configure(spec, E4, E4, "bfloat16", 128, 4096, False, 132)["WGS"] == 1  # few tiles
+    cfg, why = plan.configure(spec, E5, E4, "float32", 4096, 4096, False, 132)
+    assert (cfg["FA"], cfg["FB"], cfg["OUT"], cfg["PROMO"], why) == (1, 0, 2, 2, "defaults")  # two partial sets
+    assert plan.configure(spec, E4, E4, "bfloat16", 4096, 4096, True, 132)[0]["PROMO"] == 0
+    cfg, why = plan.configure(spec, E4, E4, "bfloat16", 128, 4096, False, 132)
+    assert cfg["WGS"] == 1 and why == "one_warpgroup_64x128"  # few tiles
     with pytest.raises(cumm.ConfigError, match="spill"):
         plan.configure(spec, E4, E4, "bfloat16", 4096, 4096, False, 132, {"BN": 256})  # promotion at 128 x 256
     with pytest.raises(TypeError, match="out_dtype must be one of"):

@@ -1,10 +1,12 @@
-"""``decision``: what the earlier runs of a ``cumm.matmul`` call made, read from its call cache (cumm/api/matmul.py)."""
+"""``decision``: what the earlier runs of a ``cumm.matmul`` call made, read from its call cache (cumm/api/matmul.py);
+``scaled_decision`` the same for ``cumm.scaled_matmul`` (cumm/api/scaled.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from ..plan.operands import compute_capability
+from . import scaled as _scaled
 from .matmul import _calls, _key
 
 
@@ -32,3 +34,23 @@ def decision(
     copies = call.decisions.get("copies", ())  # operands laid out anew (transposed, padded rows) and staged outputs
     extra = f"(copies {' and '.join(copies)})" if copies else ""
     return " ".join(x for x in (spec.name, diff, f"split_k={splits}" if splits > 1 else "", extra) if x)
+
+
+def scaled_decision(
+    a,
+    b,
+    scale_a,
+    scale_b,
+    *,
+    out_dtype=None,
+    out=None,
+    use_fast_accum: bool = False,
+    kernel: str = "auto",
+    config: Mapping[str, int] | None = None,
+) -> str:
+    """What the earlier runs of ``scaled_matmul`` with these arguments ran: "<rung> <non-default parameters>
+    (<where the configuration came from>)", e.g. "fp8_wgmma BM=64 WGS=1 NUM_THREADS=256 STAGES=8 (tuned at
+    512x512x512)" or "fp8_block_scaled (defaults)"; "" if not known."""
+    key = _scaled._key(a, b, scale_a, scale_b, out, out_dtype, use_fast_accum, kernel, config)
+    call = _scaled._calls.get(key) if key is not None else None
+    return call.ran if call is not None else ""

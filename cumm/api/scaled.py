@@ -15,6 +15,8 @@ import cupy
 
 from ..ladder.common import scale_pitch
 from ..plan import scaled as _plan
+from ..plan import store as _store
+from ..plan.auto import device_key
 from ..plan.operands import compute_capability
 from ..runtime.compile import device_kernel
 from ..runtime.driver import multiprocessors as _sms
@@ -67,6 +69,7 @@ def _k_major(x, rows: int, K: int, ptr: int, ld: int, inner: int):
 
 _calls: dict = {}  # a call's key -> its _Call (every decision and the packed launch)
 _CALLS_MAX = 1024
+_store.on_change(_calls.clear)  # a tuned table changed: configurations are decided again
 
 
 def _key(a, b, sa, sb, out, out_dtype, fast: bool, kernel: str, config) -> tuple | None:
@@ -94,12 +97,13 @@ class _Call:
     """A scaled_matmul call's decisions for one key and its launch (runtime.launch.Launch: the arguments packed
     once, the maps kept per pointer in the tensor-map arena); a call with the same key only launches."""
 
-    __slots__ = ("launch", "M", "N", "K", "dev", "out_dtype", "device", "copy_a", "copy_b", "copy_s")
+    __slots__ = ("launch", "M", "N", "K", "dev", "out_dtype", "device", "copy_a", "copy_b", "copy_s", "ran")
 
     def __init__(self, launch: Launch, dims, dev: int, out_dtype, device, copy_a: bool, copy_b: bool, copy_s: bool):
         self.launch, (self.M, self.N, self.K), self.dev = launch, dims, dev
         self.out_dtype, self.device, self.copy_a, self.copy_b = out_dtype, device, copy_a, copy_b
         self.copy_s = copy_s  # block scales of A not stored K-block-major as the copy engine reads them: a copy
+        self.ran = ""  # what runs, for cumm.api.decision.scaled_decision: rung, parameters, where they came from
 
     def __call__(self, a, b, sa, sb, out):
         import torch
@@ -118,7 +122,7 @@ class _Call:
         else:
             pb = b.data_ptr()  # (b.t()'s pointer: the same)
         if self.copy_s:
-            sa = _k_block_major(sa, M)
+            sa = k_block_major(sa, M)
         stream = torch.cuda.current_stream(self.dev).cuda_stream
         if cupy.cuda.runtime.getDevice() != self.dev:
             with cupy.cuda.Device(self.dev):
@@ -209,7 +213,7 @@ def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kerne
 
     with cupy.cuda.Device(dev):
         sms = _sms(dev)
-        cfg = _plan.configure(spec, da, db, on, M, N, use_fast_accum, sms, config)
+        cfg, why = _plan.configure(spec, da, db, on, M, N, use_fast_accum, sms, config, K=K, device=device_key(dev))
         item = torch.empty((), dtype=getattr(torch, on)).element_size()
         # C: the caller's out, or a fresh row-major one (the caching allocator's blocks are 512-byte aligned)
         pc16, ldc = (out.data_ptr() % 16, out.stride(0)) if out is not None else (0, N)
@@ -233,10 +237,14 @@ def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kerne
         lay = (M, N, K, None, ldc, None, *steps, None, *steps_b)
         grid = min(spec.grid(cfg, M, N, K)[0], sms)
         launch = Launch(kern, grid, spec.threads(cfg), spec.smem(cfg), lay, maps=tuple(maps), order=(2, 3, 4))
-    return _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b, copy_s)
+    call = _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b, copy_s)
+    base = spec.default_config(cc)
+    diff = " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
+    call.ran = " ".join(x for x in (spec.name, diff, f"({why})") if x)
+    return call
 
 
-def _k_block_major(sa, M: int):
+def k_block_major(sa, M: int):
     """Block scales of A (M x kb, any strides) copied K-block-major: kb rows of scale_pitch(M) floats (one
     allocation and one copy: this runs on every call)."""
     import torch

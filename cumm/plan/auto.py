@@ -163,6 +163,11 @@ def one_wave(entry: Mapping, shape: tuple[int, int, int], device_id: int) -> boo
     was tuned at (its tiles chosen to fill the GPU once: one warpgroup's 128 x 128 or 64 x 64); True otherwise.
     On the H100 the one-warpgroup 128 x 128 tiles ran 0.64x cuBLAS at 1024 x 3000 x 4096 (192 of them, two rounds),
     where they won at 512 rows; the heuristic's tiles there ran 0.88x (0.97x since: 128 x 192 and CL = 2)."""
+    return fits_one_wave(entry, shape, multiprocessors(device_id))
+
+
+def fits_one_wave(entry: Mapping, shape: tuple[int, int, int], sms: int) -> bool:
+    """:func:`one_wave` on a GPU of ``sms`` multiprocessors (scaled_matmul's tuned entries too)."""
     spec = REGISTRY.get(entry["kernel"])
     if spec is None or not (spec.branch or spec.persistent):
         return True
@@ -171,7 +176,6 @@ def one_wave(entry: Mapping, shape: tuple[int, int, int], device_id: int) -> boo
         gx, gy, gz = spec.grid(entry["config"], *shape)
         return gx * gy * gz
 
-    sms = multiprocessors(device_id)
     if not spec.branch and blocks(_store.entry_shape(entry)) > sms:
         return True  # tuned for whole rounds: nearby shapes too
     return blocks(shape) <= sms

@@ -1,18 +1,27 @@
 """Decisions of cumm.scaled_matmul (FP8): which formats multiply, what the scales' shapes mean, which rung runs
-(through the specs' ``dtypes``, ``top`` and ``scales``), its configuration, and whether an operand is read in
-place or copied. Pure functions of shapes, strides and dtype names: the CPU tests call them directly."""
+(through the specs' ``dtypes``, ``top`` and ``scales``), its configuration (a tuned entry, else the rules), and
+whether an operand is read in place or copied. Pure functions of shapes, strides, dtype names and the tuned tables:
+the CPU tests call them directly."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 
-from ..core.dtypes import FP8, SCALED_OUT
+from ..core.dtypes import FP8, FP8_DTYPE, SCALED_OUT
 from ..core.errors import ConfigError
 from ..core.spec import KernelSpec, cdiv
 from ..ladder import REGISTRY
 from ..ladder.common import FP8_FORMATS, FP8_OUTPUTS, FP8_SLAB
+from . import store as _store
+from .auto import fits_one_wave
 
 TMA_ALIGN = 16  # bytes: the copy engine's row pitch and base address (K % 16 == 0 for K-major FP8 rows)
+# Rounds of tiles (a tile per multiprocessor each) from which promoted products take three warpgroups' 192 x 128
+# tiles: H100, x torch._scaled_mm, 8192^3 (21 rounds) 0.957 -> 0.998, 8192 x 14336 x 4096 (36) 0.983 both,
+# 4096^3 (5.3) 0.995 -> 0.896
+MANY_ROUNDS = 16
+FORMAT_FIELDS = ("FA", "FB", "OUT")  # a configuration's formats and C's type: set per call, not stored when tuned
 
 
 def check_formats(da: str, db: str) -> None:
@@ -97,20 +106,52 @@ def configure(
     fast_accum: bool,
     sms: int,
     config: Mapping[str, int] | None = None,
-) -> dict[str, int]:
-    """The configuration: the formats and C's type (FA, FB, OUT), then ``config`` when given; else the spec's
-    "fast_accum" configuration for use_fast_accum=True, and one consumer warpgroup of 64-row tiles (its
-    "one_warpgroup_64x128") when 128-row tiles would leave more than half the multiprocessors idle."""
-    fixed = dict(FA=FP8_FORMATS.index(da), FB=FP8_FORMATS.index(db), OUT=FP8_OUTPUTS.index(out))
+    *,
+    K: int = 1,
+    device: tuple[str, int] | None = None,
+) -> tuple[dict[str, int], str]:
+    """(the configuration, where it came from): the formats and C's type (FA, FB, OUT) over ``config`` when given
+    ("config"); else, for use_fast_accum=False on ``device`` (GPU name, compute capability), the rung's tuned entry
+    for the nearest tuned shape (:func:`tuned`; "tuned at MxNxK"); else the spec's "fast_accum" configuration for
+    use_fast_accum=True ("fast_accum"), three consumer warpgroups of 192 x 128 tiles ("three_warpgroups_192x128")
+    for a promoted product of at least MANY_ROUNDS rounds of them, one consumer warpgroup of 64-row tiles (its
+    "one_warpgroup_64x128") when 128-row tiles would leave more than half the multiprocessors idle, or the defaults
+    ("defaults")."""
+    codes = FP8_FORMATS.index(da), FP8_FORMATS.index(db), FP8_OUTPUTS.index(out)
+    fixed = dict(zip(FORMAT_FIELDS, codes, strict=True))
     if config is not None:
-        return spec.resolve({**dict(config), **fixed})
-    over: dict[str, int] = {}
-    if fast_accum and "fast_accum" in spec.configs:
-        over.update(spec.configs["fast_accum"])
-    cfg = spec.resolve({**over, **fixed})
+        return spec.resolve({**dict(config), **fixed}), "config"
+    entry = tuned(spec, M, N, K, sms, device) if device is not None and not fast_accum else None
+    if entry is not None:
+        where = "x".join(map(str, _store.entry_shape(entry)))
+        try:
+            return spec.resolve({**entry["config"], **fixed}), f"tuned at {where}"
+        except ConfigError:
+            pass  # (a tiling these formats or this output cannot run: the rules)
+    over = spec.configs["fast_accum"] if fast_accum and "fast_accum" in spec.configs else {}
+    cfg, why = spec.resolve({**over, **fixed}), "fast_accum" if over else "defaults"
+    wide = spec.configs.get("three_warpgroups_192x128")
+    w = {**spec.defaults, **(wide or {})}
+    if not fast_accum and wide is not None and cdiv(M, w["BM"]) * cdiv(N, w["BN"]) >= MANY_ROUNDS * sms:
+        cfg, why = spec.resolve({**wide, **fixed}), "three_warpgroups_192x128"
     if 2 * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < sms and "one_warpgroup_64x128" in spec.configs:
-        cfg = spec.resolve({**spec.configs["one_warpgroup_64x128"], **fixed})
-    return cfg
+        cfg, why = spec.resolve({**spec.configs["one_warpgroup_64x128"], **fixed}), "one_warpgroup_64x128"
+    return cfg, why
+
+
+def tuned(spec: KernelSpec, M: int, N: int, K: int, sms: int, device: tuple[str, int]) -> dict | None:
+    """``spec``'s tuned entry (dtype FP8_DTYPE) for the shape nearest M x N x K on ``device`` (store.lookup: a
+    configuration the spec's constraints reject is not usable), when it promotes (PROMO among the forms the tuner
+    searches: 1, 2) and its grid fits one wave here if it did at its own shape (auto.fits_one_wave, as for the
+    half rungs); else None (a broken table is warned about)."""
+    try:
+        entry = _store.lookup(*device, FP8_DTYPE, M, N, K, kernel=spec.name)
+        if entry is None or entry["config"].get("PROMO") not in spec.space["PROMO"]:
+            return None
+        return entry if fits_one_wave(entry, (M, N, K), sms) else None
+    except Exception as e:  # a broken table must never break scaled_matmul: the rules decide
+        warnings.warn(f"cumm: FP8 tuned-table lookup failed ({type(e).__name__}: {e}); using the rules", stacklevel=2)
+        return None
 
 
 def readable(ptr: int, ld: int, inner_stride: int, K: int) -> bool:

@@ -14,16 +14,20 @@ SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096), (2048, 20
 COLUMNS = ("bf16", "fp8 promo1", "fp8_wgmma", "fp8 fast", "torch", "torch fast", "block promo1", "block")
 
 
-def operands(M: int, N: int, K: int, block: bool = False):
-    """e4m3 a (M x K) and b (the K x N column-major view of an N x K weight) with per-tensor or block scales."""
+def operands(M: int, N: int, K: int, block: bool = False, k_block_major: bool = False):
+    """e4m3 a (M x K) and b (the K x N column-major view of an N x K weight) with per-tensor or block scales (scale_a
+    row-major, copied K-block-major on each call; with ``k_block_major`` stored so, read in place: the tuner's)."""
     import torch
 
     e4 = torch.float8_e4m3fn
     a = (torch.randn(M, K, device="cuda") * 8).to(e4)
     b = (torch.randn(N, K, device="cuda") * 8).to(e4).t()
     if block:
+        from ..api.scaled import k_block_major as kbm
+
         kb, nb = -(-K // 128), -(-N // 128)
-        return a, b, torch.rand(M, kb, device="cuda") + 0.5, torch.rand(nb, kb, device="cuda") + 0.5
+        sa = torch.rand(M, kb, device="cuda") + 0.5
+        return a, b, kbm(sa, M) if k_block_major else sa, torch.rand(nb, kb, device="cuda") + 0.5
     return a, b, torch.tensor(0.5, device="cuda"), torch.tensor(0.25, device="cuda")
 
 

@@ -21,6 +21,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from ..core.dtypes import FP8_DTYPE
 from ..core.install import cupy_missing
 from .cli_args import build_parser
 
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
                 args.max_configs,
                 compile=not args.no_compile,
                 dtype=args.dtype,
+                rungs=args.rungs,
             )
         return int(
             _tune.tune_shapes(
@@ -150,7 +152,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
                 f.write(table + "\n")
         return 0
 
-    if args.dtype == "fp8":
+    if args.dtype == FP8_DTYPE:
         from . import bench_fp8 as _fp8
 
         shapes = ([] if args.sizes is None else _bench.square(args.sizes)) + (args.shapes or [])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.dtypes import FP8_DTYPE
 from ..ladder import gemm_kernels
 from ..runtime import timing as _timing
 
@@ -43,16 +44,10 @@ _DTYPES = {
 }
 
 
-def _dtype(text: str) -> str:
-    if text not in _DTYPES:
-        raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; choose fp32, fp16 or bf16")
-    return _DTYPES[text]
-
-
-def _bench_dtype(text: str) -> str:
-    """bench's dtypes: the matmul ones and fp8 (cumm.scaled_matmul's rungs beside torch._scaled_mm)."""
-    if text in ("fp8", "float8", "float8_e4m3fn"):
-        return "fp8"
+def _dtype_or_fp8(text: str) -> str:
+    """bench's and tune's dtypes: the matmul ones and fp8 (cumm.scaled_matmul's FP8 rungs)."""
+    if text in (FP8_DTYPE, "float8", "float8_e4m3fn"):
+        return FP8_DTYPE
     if text not in _DTYPES:
         raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; choose fp32, fp16, bf16 or fp8")
     return _DTYPES[text]
@@ -209,7 +204,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b.add_argument("--plot", metavar="PATH", help="plot TFLOP/s against size (needs matplotlib: cumm[plot])")
     b.add_argument(
         "--dtype",
-        type=_bench_dtype,
+        type=_dtype_or_fp8,
         default="float32",
         metavar="DTYPE",
         help="fp32 (default; cuBLAS via cupy.matmul in FP32), fp16 or bf16 (the rungs for that dtype; "
@@ -268,9 +263,10 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--dtype",
-        type=_dtype,
+        type=_dtype_or_fp8,
         default="float32",
-        help="fp32 (default), fp16 or bf16: the rungs for that dtype are raced, entries saved for it",
+        help="fp32 (default), fp16 or bf16: the rungs for that dtype are raced, entries saved for it; fp8: each FP8 "
+        "rung tuned on e4m3 x e4m3 with bf16 out through scaled_matmul, its entry serving every format and output",
     )
     t.add_argument(
         "--max-configs",

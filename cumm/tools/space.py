@@ -57,6 +57,8 @@ LIKELY_SPILL_PENALTY = 0.5
 MIN_REPS, MAX_REPS, SAMPLE_MS = 10, 50, 100.0
 WARMUP = 2
 ASSUMED_TFLOPS = 30.0  # planning estimate (H200: the top rungs reach 40-42 at 4096^3-8192^3); sizes the default count
+# ... for the FP8 rungs (H200, bench/results/h200_fp8.md: 1076-1288 from 4096^3 on, 505-737 at 2048^3 and 128 rows)
+ASSUMED_FP8_TFLOPS = 800.0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -136,7 +138,10 @@ def _seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
     512 x 4096 x 4096: wgmma_ws's one-warpgroup 128 x 128 tiles won at 543 TFLOP/s in one tuning run and were not
     reached in the next, whose best was 461)."""
     base = spec.default_config(cc)
-    seeds = [base, *({**base, **over} for over in spec.configs.values())]
+    # (not a named configuration that sets a parameter the space leaves out, or a value outside it: fp8_wgmma's
+    # "fast_accum" sets PROMO = 0, which the tuner does not search)
+    named = [o for o in spec.configs.values() if all(v in spec.space.get(k, ()) for k, v in o.items())]
+    seeds = [base, *({**base, **over} for over in named)]
     return [s for s in seeds if not spec.violations(s)]
 
 
@@ -261,17 +266,18 @@ def rank(
     return order, dropped
 
 
-def default_count(M: int, N: int, K: int, budget_s: float) -> int:
+def default_count(M: int, N: int, K: int, budget_s: float, tflops: float = ASSUMED_TFLOPS) -> int:
     """How many configurations to time when ``max_configs`` is not given.
 
     Timing one configuration costs about ``(WARMUP + MIN_REPS) * t + 0.05 s`` (spin, events, the check) plus
-    SETTLE_S (it runs alone first), with ``t = 2MNK / ASSUMED_TFLOPS``; the share of the budget after compiling
-    (40 %) pays for timing. For 8192^3 with the default 150 s: t ~ 37 ms, ~0.6 s per configuration, 60 s / 0.6 s
-    ~ 100 -> capped at DEFAULT_MAX_CONFIGS (64); with 75 s (``cumm tune`` with both top rungs): 30 s / 0.6 s ~ 50.
+    SETTLE_S (it runs alone first), with ``t = 2MNK / tflops`` (ASSUMED_TFLOPS; the FP8 rungs' ASSUMED_FP8_TFLOPS);
+    the share of the budget after compiling (40 %) pays for timing. For 8192^3 with the default 150 s: t ~ 37 ms,
+    ~0.6 s per configuration, 60 s / 0.6 s ~ 100 -> capped at DEFAULT_MAX_CONFIGS (64); with 75 s (``cumm tune``
+    with both top rungs): 30 s / 0.6 s ~ 50.
     Measured on the H200 (16 cores): 48 configurations of double_buffer at 4096^3 took 11 s in all
     (60 offline compiles, 48 device compiles, timing), warptile + double_buffer at 8192^3 30 s.
     """
-    t = 2.0 * M * N * K / (ASSUMED_TFLOPS * 1e12) + 10e-6
+    t = 2.0 * M * N * K / (tflops * 1e12) + 10e-6
     per_config = (WARMUP + MIN_REPS) * t + 0.05 + SETTLE_S
     return max(1, min(DEFAULT_MAX_CONFIGS, int((1 - COMPILE_SHARE) * budget_s / per_config)))
 
@@ -366,11 +372,13 @@ def candidates(
     compile: bool = True,
     deadline: float | None = None,
     progress: bool = False,
+    tflops: float = ASSUMED_TFLOPS,
 ) -> Candidates:
     """Steps 1-4 of the pipeline (no GPU needed): the configurations worth timing, in order.
 
     With ``compile=False`` the offline compile filter is skipped (a plan, for inspection). ``deadline``
-    (``time.perf_counter()`` value) cancels compiles not yet started when it passes.
+    (``time.perf_counter()`` value) cancels compiles not yet started when it passes. ``tflops``: the rate that
+    sizes the default count (:func:`default_count`).
     """
     spec = get_spec(kernel)
     if spec.kind != "gemm":
@@ -392,7 +400,7 @@ def candidates(
     order, floored = rank(spec, keep, M, N, K, device, seeds)
     counts["score_floor"] = floored
     counts["ranked"] = len(order)
-    n = max_configs if max_configs is not None else default_count(M, N, K, budget_s)
+    n = max_configs if max_configs is not None else default_count(M, N, K, budget_s, tflops)
     counts["wanted"] = n
     if not compile:
         return Candidates(kernel, order[:n], [], counts)

@@ -14,15 +14,23 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 
-from ..core.dtypes import DTYPES
+from ..core.dtypes import DTYPES, FP8_DTYPE
 from ..core.dtypes import TOLERANCE as TOLERANCES  # noqa: F401 - re-exported: what tune() checks against
 from ..core.spec import cdiv
 from ..ladder import REGISTRY, get_spec
 from ..plan.store import save_entries, user_table_path
-from ..runtime.render import dtype_flag
 from ..runtime.timing import gpu_unavailable
 from .space import H200, candidates
-from .tune_search import TuneError, TuneResult, _budget, _compact, tune  # noqa: F401 - TuneError re-exported
+from .tune_fp8 import Fp8Operands
+from .tune_search import (
+    MatmulOperands,
+    TuneError,  # noqa: F401 - re-exported
+    TuneResult,
+    _budget,
+    _compact,
+    takes,
+    tune,
+)
 
 STANDARD_SHAPES: list[tuple[int, int, int]] = [
     (512, 512, 512),
@@ -42,12 +50,13 @@ STANDARD_SHAPES: list[tuple[int, int, int]] = [
 
 def top_rungs(cc: int | None = None, dtype: str = "float32") -> list[str]:
     """The rungs raced for ``dtype`` (those whose spec says ``raced``; a branch rung, ``KernelSpec.branch``, only
-    where it applies: raced_at) that run on compute capability ``cc`` (default: the current device's)."""
+    where it applies: raced_at) that run on compute capability ``cc`` (default: the current device's). For
+    ``FP8_DTYPE`` the FP8 rungs, each tuned on its own (each is scaled_matmul's rung for its scales: no race)."""
     if cc is None:
         import cupy
 
         cc = int(cupy.cuda.Device().compute_capability)
-    return [k for k, s in REGISTRY.items() if s.raced and s.min_cc <= cc and dtype in s.dtypes]
+    return [k for k, s in REGISTRY.items() if (s.raced or dtype == FP8_DTYPE) and s.min_cc <= cc and takes(s, dtype)]
 
 
 def _multiprocessors() -> int:
@@ -102,14 +111,7 @@ def tune_shapes(
     Returns 0 when every shape got a result, 1 otherwise, 2 on bad arguments.
     """
     try:
-        todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
-        for r in rungs or ():
-            if dtype not in get_spec(r).dtypes:
-                raise ValueError(f"rung {r!r} multiplies {' and '.join(get_spec(r).dtypes)}, not {dtype}")
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype {dtype!r} is not supported; supported dtypes: {', '.join(DTYPES)}")
-        if kernel and dtype not in get_spec(kernel).dtypes:
-            raise ValueError(f"kernel {kernel!r} multiplies {' and '.join(get_spec(kernel).dtypes)}, not {dtype}")
+        todo = _check(kernel, shapes, standard, dtype, rungs)
     except ValueError as e:
         print(f"cumm tune: {e}", file=sys.stderr)
         return 2
@@ -156,8 +158,9 @@ def tune_shapes(
         else:
             # the rungs this shape raced, with the templates they raced as: auto trusts a lower rung's win only
             # against the top rung as it is now. Only the winner carries it; every rung's best is kept (auto takes
-            # the shape's fastest entry, a named rung its own).
-            win.entry["raced"] = {r.kernel: r.entry["template_hash"] for r in got}
+            # the shape's fastest entry, a named rung its own). The FP8 rungs do not race: each has its scales.
+            if dtype != FP8_DTYPE:
+                win.entry["raced"] = {r.kernel: r.entry["template_hash"] for r in got}
             entries = [r.entry for r in got]
             win.saved_to = str(save_entries(entries))
             if out_path:
@@ -193,6 +196,19 @@ def _print_table(results, kernels: Sequence[str]) -> None:
             print(f"{sh:>20}  {win.kernel:<14} {win.ms:>10.4f} {win.tflops:>8.2f}  {cols}  {cfg}")
 
 
+def _check(
+    kernel: str | None, shapes: Iterable[Sequence[int]], standard: bool, dtype: str, rungs: Sequence[str] | None
+) -> list[tuple[int, int, int]]:
+    """The shapes to tune; ValueError for a dtype, kernel or rung that does not fit."""
+    todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
+    if dtype not in DTYPES and dtype != FP8_DTYPE:
+        raise ValueError(f"dtype {dtype!r} is not supported; supported dtypes: {', '.join(DTYPES)}, {FP8_DTYPE}")
+    for r in [kernel] if kernel else rungs or ():
+        if not takes(get_spec(r), dtype):
+            raise ValueError(f"rung {r!r} multiplies {' and '.join(get_spec(r).dtypes)}, not {dtype}")
+    return todo
+
+
 def print_plan(
     kernel: str | None,
     shapes: Iterable[Sequence[int]],
@@ -200,18 +216,18 @@ def print_plan(
     max_configs: int | None,
     compile: bool = True,
     dtype: str = "float32",
+    rungs: Sequence[str] | None = None,
 ) -> int:
     """``python -m cumm tune --plan``: no GPU; the candidates an H200 would time, per kernel and shape."""
     try:
-        todo = _dedupe(list(shapes or []) + (STANDARD_SHAPES if standard else []))
-        if kernel and dtype not in get_spec(kernel).dtypes:
-            raise ValueError(f"kernel {kernel!r} multiplies {' and '.join(get_spec(kernel).dtypes)}, not {dtype}")
+        todo = _check(kernel, shapes, standard, dtype, rungs)
     except ValueError as e:
         print(f"cumm tune: {e}", file=sys.stderr)
         return 2
-    kernels = [kernel] if kernel else top_rungs(90, dtype)
-    flags = (1, 1, 1) if dtype == "float32" else (1, 1, 1, 0, dtype_flag(dtype, dtype))
+    kernels = [kernel] if kernel else list(rungs) if rungs else top_rungs(90, dtype)
+    Operands = Fp8Operands if dtype == FP8_DTYPE else MatmulOperands
     for shape in todo:
+        flags = Operands.flags(dtype, *shape)  # (as tune() compiles)
         raced = [kernel] if kernel else raced_at(kernels, shape, H200.sms)
         for k in raced:
             t = time.perf_counter()
@@ -223,6 +239,7 @@ def print_plan(
                 compile=compile,
                 progress=sys.stderr.isatty(),
                 budget_s=_budget(None) / len(raced),
+                tflops=Operands.tflops,
             )
             cs = sum(r.get("compile_s") or 0 for r in c.rows)
             print(

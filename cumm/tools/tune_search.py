@@ -23,7 +23,8 @@ compiles not started by ``OFFLINE_SHARE`` (40 %) of it are cancelled, device com
 ``COMPILE_SHARE`` (60 %), and timing starts no configuration that would end later than ``RESERVE_S``
 before the budget; so one shape stays under 3 minutes on an H200 whatever the estimates say.
 float16 and bfloat16 (``dtype=``, ``--dtype``): operands of that dtype, the half rungs raced (``KernelSpec.raced``),
-launched through matmul's one-launch call, checked against ``TOLERANCES`` (``core.dtypes.TOLERANCE``).
+launched through matmul's one-launch call, checked against ``TOLERANCES`` (``core.dtypes.TOLERANCE``). ``FP8_DTYPE``
+("fp8"): the FP8 rungs through scaled_matmul (:mod:`.tune_fp8`), the entry stored without the formats.
 
 Apart from the races over shapes and rungs (:mod:`.tune`, ``python -m cumm tune``), which call it per rung and shape
 and decide what is saved.
@@ -36,18 +37,20 @@ import os
 import statistics
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from ..core.dtypes import DTYPES
+from ..core.dtypes import DTYPES, FP8_DTYPE
 from ..core.dtypes import TOLERANCE as TOLERANCES
+from ..core.spec import KernelSpec
 from ..ladder import REGISTRY, get_spec
 from ..plan.store import make_entry, save_entries
 from ..runtime.render import dtype_flag
 from ..runtime.timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold, rotation_sets
 from .bench_calls import np_dtype
 from .space import (
+    ASSUMED_TFLOPS,
     COMPILE_SHARE,
     DEFAULT_BUDGET_S,
     MAX_REPS,
@@ -61,6 +64,7 @@ from .space import (
     config_key,
     progress_bar,
 )
+from .tune_fp8 import Fp8Operands
 
 RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, saving)
 PRUNE_FACTOR = 1.5
@@ -120,6 +124,83 @@ def _budget(budget_s: float | None) -> float:
         return DEFAULT_BUDGET_S
 
 
+def takes(spec: KernelSpec, dtype: str) -> bool:
+    """Whether ``spec``'s rung is tuned for ``dtype``: FP8_DTYPE for the scaled FP8 rungs, else one of its dtypes."""
+    return bool(spec.scales) if dtype == FP8_DTYPE else dtype in spec.dtypes
+
+
+class MatmulOperands:
+    """A float32 or half product's input sets and launches for :func:`tune`: random normal inputs (rounded to the
+    dtype), rotated when L2 would hold one set, and a float64 reference of set 0. (The FP8 rungs':
+    :class:`.tune_fp8.Fp8Operands`, with the same fields.)"""
+
+    fixed: tuple[str, ...] = ()  # parameters a tuned entry does not store
+    tflops = ASSUMED_TFLOPS  # the rate that sizes the default count (space.default_count)
+
+    @staticmethod
+    def flags(dtype: str, M: int, N: int, K: int) -> tuple[int, ...]:
+        # Operands are fresh C-contiguous allocations (256-byte aligned): 16-byte accesses are legal
+        # exactly when the rows are multiples of 16 bytes (4 floats, 8 halves), as matmul decides for such arrays.
+        v = 4 if dtype == "float32" else 8
+        flags = (int(K % v == 0), int(N % v == 0), int(N % v == 0))
+        return flags if dtype == "float32" else (*flags, 0, dtype_flag(dtype, dtype))
+
+    def __init__(self, kernel: str, spec: KernelSpec, M: int, N: int, K: int, dtype: str, flags, dev, seed: int):
+        import cupy
+
+        self.kernel, self.spec, self.shape, self.flags = kernel, spec, (M, N, K), flags
+        self.dev_id, self.half, self.tolerance = cupy.cuda.runtime.getDevice(), dtype != "float32", TOLERANCES[dtype]
+        rng = cupy.random.default_rng(seed)
+        item = 2 if self.half else 4
+        self.nsets = rotation_sets(item * (M * K + K * N + M * N), dev.l2_bytes)
+        f32, self.dt = cupy.float32, np_dtype(dtype)
+        self.As = [rng.standard_normal((M, K), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
+        self.Bs = [rng.standard_normal((K, N), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
+        self.Cs = [cupy.empty((M, N), dtype=self.dt) for _ in range(self.nsets)]
+        self.ref = self.As[0].astype(cupy.float64) @ self.Bs[0].astype(cupy.float64)
+        self.ref_norm = float(cupy.linalg.norm(self.ref))
+
+    def launcher(self, cfg: Mapping[str, int], split_k: int = 1) -> Callable:
+        """run(s, out=None): ``cfg``'s product of input set s (in ``split_k`` slices of K) into out (set s's C);
+        raises what the rung cannot run. A rung that reads through the copy engine needs its tensor maps, and the
+        half rungs run as one driver launch: those run (and are timed) through matmul's cached call, as does a
+        split; other rungs through their Plan."""
+        from ..api.matmul import matmul
+        from ..plan.plan import get_plan
+
+        (M, N, K), spec, flags = self.shape, self.spec, self.flags
+        if spec.tensor_maps is not None and not (flags[0] and flags[1]):
+            v = 8 if self.half else 4
+            raise ValueError(
+                f"{self.kernel} reads A and B through the copy engine, which needs K % {v} == 0 and N % {v} == 0 "
+                f"(got {M}x{N}x{K}); matmul runs {spec.fallback} for such operands"
+            )
+        As, Bs, Cs = self.As, self.Bs, self.Cs
+        if split_k > 1 or spec.tensor_maps is not None or self.half:
+            split = {"split_k": split_k} if split_k > 1 else {}
+
+            def run(s: int, out=None) -> None:
+                matmul(As[s], Bs[s], kernel=self.kernel, config=cfg, out=Cs[s] if out is None else out, **split)
+
+            return run
+        plan = get_plan(self.kernel, cfg, flags, self.dev_id)
+
+        def launch(s: int, out=None) -> None:
+            plan.launch(M, N, K, 1.0, As[s], K, Bs[s], N, 0.0, Cs[s] if out is None else out, N)
+
+        return launch
+
+    def rel_err(self, run: Callable) -> float:
+        """The relative Frobenius error of run(0, out) into a NaN-filled out against the float64 reference."""
+        import cupy
+
+        out = cupy.empty(self.shape[:2], dtype=self.dt)
+        out.fill(math.nan)
+        run(0, out)
+        err = float(cupy.linalg.norm(out.astype(cupy.float32).astype(cupy.float64) - self.ref))
+        return err / self.ref_norm if self.ref_norm else err
+
+
 def tune(
     kernel: str,
     M: int,
@@ -149,33 +230,26 @@ def tune(
         )
     import cupy
 
-    from ..api.matmul import matmul
-    from ..plan.plan import get_plan
     from ..runtime.compile import device_kernel
 
     t0 = time.perf_counter()
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; supported dtypes: {', '.join(DTYPES)}")
+    if dtype not in DTYPES and dtype != FP8_DTYPE:
+        raise ValueError(f"dtype {dtype!r} is not supported; supported dtypes: {', '.join(DTYPES)}, {FP8_DTYPE}")
     for name, v in (("M", M), ("N", N), ("K", K)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     spec = get_spec(kernel)
-    if dtype not in spec.dtypes:
-        takes = [k for k, s in REGISTRY.items() if s.kind == "gemm" and dtype in s.dtypes]
+    if not takes(spec, dtype):
+        rungs = [k for k, s in REGISTRY.items() if s.kind == "gemm" and takes(s, dtype)]
         raise ValueError(
-            f"kernel {kernel!r} multiplies {' and '.join(spec.dtypes)}, not {dtype}; the rungs for {dtype}: {takes}"
+            f"kernel {kernel!r} multiplies {' and '.join(spec.dtypes)}, not {dtype}; the rungs for {dtype}: {rungs}"
         )
     budget = _budget(budget_s)
     dev_id = cupy.cuda.runtime.getDevice() if device_id is None else int(device_id)
+    Operands = Fp8Operands if dtype == FP8_DTYPE else MatmulOperands
     with cupy.cuda.Device(dev_id):
         dev = DeviceInfo.from_device(dev_id)
-        # Operands are fresh C-contiguous allocations (256-byte aligned): 16-byte accesses are legal
-        # exactly when the rows are multiples of 16 bytes (4 floats, 8 halves), as matmul decides for such arrays.
-        half = dtype != "float32"
-        v = 8 if half else 4
-        flags = (int(K % v == 0), int(N % v == 0), int(N % v == 0))
-        if half:
-            flags = (*flags, 0, dtype_flag(dtype, dtype))
+        flags = Operands.flags(dtype, M, N, K)
         cand = candidates(
             kernel,
             M,
@@ -187,6 +261,7 @@ def tune(
             budget_s=budget,
             deadline=t0 + OFFLINE_SHARE * budget,
             progress=progress,
+            tflops=Operands.tflops,
         )
         rows = cand.rows
         by_key = {config_key(spec, r["config"]): r for r in rows}
@@ -221,37 +296,8 @@ def tune(
             else:
                 by_key[config_key(spec, cfg)].update(status="failed", reason=err)
 
-        # Operands: random normal (rounded to the dtype), rotated when L2 would hold one set; a float64
-        # reference of the rounded inputs for set 0.
-        rng = cupy.random.default_rng(seed)
-        item = 2 if half else 4
-        nsets = rotation_sets(item * (M * K + K * N + M * N), dev.l2_bytes)
-        f32, dt = cupy.float32, np_dtype(dtype)
-        As = [rng.standard_normal((M, K), dtype=f32).astype(dt) for _ in range(nsets)]
-        Bs = [rng.standard_normal((K, N), dtype=f32).astype(dt) for _ in range(nsets)]
-        Cs = [cupy.empty((M, N), dtype=dt) for _ in range(nsets)]
-        ref = As[0].astype(cupy.float64) @ Bs[0].astype(cupy.float64)
-        ref_norm = float(cupy.linalg.norm(ref))
-        flops = 2.0 * M * N * K
-        tolerance = TOLERANCES[dtype]
-
-        # A rung that reads through the copy engine needs its tensor maps, and the half rungs run as one driver
-        # launch: those are launched (and timed) through matmul's cached call; other rungs through their Plan.
-        via_matmul = spec.tensor_maps is not None or half
-
-        def run(plan, cfg, a, b, c) -> None:
-            if via_matmul:
-                matmul(a, b, kernel=kernel, config=cfg, out=c)
-            else:
-                plan.launch(M, N, K, 1.0, a, K, b, N, 0.0, c, N)
-
-        def rel_err(product) -> float:  # product(a, b, out) writes a @ b into out
-            out = cupy.empty((M, N), dtype=dt)
-            out.fill(math.nan)
-            product(As[0], Bs[0], out)
-            err = float(cupy.linalg.norm(out.astype(f32).astype(cupy.float64) - ref))
-            return err / ref_norm if ref_norm else err
-
+        ops = Operands(kernel, spec, M, N, K, dtype, flags, dev, seed)
+        nsets, flops, tolerance = ops.nsets, 2.0 * M * N * K, ops.tolerance
         best: dict | None = None
 
         def measure(launch, row: dict) -> bool:
@@ -285,20 +331,11 @@ def tune(
                     by_key[config_key(spec, c)].update(status="skipped", reason=reason)
                 break
             try:
-                if spec.tensor_maps is not None and not (flags[0] and flags[1]):
-                    raise ValueError(
-                        f"{kernel} reads A and B through the copy engine, which needs K % {v} == 0 and N % {v} == 0 "
-                        f"(got {M}x{N}x{K}); matmul runs {spec.fallback} for such operands"
-                    )
-                plan = get_plan(kernel, cfg, flags, dev_id)
-
-                def launch(s, plan=plan, cfg=cfg):
-                    run(plan, cfg, As[s], Bs[s], Cs[s])
-
+                launch = ops.launcher(cfg)
                 if measure(launch, row) and (best is None or row["ms"] < best["ms"]):
-                    err = rel_err(lambda a, b, c, plan=plan, cfg=cfg: run(plan, cfg, a, b, c))
+                    err = ops.rel_err(launch)
                     row["rel_err"] = err
-                    if err < tolerance:  # NaN fails too
+                    if err < tolerance:  # NaN fails too: a wrong configuration is never the best
                         best = row
                     else:
                         row.update(status="failed", reason=f"wrong result: relative error {err:.2e}")
@@ -322,14 +359,11 @@ def tune(
             now = time.perf_counter()
             row = dict(config=dict(cfg), split_k=splits, status="ranked", reason=None)
             rows.append(row)
-
-            def product(a, b, c, cfg=cfg, splits=splits):
-                matmul(a, b, kernel=kernel, config=cfg, split_k=splits, out=c)
-
             try:
-                product(As[0], Bs[0], Cs[0])  # (compiles the split's variant and its sum outside the timing)
-                if measure(lambda s, product=product: product(As[s], Bs[s], Cs[s]), row) and row["ms"] < best["ms"]:
-                    row["rel_err"] = err = rel_err(product)
+                launch = ops.launcher(cfg, splits)
+                launch(0)  # (compiles the split's variant and its sum outside the timing)
+                if measure(launch, row) and row["ms"] < best["ms"]:
+                    row["rel_err"] = err = ops.rel_err(launch)
                     if err < tolerance:
                         best = row
                     else:
@@ -351,7 +385,7 @@ def tune(
         dtype=dtype,
         gpu=dev.name,
         cc=dev.cc,
-        config=dict(best["config"]),
+        config={k: v for k, v in best["config"].items() if k not in ops.fixed},
         ms=best["ms"],
         tflops=best["tflops"],
         rel_err=best["rel_err"],

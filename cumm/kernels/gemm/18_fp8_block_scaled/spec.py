@@ -51,6 +51,7 @@ SPEC = KernelSpec(
             "the stages with their scales (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
         ),
     ],
+    # PROMO is searched among the promoted forms only (1, 2: the same sums in the same order; 0 is the error study's)
     space=dict(
         BM=(64, 128, 192),
         BN=(64, 128),
