@@ -79,9 +79,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         const int2 o = origin(t);
         const int r0 = wrow + warp * 16 + g;  // this thread's first row in the tile (then + 8 h + 64 m)
         const float* const sbn = sb + (i64)sb_n * (o.y / 128);  // the tile's one block column of B
-        // B's scale of each block, loaded a block ahead: its latency under a block's wgmma, not before the adds
-        auto b_scale = [&](int kt) { return kt < k1 ? __ldg(sbn + (i64)sb_k * walk.slab(i, kt)) : 0.0f; };
-        float bnext = b_scale(k0);
         float d[MT][BN / 2];
         cumm_zero_acc(d);
 #if PROMO == 2
@@ -89,12 +86,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         // sums (the other) are scaled and added into d; each set's scales are loaded when its wgmma are issued.
         float p0[MT][BN / 2], p1[MT][BN / 2], c0[MT][2], c1[MT][2];
         auto issue = [&](float (&p)[MT][BN / 2], float (&sc)[MT][2], int s, int kt) {
+            const int kc = walk.slab(i, kt);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
             cumm_wgmma_fence();
             cumm_fp8_slab<MT, BN, 1>(p, a0, b0);
             cumm_wgmma_commit();
-            const float bs = bnext;
-            bnext = b_scale(kt + 1);
+            const float bs = __ldg(sbn + (i64)sb_k * kc);
 #pragma unroll
             for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -138,6 +135,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         float p[MT][BN / 2];  // one block's sums, promoted into d with its scales
 #endif
         for (int kt = k0; kt < k1; ++kt, ++it) {
+            const int kc = walk.slab(i, kt);
             const int s = ring.wait(it);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
             cumm_wgmma_fence();
@@ -149,8 +147,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             cumm_wgmma_commit();
 #if PROMO
             float sc[MT][2];  // block kc's scale of each of this thread's rows, times B's: loaded while the wgmma run
-            const float bs = bnext;
-            bnext = b_scale(kt + 1);
+            const float bs = __ldg(sbn + (i64)sb_k * kc);
 #pragma unroll
             for (int m = 0; m < MT; ++m)
 #pragma unroll
