@@ -92,6 +92,17 @@ def test_configure():
     assert cfg["WGS"] == 1 and why == "one_warpgroup_64x128"  # few tiles
     with pytest.raises(cumm.ConfigError, match="spill"):
         plan.configure(spec, E4, E4, "bfloat16", 4096, 4096, False, 132, {"BN": 256})  # promotion at 128 x 256
+    # many rounds of tiles (8192 x 8192: 43 x 64 of 192 x 128, about 21 rounds on 132 SMs): three warpgroups, one
+    # partial set; 4096^3's 5.3 rounds keep the defaults; use_fast_accum keeps its 128 x 256 tiles
+    for rung in ("fp8_wgmma", "fp8_block_scaled"):
+        cfg, why = plan.configure(REGISTRY[rung], E4, E4, "bfloat16", 8192, 8192, False, 132)
+        assert (cfg["BM"], cfg["WGS"], cfg["PROMO"], why) == (192, 3, 1, "three_warpgroups_192x128")
+    assert 43 * 64 >= plan.MANY_ROUNDS * 132 > 22 * 32
+    assert plan.configure(spec, E4, E4, "bfloat16", 8192, 8192, True, 132)[1] == "fast_accum"
+    with pytest.raises(cumm.ConfigError, match="accumulators"):  # three warpgroups cannot hold two partial sets
+        plan.configure(
+            spec, E4, E4, "bfloat16", 4096, 4096, False, 132, {**spec.configs["three_warpgroups_192x128"], "PROMO": 2}
+        )
     with pytest.raises(TypeError, match="out_dtype must be one of"):
         plan.out_name("int8")
 
