@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cuobjdump import sass
+from sass_diff import fp8_variants
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,11 +47,10 @@ def variants(entries: dict, drop: tuple[str, ...] = ()) -> set[tuple]:
         if spec is None or spec.kind != "gemm":
             continue
         given = {k: v for k, v in e["config"].items() if k not in drop}
-        if spec.scales:  # FP8 (cumm/api/scaled.py): flags (1, 1, VEC_C); formats FA, FB and C's type OUT in the config
-            for fa, fb, out in ((0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (1, 0, 0)):
-                full = spec.resolve({**given, "FA": fa, "FB": fb, "OUT": out}, e["cc"])
-                cfg = tuple(sorted((k, v) for k, v in full.items() if k not in drop))
-                jobs.update((e["kernel"], cfg, e["cc"], (1, 1, vc)) for vc in (0, 1))
+        if spec.scales:  # FP8: the variants sass_diff compares (the formats and C's type are configuration)
+            for over, flags in fp8_variants(given):
+                full = spec.resolve(over, e["cc"])
+                jobs.add((e["kernel"], tuple(sorted((k, v) for k, v in full.items() if k not in drop)), e["cc"], flags))
             continue
         cfg = tuple(sorted((k, v) for k, v in spec.resolve(given, e["cc"]).items() if k not in drop))
         for vc in (0, 1):

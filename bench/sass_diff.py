@@ -70,6 +70,14 @@ def _configs(name: str) -> list[dict]:
     return uniq
 
 
+def fp8_variants(cfg: dict) -> list[tuple[dict, tuple]]:
+    """(configuration, flags) of each variant cumm/api/scaled.py renders for an FP8 rung's configuration: flags
+    (1, 1, VEC_C); C's type OUT (bfloat16, float16, float32) with C aligned or not, and A e4m3 / B e5m2 and the
+    reverse (bench/restamp.py compares the same set)."""
+    outs = [({**cfg, "OUT": out}, (1, 1, vc)) for out in (0, 1, 2) for vc in (1, 0)]
+    return outs + [({**cfg, "FA": fa, "FB": 1 - fa}, (1, 1, 1)) for fa in (0, 1)]
+
+
 def variants(names) -> list[tuple]:
     from cumm.ladder import REGISTRY
     from cumm.runtime.render import dtype_flag, supports_batch
@@ -79,10 +87,8 @@ def variants(names) -> list[tuple]:
         spec = REGISTRY[name]
         half = "float32" not in spec.dtypes
         for cfg in _configs(name):
-            if spec.scales:  # FP8 (cumm/api/scaled.py): flags (1, 1, VEC_C); C's type OUT and the formats FA, FB
-                for out in (0, 1, 2):  # bfloat16, float16, float32
-                    jobs += [(name, {**cfg, "OUT": out}, (1, 1, vc)) for vc in (1, 0)]
-                jobs += [(name, {**cfg, "FA": fa, "FB": 1 - fa}, (1, 1, 1)) for fa in (0, 1)]
+            if spec.scales:  # FP8: C's type OUT and the formats FA, FB
+                jobs += [(name, c, flags) for c, flags in fp8_variants(cfg)]
                 continue
             if spec.kind == "grouped":  # (cumm/plan/grouped.py) inputs' dtype out, B N- or K-major, both layouts
                 for masked, vc, dt, lay in itertools.product((0, 1), (1, 0), ("bfloat16", "float16"), (0, 2)):
