@@ -48,7 +48,7 @@ def _save(kernel, shape, tiles, gpu=GPU):
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (128, 7168, 16384), (512, 512, 512)])
 def test_candidates_keep_the_constraints_formats_and_promotion(kernel, shape):
     spec = REGISTRY[kernel]
-    flags = _tune.Fp8Operands.flags(FP8_DTYPE, *shape)
+    flags = _tune.operands_for(FP8_DTYPE).flags(FP8_DTYPE, *shape)
     c = _space.candidates(kernel, *shape, flags=flags, max_configs=200, compile=False)
     assert len(c.configs) >= 20, c.counts
     for cfg in c.configs:

@@ -21,13 +21,12 @@ from ..ladder import REGISTRY, get_spec
 from ..plan.store import save_entries, user_table_path
 from ..runtime.timing import gpu_unavailable
 from .space import H200, candidates
-from .tune_fp8 import Fp8Operands
 from .tune_search import (
-    MatmulOperands,
     TuneError,  # noqa: F401 - re-exported
     TuneResult,
     _budget,
     _compact,
+    operands_for,
     takes,
     tune,
 )
@@ -225,7 +224,7 @@ def print_plan(
         print(f"cumm tune: {e}", file=sys.stderr)
         return 2
     kernels = [kernel] if kernel else list(rungs) if rungs else top_rungs(90, dtype)
-    Operands = Fp8Operands if dtype == FP8_DTYPE else MatmulOperands
+    Operands = operands_for(dtype)
     for shape in todo:
         flags = Operands.flags(dtype, *shape)  # (as tune() compiles)
         raced = [kernel] if kernel else raced_at(kernels, shape, H200.sms)

@@ -201,6 +201,11 @@ class MatmulOperands:
         return err / self.ref_norm if self.ref_norm else err
 
 
+def operands_for(dtype: str) -> type:
+    """The tuner's operands for ``dtype``: :class:`.tune_fp8.Fp8Operands` for FP8_DTYPE, else MatmulOperands."""
+    return Fp8Operands if dtype == FP8_DTYPE else MatmulOperands
+
+
 def tune(
     kernel: str,
     M: int,
@@ -246,7 +251,7 @@ def tune(
         )
     budget = _budget(budget_s)
     dev_id = cupy.cuda.runtime.getDevice() if device_id is None else int(device_id)
-    Operands = Fp8Operands if dtype == FP8_DTYPE else MatmulOperands
+    Operands = operands_for(dtype)
     with cupy.cuda.Device(dev_id):
         dev = DeviceInfo.from_device(dev_id)
         flags = Operands.flags(dtype, M, N, K)
