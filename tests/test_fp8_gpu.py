@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import cumm
+from cumm.core.dtypes import FP8_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -103,7 +104,7 @@ def test_e5m2_times_e5m2_against_float64():
     2-bit mantissa: about 2^-3 relative per element, averaged over K)."""
     a, b, sa, sb = operands(512, 384, 1024, E5, E5)
     c = run(a, b, sa, sb)
-    assert rel(c, ref(a, b, sa, sb)) < 8e-3
+    assert rel(c, ref(a, b, sa, sb)) < FP8_TOLERANCE
 
 
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
@@ -193,7 +194,7 @@ def block_operands(M, N, K, fa=E4, fb=E4, uniform=False):
 def test_block_scaled(shape, fmts):
     a, b, sa, sb, r = block_operands(*shape, *fmts)
     c = run(a, b, sa, sb)
-    assert not c.isnan().any() and rel(c, r) < 8e-3
+    assert not c.isnan().any() and rel(c, r) < FP8_TOLERANCE
 
 
 @pytest.mark.parametrize(
@@ -218,9 +219,9 @@ def test_block_scales_travel_with_the_stage(config):
     in_place = km[:, :M].t()  # (M, kb), strides (1, pitch)
     for s in (sa, in_place, sa.t().contiguous().t()):
         c = run(a, b, s, sb, kernel="fp8_block_scaled", config=config)
-        assert not c.isnan().any() and rel(c, r) < 8e-3
+        assert not c.isnan().any() and rel(c, r) < FP8_TOLERANCE
     c = run(a, b, sa * 2, sb, kernel="fp8_block_scaled", config=config)  # (the same key: the cached call)
-    assert rel(c, 2 * r) < 8e-3
+    assert rel(c, 2 * r) < FP8_TOLERANCE
 
 
 @pytest.mark.parametrize("K", [4096, 16384])
@@ -238,4 +239,4 @@ def test_block_scaled_error_with_and_without_promotion(K):
         f"K={K}: block promo {promo:.3e} no-promo {nopromo:.3e} per-tensor {tensor:.3e} fast {fast:.3e} "
         f"block (fine scales) {fine:.3e}"
     )
-    assert promo < 8e-3 and fine < 8e-3 and abs(promo - tensor) < 1e-3
+    assert promo < FP8_TOLERANCE and fine < FP8_TOLERANCE and abs(promo - tensor) < 1e-3
