@@ -57,13 +57,10 @@ LIKELY_SPILL_PENALTY = 0.5
 MIN_REPS, MAX_REPS, SAMPLE_MS = 10, 50, 100.0
 WARMUP = 2
 ASSUMED_TFLOPS = 30.0  # planning estimate (H200: the top rungs reach 40-42 at 4096^3-8192^3); sizes the default count
-# ... for the FP8 rungs (H200, bench/results/h200_fp8.md: 1076-1288 from 4096^3 on, 505-737 at 2048^3 and 128 rows)
-ASSUMED_FP8_TFLOPS = 800.0
+ASSUMED_FP8_TFLOPS = 800.0  # ... for the FP8 rungs (H200: 1074-1324 from 4096^3 on, 376-762 at 2048^3 and 128 rows)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Device facts
-# ---------------------------------------------------------------------------------------------------
+# ---- Device facts ---------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -104,9 +101,7 @@ class DeviceInfo:
 H200 = DeviceInfo(name="NVIDIA H200", cc=90, sms=132, smem_optin=232448, smem_per_sm=233472, l2_bytes=50 * 1024 * 1024)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Enumeration, static filter, ranking
-# ---------------------------------------------------------------------------------------------------
+# ---- Enumeration, static filter, ranking ----------------------------------------------------------------------------
 
 
 def config_key(spec: KernelSpec, cfg: Mapping[str, int]) -> tuple[int, ...]:
@@ -138,8 +133,7 @@ def _seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
     512 x 4096 x 4096: wgmma_ws's one-warpgroup 128 x 128 tiles won at 543 TFLOP/s in one tuning run and were not
     reached in the next, whose best was 461)."""
     base = spec.default_config(cc)
-    # (not a named configuration that sets a parameter the space leaves out, or a value outside it: fp8_wgmma's
-    # "fast_accum" sets PROMO = 0, which the tuner does not search)
+    # (not a named configuration outside the space: fp8_wgmma's "fast_accum" sets PROMO = 0, which is not searched)
     named = [o for o in spec.configs.values() if all(v in spec.space.get(k, ()) for k, v in o.items())]
     seeds = [base, *({**base, **over} for over in named)]
     return [s for s in seeds if not spec.violations(s)]
@@ -270,10 +264,9 @@ def default_count(M: int, N: int, K: int, budget_s: float, tflops: float = ASSUM
     """How many configurations to time when ``max_configs`` is not given.
 
     Timing one configuration costs about ``(WARMUP + MIN_REPS) * t + 0.05 s`` (spin, events, the check) plus
-    SETTLE_S (it runs alone first), with ``t = 2MNK / tflops`` (ASSUMED_TFLOPS; the FP8 rungs' ASSUMED_FP8_TFLOPS);
-    the share of the budget after compiling (40 %) pays for timing. For 8192^3 with the default 150 s: t ~ 37 ms,
-    ~0.6 s per configuration, 60 s / 0.6 s ~ 100 -> capped at DEFAULT_MAX_CONFIGS (64); with 75 s (``cumm tune``
-    with both top rungs): 30 s / 0.6 s ~ 50.
+    SETTLE_S (it runs alone first), with ``t = 2MNK / tflops`` (ASSUMED_TFLOPS, or ASSUMED_FP8_TFLOPS); 40 % of
+    the budget (after compiling) pays for timing. 8192^3, default 150 s: t ~ 37 ms, ~0.6 s a configuration, 60 s /
+    0.6 s ~ 100 -> capped at DEFAULT_MAX_CONFIGS (64); with 75 s (both top rungs): 30 s / 0.6 s ~ 50.
     Measured on the H200 (16 cores): 48 configurations of double_buffer at 4096^3 took 11 s in all
     (60 offline compiles, 48 device compiles, timing), warptile + double_buffer at 8192^3 30 s.
     """
@@ -282,9 +275,7 @@ def default_count(M: int, N: int, K: int, budget_s: float, tflops: float = ASSUM
     return max(1, min(DEFAULT_MAX_CONFIGS, int((1 - COMPILE_SHARE) * budget_s / per_config)))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Offline compile filter
-# ---------------------------------------------------------------------------------------------------
+# ---- Offline compile filter -----------------------------------------------------------------------------------------
 
 _offline: dict[tuple, dict] = {}  # (kernel, template hash, arch, flags, cfg) -> compile report
 _offline_lock = threading.Lock()
