@@ -123,9 +123,7 @@ def test_odd_shapes(shape, out_dtype):
 
 
 def _named(kernel: str) -> list:
-    from cumm.ladder import get_spec
-
-    return [None, *(dict(c) for c in get_spec(kernel).configs.values())]
+    return [None, *(dict(c) for c in cumm.kernel_spec(kernel).configs.values())]
 
 
 @pytest.mark.parametrize("config", _named("fp8_wgmma"), ids=lambda c: "default" if c is None else str(c))
