@@ -167,11 +167,16 @@ def test_nan_propagates():
     assert c.isnan().all()
 
 
-def block_operands(M, N, K, fa=E4, fb=E4, uniform=False):
-    """DeepSeek-V3 quantization: A per 1 x 128 block, B per 128 x 128 block (uniform: one scale each)."""
+def block_operands(M, N, K, fa=E4, fb=E4, uniform=False, spread=False):
+    """DeepSeek-V3 quantization: A per 1 x 128 block, B per 128 x 128 block (uniform: one scale each; spread: each
+    block of K of A and of B scaled by its own power of two from 2^-5 to 2^5, so a block's scale read at the wrong
+    block of K shows in the error)."""
     kb, nb = -(-K // 128), -(-N // 128)
     x = torch.randn(M, K, device="cuda")
     w = torch.randn(N, K, device="cuda")
+    if spread:
+        k = torch.arange(K, device="cuda") // 128
+        x, w = x * torch.exp2((k * 5 % 11 - 5).float()), w * torch.exp2((k * 3 % 11 - 5).float())
     xp = torch.nn.functional.pad(x, (0, kb * 128 - K)).view(M, kb, 128)
     wp = torch.nn.functional.pad(w, (0, kb * 128 - K, 0, nb * 128 - N)).view(nb, 128, kb, 128)
     if uniform:
@@ -220,6 +225,24 @@ def test_block_scales_travel_with_the_stage(config):
         assert not c.isnan().any() and rel(c, r) < FP8_TOLERANCE
     c = run(a, b, sa * 2, sb, kernel="fp8_block_scaled", config=config)  # (the same key: the cached call)
     assert rel(c, 2 * r) < FP8_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        None,
+        {"PROMO": 1},
+        {"BM": 64, "WGS": 1, "NUM_THREADS": 256, "STAGES": 8},
+        {"BM": 192, "WGS": 3, "NUM_THREADS": 512, "PROMO": 1, "STAGES": 4},
+    ],
+)
+def test_block_scales_vary_along_k(config):
+    """B's scales reach a step 32 blocks of K at a time: K of 71 blocks (the last one partial) crosses two such
+    chunks, and more tiles than SMs make blocks walk their second tile's K backwards; every block of K has its own
+    power-of-two scale, so a scale read at the wrong block is a large error."""
+    a, b, sa, sb, r = block_operands(2048, 2048, 70 * 128 + 5, spread=True)
+    c = run(a, b, sa, sb, kernel="fp8_block_scaled", config=config)
+    assert not c.isnan().any() and rel(c, r) < FP8_TOLERANCE
 
 
 @pytest.mark.parametrize("K", [4096, 16384])
