@@ -664,82 +664,63 @@ struct CummTmaEpilogue {
         if (TN >= 128) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + 64, row0, z, bar);
     }
 
-    // 64-column boxes in chunk `half` (128 columns; a last chunk of 64 columns: one)
-    static __device__ __forceinline__ constexpr int boxes(int half) { return TN - half * 128 >= 128 ? 2 : 1; }
-    // Thread (warp, g, t4)'s pair of columns jj (of the chunk) of row r: 4-byte word t4 of 16-byte chunk jj % 8 (of
-    // box jj / 8), swizzled.
-    __device__ __forceinline__ unsigned* at(int jj, int r) const {
-        return reinterpret_cast<unsigned*>(cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4);
-    }
-
-    // beta == 0: chunk (m, half) of alpha d as packed halves (converted while the previous stores drain; d is dead
-    // afterwards, so a caller may reuse its registers before `put`).
-    __device__ __forceinline__ void pack(const float (&d)[MT][TN / 2], int m, int half, float alpha,
-                                         unsigned (&v)[16][2]) const {
-#pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int j = half * 16 + jj;
-                if (jj < 8 * boxes(half)) v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
-            }
-    }
-    // A packed chunk into the buffer once the previous stores have read it, then to C (rows row0 + 64 m..).
-    __device__ __forceinline__ void put(const unsigned (&v)[16][2], int m, int half, int bn0, int row0, int z) {
-        if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
-        cumm_bar_sync<128>(bar_id);
-#pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-                if (jj < 8 * boxes(half)) *at(jj, warp * 16 + g + 8 * h) = v[jj][h];
-        send(m, half, bn0, row0, z);
-    }
-    // The buffer's chunk (m, half) to C by the copy engine.
-    __device__ __forceinline__ void send(int m, int half, int bn0, int row0, int z) {
-        cumm_fence_proxy_async_shared();  // generic-proxy stores -> the copy engine
-        cumm_bar_sync<128>(bar_id);
-        if (wtid == 0) {
-            const int r0 = row0 + m * 64;
-            cumm_tma_store_z<B3D>(map, cs, bn0 + half * 128, r0, z);
-            if (boxes(half) == 2) cumm_tma_store_z<B3D>(map, cs + 8192, bn0 + half * 128 + 64, r0, z);
-            cumm_tma_store_commit();
-        }
-    }
-
     __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z, float alpha,
                                           float beta) {
 #pragma unroll
         for (int m = 0; m < MT; ++m)
 #pragma unroll
             for (int half = 0; half < (TN + 127) / 128; ++half) {
+                const int nb = TN - half * 128 >= 128 ? 2 : 1;  // 64-column boxes in this chunk
+                // thread (warp, g, t4)'s pair of columns j of row r: 4-byte word t4 of 16-byte chunk j % 8 (of box
+                // j / 8), swizzled
+                auto at = [&](int jj, int r) {
+                    return reinterpret_cast<unsigned*>(cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4);
+                };
                 if (beta == 0.0f) {
-                    unsigned v[16][2];
-                    pack(d, m, half, alpha, v);
-                    put(v, m, half, bn0, row0, z);
-                    continue;
-                }
-                // chunk 0 came with the mainloop; the others are loaded once the buffer is free
-                const int nb = boxes(half);
-                if (wtid == 0 && m + half > 0) {
-                    cumm_tma_store_wait_read();
-                    cumm_mbar_expect(bar, nb * 8192);
-                    cumm_tma_load_z<B3D>(cs, map, bn0 + half * 128, row0 + m * 64, z, bar);
-                    if (nb == 2) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + half * 128 + 64, row0 + m * 64, z, bar);
-                }
-                cumm_mbar_wait(bar, cph++ & 1);
+                    unsigned v[16][2];  // the chunk converted while the previous stores drain
 #pragma unroll
-                for (int jj = 0; jj < 16; ++jj)
+                    for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int j = half * 16 + jj;
-                        if (jj >= 8 * nb) continue;  // a last chunk of 64 columns
-                        unsigned* const p = at(jj, warp * 16 + g + 8 * h);
-                        const unsigned c = *p;
-                        *p = cumm_f2h2(alpha * d[m][4 * j + 2 * h] + beta * cumm_h2f((cumm_h16)(c & 0xffffu)),
-                                       alpha * d[m][4 * j + 2 * h + 1] + beta * cumm_h2f((cumm_h16)(c >> 16)));
+                        for (int h = 0; h < 2; ++h) {
+                            const int j = half * 16 + jj;
+                            if (jj < 8 * nb)  // (a last chunk of 64 columns: the first 8 only)
+                                v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
+                        }
+                    if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
+                    cumm_bar_sync<128>(bar_id);
+#pragma unroll
+                    for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+                            if (jj < 8 * nb) *at(jj, warp * 16 + g + 8 * h) = v[jj][h];
+                } else {  // chunk 0 came with the mainloop; the others are loaded once the buffer is free
+                    if (wtid == 0 && m + half > 0) {
+                        cumm_tma_store_wait_read();
+                        cumm_mbar_expect(bar, nb * 8192);
+                        cumm_tma_load_z<B3D>(cs, map, bn0 + half * 128, row0 + m * 64, z, bar);
+                        if (nb == 2) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + half * 128 + 64, row0 + m * 64, z, bar);
                     }
-                send(m, half, bn0, row0, z);
+                    cumm_mbar_wait(bar, cph++ & 1);
+#pragma unroll
+                    for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            const int j = half * 16 + jj;
+                            if (jj >= 8 * nb) continue;  // a last chunk of 64 columns
+                            unsigned* const p = at(jj, warp * 16 + g + 8 * h);
+                            const unsigned c = *p;
+                            *p = cumm_f2h2(alpha * d[m][4 * j + 2 * h] + beta * cumm_h2f((cumm_h16)(c & 0xffffu)),
+                                           alpha * d[m][4 * j + 2 * h + 1] + beta * cumm_h2f((cumm_h16)(c >> 16)));
+                        }
+                }
+                cumm_fence_proxy_async_shared();  // generic-proxy stores -> the copy engine
+                cumm_bar_sync<128>(bar_id);
+                if (wtid == 0) {
+                    const int r0 = row0 + m * 64;
+                    cumm_tma_store_z<B3D>(map, cs, bn0 + half * 128, r0, z);
+                    if (nb == 2) cumm_tma_store_z<B3D>(map, cs + 8192, bn0 + half * 128 + 64, r0, z);
+                    cumm_tma_store_commit();
+                }
             }
     }
 };

@@ -171,21 +171,3 @@ __device__ __forceinline__ void cumm_fp8_store(Epi& epi, float (&d)[MT][TN / 2],
     }
     cumm_store_tile<MT, TN / 2, VEC>(d, C, 0, ldc, M, N, row0, col0, warp, g, t4, 1.0f, 0.0f);
 }
-// cumm_fp8_store, with next() (the next tile's first slab issued into a partial set) run as early as registers
-// allow: a single chunk of C (one m64 block, at most 128 columns) is packed to 16-bit pairs first, after which d is
-// dead and the partial set fits beside the packed values (issued before the unpacked stores, the partial set, d
-// and the packing spill under three warpgroups' 160 registers); otherwise after the stores.
-template <int MT, int TN, int VEC, int TMA, class Epi, class Next>
-__device__ __forceinline__ void cumm_fp8_store_ahead(Epi& epi, float (&d)[MT][TN / 2], cumm_out_t* __restrict__ C,
-                                                     int ldc, int M, int N, int row0, int col0, int warp, int g,
-                                                     int t4, Next&& next) {
-    if (MT == 1 && TN <= 128 && TMA && (N % 8 == 0 || col0 + TN <= N)) {
-        unsigned v[16][2];
-        epi.pack(d, 0, 0, 1.0f, v);
-        next();
-        epi.put(v, 0, 0, col0, row0, 0);
-        return;
-    }
-    cumm_fp8_store<MT, TN, VEC, TMA>(epi, d, C, ldc, M, N, row0, col0, warp, g, t4);
-    next();
-}

@@ -74,10 +74,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                                    t4, 0};
     int it = 0;  // slabs consumed (the ring's position)
     int t, k0, k1;
-#if PROMO == 1
-    float p[MT][BN / 2];  // one slab's sums, promoted into d
-    int ahead = -1;       // the stage of the next tile's first slab, issued into p before this tile's epilogue
-#endif
     for (int i = 0; walk.next(i, t, k0, k1); ++i) {
         const int2 o = origin(t);
         float d[MT][BN / 2];
@@ -124,16 +120,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             ++it;
         }
 #else
-        int kt = k0;
 #if PROMO
-        if (ahead >= 0) {  // the first slab ran under the last tile's epilogue
-            cumm_wgmma_wait<0>();
-            ring.release<1>(ahead, lane, 0);
-            cumm_fp8_promote(d, p);
-            ++kt, ++it, ahead = -1;
-        }
+        float p[MT][BN / 2];  // one slab's sums, promoted into d
 #endif
-        for (; kt < k1; ++kt, ++it) {
+        for (int kt = k0; kt < k1; ++kt, ++it) {
             const int s = ring.wait(it);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
             cumm_wgmma_fence();
@@ -160,21 +150,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 #endif
 #endif
         cumm_fp8_scale_tile<MT, BN / 2>(d, sa, sa_step, sb, sb_step, M, N, o.x + wrow, o.y, warp, g, t4);
-#if PROMO == 1
-        // The next tile's first slab goes to the tensor core while this tile is stored, which it would otherwise
-        // idle through (all consumer warpgroups store at once).
-        cumm_fp8_store_ahead<MT, BN, VEC_C, CUMM_EPI_TMA>(epi, d, C, ldc, M, N, o.x + wrow, o.y, warp, g, t4, [&] {
-            int tn, n0, n1;
-            if (walk.next(i + 1, tn, n0, n1)) {
-                ahead = ring.wait(it);
-                cumm_wgmma_fence();
-                cumm_fp8_slab<MT, BN, 1>(p, base + ahead * SB + wrow * 128, base + ahead * SB + BM * 128);
-                cumm_wgmma_commit();
-            }
-        });
-#else
         cumm_fp8_store<MT, BN, VEC_C, CUMM_EPI_TMA>(epi, d, C, ldc, M, N, o.x + wrow, o.y, warp, g, t4);
-#endif
     }
     if (CUMM_EPI_TMA && tid % 128 == 0) cumm_tma_store_wait_all();
 }
