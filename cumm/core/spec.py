@@ -268,6 +268,16 @@ class KernelSpec:
         self.check(cfg)
         return cfg
 
+    def adjusted(self, config: Config | None, cc: int, rule: Callable[..., Mapping[str, int]], *args) -> Config | None:
+        """``config`` with the overrides ``rule(cfg, *args)`` gives (the spec's shape_config or pitch_config on its
+        configuration ``cfg`` for ``cc``), when they keep every constraint; else ``config`` as it was."""
+        cfg = self.resolve(config, cc)
+        over = rule(cfg, *args)
+        if not over or all(cfg.get(k) == v for k, v in over.items()):
+            return config
+        new = {**cfg, **over}
+        return config if self.violations(new) else new
+
     def violations(self, cfg: Config) -> list[str]:
         """Messages of every constraint ``cfg`` violates, each with the expression and the values."""
         env = dict(cfg)

@@ -128,20 +128,21 @@ def _lookup(
 ) -> tuple[str, dict[str, int], int] | None:
     try:
         gpu, cc = device_key(device_id)
-        entry = _store.lookup(gpu, cc, dtype, *shape, kernel=kernel)
         best = top(cc, dtype=dtype)
+        # the table's answers first: the nearest entry (of ``kernel``, when named), and auto's the top rung's own
+        entry = _store.lookup(gpu, cc, dtype, *shape, kernel=kernel)
+        at_top = _store.lookup(gpu, cc, dtype, *shape, kernel=best) if kernel is None else None
         if entry is not None and not one_wave(entry, shape, device_id):
             # a configuration chosen for few tiles serves nearby shapes only while its grid still fits in one wave
             # (bf16 2048 x 2048 x 8192 would have taken 1024 x 1024 x 8192's branch entry: 512 blocks of clusters;
             # 1024 x 3072 x 4096, 512 x 4096 x 4096's one-warpgroup 128 x 128 tiles: 192 of them, two rounds)
-            entry = _store.lookup(gpu, cc, dtype, *shape, kernel=best) if kernel is None else None
+            entry = at_top
             if entry is not None and not one_wave(entry, shape, device_id):
                 entry = None  # the heuristic: tiles for this shape
         if entry is not None and kernel is None and entry["kernel"] != best and not _raced(entry, best):
             # A table without the top rung at this shape predates it (tuned before the rung existed, or with
             # another template): its winner was never raced against the rung the heuristic would run.
-            t = _store.lookup(gpu, cc, dtype, *shape, kernel=best)
-            if t is None or _store.entry_shape(t) != _store.entry_shape(entry):
+            if at_top is None or _store.entry_shape(at_top) != _store.entry_shape(entry):
                 return None
     except Exception as e:  # a broken table must never break matmul: fall back to the heuristic
         warnings.warn(

@@ -4,7 +4,7 @@ batch) into a :class:`~cumm.runtime.launch.Call`.
 In order: the kernel and its configuration (``auto``'s choice, or the named rung with its tuned or small tiles:
 :func:`_choose`), the operands' layout (a transposed view a rung reads in place, else a row-major view or copy),
 operands the copy engine cannot read (copied into rows it reads, or handed to the rung's fallback), the spec's
-shape and pitch rules on a configuration cumm chose (:func:`_adjusted`), the float32 machinery (padded copies,
+shape and pitch rules on a configuration cumm chose (``KernelSpec.adjusted``), the float32 machinery (padded copies,
 split count, a staged output), the compile variant (:class:`~cumm.runtime.render.Variant`), the compiled kernel
 (:class:`Plan`), and the edge strips. :func:`run` carries out a call that is more than one launch.
 """
@@ -122,8 +122,7 @@ def plan_for(spec: KernelSpec, config: Mapping[str, int] | None, flags: tuple[in
     key = (spec.name, None if config is None else tuple(sorted(config.items())), flags, device_id)
     plan = _plans.get(key)
     if plan is None:
-        if spec.kind != "gemm":
-            raise ValueError(f"kernel {spec.name!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
+        _gemm_only(spec)
         cc = compute_capability(device_id)
         spec.check_cc(
             cc, f"device {device_id}", f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}"
@@ -135,6 +134,12 @@ def plan_for(spec: KernelSpec, config: Mapping[str, int] | None, flags: tuple[in
 
 def gemm_kernels_list() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
+
+
+def _gemm_only(spec: KernelSpec) -> None:
+    """ValueError unless ``spec`` is a matrix-product kernel (a chain kernel named to matmul)."""
+    if spec.kind != "gemm":
+        raise ValueError(f"kernel {spec.name!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
 
 
 def _operand(x, batch: tuple[int, ...], name: str, in_place: bool = False):
@@ -212,17 +217,6 @@ def _choose(spec, config, split_k, dtype: str, M: int, N: int, K: int, dev: int,
     return kernel, config, split_k
 
 
-def _adjusted(spec, config, dev: int, rule, *args):
-    """``config`` with the overrides ``rule(cfg, *args)`` gives (a spec's shape_config or pitch_config), when they
-    keep every constraint; else ``config`` as it was."""
-    cfg = spec.resolve(config, compute_capability(dev))
-    over = rule(cfg, *args)
-    if not over or all(cfg.get(k) == v for k, v in over.items()):
-        return config
-    new = {**cfg, **over}
-    return config if spec.violations(new) else new
-
-
 def _refuse_batch(kernel: str, dt: str) -> None:
     able = [n for n in gemm_kernels_list() if REGISTRY[n].batches and dt in REGISTRY[n].dtypes]
     raise ValueError(
@@ -275,8 +269,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     c3, ldc, bsc = _out_operand(out, batch, M, N)
     if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
-    if batch and spec.kind != "gemm":
-        plan_for(spec, config, ALIGNED, dev)  # its message: not a matrix-product kernel
+    if batch:
+        _gemm_only(spec)
     if batch and not spec.batches:
         if auto:
             return None
@@ -316,9 +310,10 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     # 4. the spec's shape and pitch rules, on a configuration cumm chose (a batch whose tiles are one run: as one
     # product nb times as tall, as for the tuned lookup)
     if chosen and spec.shape_config is not None and (not batch or spec.schedules_batch):
-        config = _adjusted(spec, config, dev, spec.shape_config, nb * M, N, K, multiprocessors(dev))
+        config = spec.adjusted(config, compute_capability(dev), spec.shape_config, nb * M, N, K, multiprocessors(dev))
     if chosen and not batch and not layout and spec.pitch_config is not None:
-        config = _adjusted(spec, config, dev, spec.pitch_config, lda * a.dtype.itemsize, ldb * b.dtype.itemsize)
+        pitches = lda * a.dtype.itemsize, ldb * b.dtype.itemsize
+        config = spec.adjusted(config, compute_capability(dev), spec.pitch_config, *pitches)
     if batch and nb > 65535 and not spec.schedules_batch:  # grid z over the batch
         raise ValueError(
             f"a batch of {nb} products is more than CUDA's 65535 blocks in z (kernel {kernel!r}): split the batch"

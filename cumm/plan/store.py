@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..ladder import REGISTRY, get_spec
+from ..runtime.cache import cache_dir
 from ..runtime.render import template_hash
 
 try:
@@ -53,14 +54,6 @@ def bucket_dim(x: int) -> int:
 
 def bucket(M: int, N: int, K: int) -> tuple[int, int, int]:
     return bucket_dim(M), bucket_dim(N), bucket_dim(K)
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("CUMM_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "cumm"
 
 
 def user_table_path() -> Path:

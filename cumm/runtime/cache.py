@@ -27,6 +27,16 @@ FORMAT = b"cumm-cache-1"  # part of every cache key too: files of another format
 T = TypeVar("T")
 
 
+def cache_dir() -> Path:
+    """cumm's cache directory: ``$CUMM_CACHE_DIR``, else ``$XDG_CACHE_HOME/cumm``, else ``~/.cache/cumm`` (the
+    user's tuned table, :mod:`cumm.plan.store`, and the cubins below ``cubin/``)."""
+    env = os.environ.get("CUMM_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "cumm"
+
+
 class CorruptEntry(Exception):
     """A cached file that does not verify; the message says how."""
 

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ..core.errors import CompileError, ConfigError, SharedMemoryError
 from ..core.spec import Config, KernelSpec
-from ..plan.store import cache_dir
 from . import cache as _cache
 from .render import ALIGNED, render, snippet_errors, template_hash, variant
 
@@ -183,16 +182,16 @@ def device_kernel(spec: KernelSpec, cfg: Config, flags: tuple[int, ...], device_
     with lock:
         kern = _kernels.get(key)
         if kern is None:
-            kern = _build(spec, cfg, flags, device_id)
-            _kernels[key] = kern
+            name, source = render(spec, cfg, flags)
+            kern = _kernels[key] = _build(spec, cfg, flags, device_id, name, source)
     return kern
 
 
-def _build(spec: KernelSpec, cfg: Config, flags, device_id: int):
+def _build(spec: KernelSpec, cfg: Config, flags, device_id: int, name: str, source: str):
+    """Compile ``source`` (``render``'s, whose function is ``name``) for ``device_id`` and check its resources."""
     import cupy
     from cupy.cuda.compiler import CompileException
 
-    name, source = render(spec, cfg, flags)
     t0 = time.perf_counter()
     with cupy.cuda.Device(device_id) as dev:
         dynamic = spec.smem(cfg)
@@ -288,7 +287,7 @@ def cubin_path(name: str, source: str, options: list[str], nvrtc_version) -> Pat
     """Where the cubin of ``source`` compiled with ``options`` by that NVRTC is cached."""
     parts = [_cache.FORMAT.decode(), source, *options, str(nvrtc_version)]
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
-    return cache_dir() / "cubin" / f"{name}-{key}.cubin"
+    return _cache.cache_dir() / "cubin" / f"{name}-{key}.cubin"
 
 
 def arch_specific_cubin(
