@@ -205,7 +205,8 @@ def _overlaps(pa: int, pb: int, pc: int, spans: tuple[int, int, int]) -> bool:
 
 
 def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None):
-    """The whole call with every check; makes the Call and keeps it under ``key`` (here or in fused.py) if it can."""
+    """The whole call with every check; makes the Call and keeps it under ``key`` (here or in fused.py) if it can.
+    The rung's name is resolved once, here (``spec``; None: auto), and goes one way: to decide and the Call."""
     akind = _arrays.kind(a)
     split_k = None if split_k is None else _splitk.check_arg(split_k)
     if not isinstance(kernel, str):
@@ -228,47 +229,45 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None
             key, epi_args, akind = None, _fused.as_cupy_args(epi_args), "cupy"
             q = prepare(p.a, p.b, staging(p.out, beta), beta, akind)
             epi, epi_ops = (None, ()) if epi_args is None else _fused.build(q, akind, p.a, epi_args)
-        _run(q, spec, unknown, config, alpha, beta, split_k, key, akind, epi, epi_ops, epi_args)
+        if not q.empty and q.K == 0:  # the empty sum: alpha * 0 + beta * out
+            _empty_sum(q.out, beta)
+        elif not q.empty:  # the checked call on checked operands q (cumm.plan.operands.Operands)
+            if unknown is not None:
+                raise unknown
+            a2, b2, o2, batch, folded = q.a2, q.b2, q.o2, q.batch, False
+            if batch and b2.ndim == 2 and epi is None:
+                # a batch times one matrix, a's (and out's) matrices stacked: one product of batch * M rows, tiled
+                # for that size; cached under this call's key (a fast call launches on the caller's pointers: the
+                # stacked views')
+                af, of = stacked(a2, q.K), stacked(o2, q.N)
+                if af is not None and of is not None:
+                    a2, o2, batch, folded = af, of, (), True
+            got = decide(a2, b2, o2, batch, spec, config, split_k, beta, q.dev, akind, epi)
+            if got is None:  # auto chose a rung without batches: one product at a time
+                _each(a2, b2, o2, batch, config, alpha, beta, epi_args)
+            else:
+                call, ops = got
+                call.out_shape = q.shape
+                call.spans = (span(q.a), span(q.b), span(q.out))  # the caller's arrays: the cached paths' overlap test
+                if epi is not None:  # one launch, alpha as the CummAlpha argument (include/epilogue.cuh); fused.py
+                    _fused.first(call, ops, q, alpha, beta, epi_ops, key, epi_args)
+                else:
+                    if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
+                        if len(_calls) >= _CALLS_MAX:
+                            _calls.clear()
+                        _calls[key] = call
+                    execute(call, ops, q.a, q.b, q.out, alpha, beta)
         if q is not p:
             p.out[...] = q.out
     return p.result
 
 
-def _run(p, spec, unknown, config, alpha, beta, split_k, key, akind, epi, epi_ops, epi_args) -> None:
-    """The checked call on checked operands ``p`` (cumm.plan.operands.Operands), its rung's ``spec`` (None: auto)."""
-    if p.empty:
-        return
-    if p.K == 0:  # the empty sum: alpha * 0 + beta * out
-        out = p.out
-        if beta == 0.0:
-            out.fill(0)
-        else:
-            out *= np.float32(beta)  # (in place; an Operands field cannot be rebound)
-        return
-    if unknown is not None:
-        raise unknown
-    a2, b2, o2, batch, folded = p.a2, p.b2, p.o2, p.batch, False
-    if batch and b2.ndim == 2 and epi is None:
-        # a batch times one matrix, a's (and out's) matrices stacked: one product of batch * M rows, tiled for that
-        # size; cached under this call's key (a fast call launches on the caller's pointers: the stacked views')
-        af, of = stacked(a2, p.K), stacked(o2, p.N)
-        if af is not None and of is not None:
-            a2, o2, batch, folded = af, of, (), True
-    got = decide(a2, b2, o2, batch, spec, config, split_k, beta, p.dev, akind, epi)
-    if got is None:  # auto chose a rung without batches: one product at a time
-        _each(a2, b2, o2, batch, config, alpha, beta, epi_args)
-        return
-    call, ops = got
-    call.out_shape = p.shape
-    call.spans = (span(p.a), span(p.b), span(p.out))  # the caller's arrays, which the cached paths test for overlap
-    if epi is not None:  # one launch, alpha as the CummAlpha argument (include/epilogue.cuh); cached in fused.py
-        _fused.first(call, ops, p, alpha, beta, epi_ops, key, epi_args)
-        return
-    if key is not None and akind in ("cupy", "torch") and (call.fast or not (batch or folded)):
-        if len(_calls) >= _CALLS_MAX:
-            _calls.clear()
-        _calls[key] = call
-    execute(call, ops, p.a, p.b, p.out, alpha, beta)
+def _empty_sum(out, beta: float) -> None:
+    """alpha * 0 + beta * out, in place (an Operands field cannot be rebound)."""
+    if beta == 0.0:
+        out.fill(0)
+    else:
+        out *= np.float32(beta)
 
 
 def _each(a, b, out, batch, config, alpha, beta, epi_args=None) -> None:
