@@ -23,7 +23,7 @@ from ..ladder import REGISTRY, get_spec
 from ..runtime.compile import device_kernel
 from ..runtime.driver import cluster_width, max_active_clusters, multiprocessors
 from ..runtime.launch import Call
-from ..runtime.render import ALIGNED, TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag, variant
+from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag, variant
 from . import auto as _auto
 from . import edges as _edges
 from . import epilogue as _epi
@@ -37,8 +37,16 @@ class Plan:
 
     __slots__ = ("spec", "cfg", "kern", "flags", "block", "smem", "tile", "_slots")
 
-    def __init__(self, spec, cfg, kern, flags: Variant = ALIGNED):
-        self.spec, self.cfg, self.kern, self.flags = spec, cfg, kern, variant(flags)
+    def __init__(self, spec: KernelSpec, config: Mapping[str, int] | None, flags: Variant, device_id: int):
+        """``spec``'s kernel for ``config`` (checked against the device, resolved over the defaults) and compile
+        variant ``flags`` on ``device_id``, compiled (:func:`plan_for` keeps one per key)."""
+        _gemm_only(spec)
+        cc = compute_capability(device_id)
+        spec.check_cc(
+            cc, f"device {device_id}", f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}"
+        )
+        cfg = spec.resolve(config, cc)
+        self.spec, self.cfg, self.kern, self.flags = spec, cfg, device_kernel(spec, cfg, flags, device_id), flags
         self.block = spec.block(cfg)
         self.smem = spec.smem(cfg)
         self.tile = (cfg["BM"], cfg["BN"]) if "BM" in cfg and "BN" in cfg else (0, 0)  # (0, 0): no strips
@@ -122,13 +130,7 @@ def plan_for(spec: KernelSpec, config: Mapping[str, int] | None, flags: tuple[in
     key = (spec.name, None if config is None else tuple(sorted(config.items())), flags, device_id)
     plan = _plans.get(key)
     if plan is None:
-        _gemm_only(spec)
-        cc = compute_capability(device_id)
-        spec.check_cc(
-            cc, f"device {device_id}", f"use one of {[n for n in gemm_kernels_list() if REGISTRY[n].min_cc <= cc]}"
-        )
-        cfg = spec.resolve(config, cc)
-        plan = _plans[key] = Plan(spec, cfg, device_kernel(spec, cfg, flags, device_id), flags)
+        plan = _plans[key] = Plan(spec, config, flags, device_id)
     return plan
 
 
