@@ -83,6 +83,74 @@ def row_major(x, name: str, copy_ok: bool):
     return cupy.ascontiguousarray(x), max(cols, 1)
 
 
+class Layout(NamedTuple):
+    """How a rung reads one operand of a product, known before anything is copied: ``src`` (its matrix, or the
+    batch's 3-D view) as it is (``copy`` ""), or copied by a tiled copy of its column-major matrices (``copy``
+    "transposed": :func:`cumm.plan.repack.lay_out`); the leading dimension, batch stride in elements (0: one matrix
+    for every product) and transposed flag (1: column-major matrices read in place) of what the kernel reads, and
+    whether the copy engine and 16-byte loads can read it (each matrix and row on 16 bytes; a copy is a fresh
+    buffer)."""
+
+    src: object
+    copy: str
+    ld: int
+    bs: int
+    transposed: int
+    readable: int
+
+
+class Layouts(NamedTuple):
+    """An operand's layout for a rung that reads row-major matrices (``rows``) and for one that reads column-major
+    ones in place (``in_place``: ``KernelSpec.reads_transposed``)."""
+
+    rows: Layout
+    in_place: Layout
+
+
+def operand_layouts(x, batch: tuple[int, ...]) -> Layouts:
+    """x's :class:`Layouts`. Every matrix is made row-major, copying only what cannot be viewed so, except for a
+    rung that reads column-major matrices in place when the copy engine can read them; a layout that neither reads
+    is copied by CuPy here. A 2-D product is a batch of one (``batch`` is ())."""
+    rows, cols = x.shape[-2:]
+    item = x.dtype.itemsize
+
+    def made(src, copy: str, ld: int, bs: int, transposed: int = 0) -> Layout:
+        fresh = bool(copy) or src.data.ptr % 16 == 0
+        return Layout(src, copy, ld, bs, transposed, int(fresh and ld * item % 16 == 0 and bs * item % 16 == 0))
+
+    if math.prod(x.shape[:-2]) == 1:  # one matrix for every product of the batch (row_major's cases)
+        m = x.reshape(rows, cols)
+        s0, s1 = m.strides
+        ldx = _repack.column_major(m)
+        if (s1 == item or cols <= 1) and s0 > 0 and s0 % item == 0 and s0 // item >= cols:
+            rows_first = made(m, "", s0 // item, 0)
+        elif m.flags.c_contiguous:
+            rows_first = made(m, "", max(cols, 1), 0)
+        elif ldx is not None:  # a transposed view (w.T): a tiled copy, not CuPy's strided one
+            rows_first = made(m, "transposed", _repack.padded_ld(cols, item), 0)
+        else:
+            rows_first = made(cupy.ascontiguousarray(m), "", max(cols, 1), 0)
+        in_place = ldx is not None and aligned(m, ldx)
+        return Layouts(rows_first, made(m, "", ldx, 0, 1) if in_place else rows_first)
+    if x.shape[:-2] != batch:  # broadcast over some batch dimensions only: materialize
+        x = cupy.broadcast_to(x, batch + (rows, cols))
+    x3 = x.reshape(math.prod(batch), rows, cols)
+    s0, s1, s2 = x3.strides
+    if (s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols and s0 >= 0 and s0 % item == 0:
+        rows_first = made(x3, "", max(s1 // item, cols, 1), s0 // item)
+        return Layouts(rows_first, rows_first)
+    ldx = _repack.column_major(x3)
+    if ldx is None:
+        x3 = cupy.ascontiguousarray(x3)
+        s0, s1 = x3.strides[:2]
+        rows_first = made(x3, "", max(s1 // item, cols, 1), s0 // item)
+        return Layouts(rows_first, rows_first)
+    ld = _repack.padded_ld(cols, item)  # a batch of transposed views: a tiled copy, rows on 16 bytes
+    in_place = aligned(x3, ldx) and (s0 // item) * item % 16 == 0
+    rows_first = made(x3, "transposed", ld, rows * ld)
+    return Layouts(rows_first, made(x3, "", ldx, s0 // item, 1) if in_place else rows_first)
+
+
 def span(x) -> int:
     """Bytes from an array's pointer to the end of its last element (as cupy.may_share_memory bounds it, for
     non-negative strides); 0 for an empty one. The cached calls' overlap test of out against the inputs."""

@@ -1,12 +1,14 @@
 """Every decision of a matmul call, made once per key: :func:`decide` turns checked operands (a 2-D product or a
 batch) into a :class:`~cumm.runtime.launch.Call`.
 
-In order: the kernel and its configuration (``auto``'s choice, or the named rung with its tuned or small tiles:
-:func:`_choose`), the operands' layout (a transposed view a rung reads in place, else a row-major view or copy),
-operands the copy engine cannot read (copied into rows it reads, or handed to the rung's fallback), the spec's
-shape and pitch rules on a configuration cumm chose (``KernelSpec.adjusted``), the float32 machinery (padded copies,
-split count, a staged output), the compile variant (:class:`~cumm.runtime.render.Variant`), the compiled kernel
-(:class:`Plan`), and the edge strips. :func:`run` carries out a call that is more than one launch.
+In order: the facts of the operands, nothing copied (how a rung that reads row-major matrices and one that reads
+transposed views in place would read each, and whether the copy engine can: ``operands.operand_layouts``); then
+every choice from them: the kernel and its configuration (``auto``'s choice, or the named rung with its tuned or
+small tiles: :func:`_choose`), operands the copy engine cannot read (copied into rows it reads, or handed to the
+rung's fallback), the spec's shape and pitch rules on a configuration cumm chose (``KernelSpec.adjusted``), the
+float32 machinery (padded copies, split count, a staged output); then the operands laid out as chosen
+(``repack.lay_out``); then the compile variant (:class:`~cumm.runtime.render.Variant`), the compiled kernel
+(:class:`Plan`), and the edge strips.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from . import edges as _edges
 from . import epilogue as _epi
 from . import repack as _repack
 from . import splitk as _splitk
-from .operands import INT32_MAX, aligned, compute_capability, row_major, shares, span
+from .operands import INT32_MAX, compute_capability, operand_layouts, row_major, shares, span
 
 
 class Plan:
@@ -138,44 +140,13 @@ def gemm_kernels_list() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
 
 
+NOT_GEMM = "kernel {!r} is not a matrix-product kernel; use one of {}"
+
+
 def _gemm_only(spec: KernelSpec) -> None:
     """ValueError unless ``spec`` is a matrix-product kernel (a chain kernel named to matmul)."""
     if spec.kind != "gemm":
-        raise ValueError(f"kernel {spec.name!r} is not a matrix-product kernel; use one of {gemm_kernels_list()}")
-
-
-def _operand(x, batch: tuple[int, ...], name: str, in_place: bool = False):
-    """(3-D array (count or 1, rows, cols), leading dimension, batch stride in elements (0 when x is one matrix for
-    every product), 1 when its matrices stay column-major else 0). The matrices are made row-major, copying only
-    what cannot be viewed so (transposed views by a tiled copy, rows on 16 bytes), except with ``in_place``: the
-    rung reads column-major matrices (``reads_transposed``), which stay as they are when the copy engine can read
-    them (matrices and columns start on 16 bytes); the leading dimension is then their column stride. A 2-D
-    product is a batch of one (``batch`` is ())."""
-    rows, cols = x.shape[-2:]
-    item = x.dtype.itemsize
-    if math.prod(x.shape[:-2]) == 1:  # one matrix for every product of the batch
-        m = x.reshape(rows, cols)
-        ldx = _repack.column_major(m) if in_place else None
-        if ldx is not None and aligned(m, ldx):
-            return m.reshape(1, rows, cols), ldx, 0, 1
-        m, ld = row_major(m, name, copy_ok=True)
-        return m.reshape(1, rows, cols), ld, 0, 0
-    if x.shape[:-2] != batch:  # broadcast over some batch dimensions only: materialize
-        x = cupy.broadcast_to(x, batch + (rows, cols))
-    x3 = x.reshape(math.prod(batch), rows, cols)
-    s0, s1, s2 = x3.strides
-    if not (
-        (s2 == item or cols <= 1) and s1 > 0 and s1 % item == 0 and s1 // item >= cols and s0 >= 0 and s0 % item == 0
-    ):
-        ldx = _repack.column_major(x3)
-        if ldx is not None and in_place and aligned(x3, ldx) and (s0 // item) * item % 16 == 0:
-            return x3, ldx, s0 // item, 1
-        if ldx is not None:  # a batch of transposed views: a tiled copy, rows on 16 bytes
-            x3, ld = _repack.transposed_copy(x3, ldx)
-            return x3, ld, rows * ld, 0
-        x3 = cupy.ascontiguousarray(x3)
-        s0, s1 = x3.strides[:2]
-    return x3, max(s1 // item, cols, 1), s0 // item, 0
+        raise ValueError(NOT_GEMM.format(spec.name, gemm_kernels_list()))
 
 
 def _out_operand(out, batch: tuple[int, ...], M: int, N: int):
@@ -219,19 +190,6 @@ def _choose(spec, config, split_k, dtype: str, M: int, N: int, K: int, dev: int,
     return kernel, config, split_k
 
 
-def _refuse_batch(kernel: str, dt: str) -> None:
-    able = [n for n in gemm_kernels_list() if REGISTRY[n].batches and dt in REGISTRY[n].dtypes]
-    raise ValueError(
-        f"kernel {kernel!r} does not run batched products (its template does not start with "
-        f"CUMM_BATCH() or CUMM_SPLIT_K, and its spec does not schedule batches); "
-        + (
-            f"the rungs that do: {able}"
-            if able
-            else f"no rung runs batched {dt} products in one launch: kernel='auto' runs them one at a time"
-        )
-    )
-
-
 def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=None) -> tuple[Call, tuple] | None:
     """Every decision for this call's key, for a 2-D product (``batch`` is ()) and a batch alike: the Call and the
     operands it runs on (2-D arrays for a product, 3-D for a batch). ``spec``: the named rung's, resolved once by
@@ -244,7 +202,10 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     dt, odt = a.dtype.name, out.dtype.name
     half = dt != "float32"
     chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
-    # 1. the kernel, its configuration and split count
+    # 1. the facts: how a rung that reads row-major matrices and one that reads transposed views in place would read
+    # each operand (nothing copied but a layout neither reads)
+    lay_a, lay_b = operand_layouts(a, batch), operand_layouts(b, batch)
+    # 2. every choice, from the facts: the kernel, its configuration and split count
     auto, split_arg = spec is None, split_k
     kernel, config, split_k = _choose(spec, config, 1 if batch else split_k, dt, M, N, K, dev, nb if batch else 0)
     if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
@@ -263,23 +224,34 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
-    # 2. the operands' layouts: a transposed view the rung reads in place keeps its layout (its column stride is its
+    # the operands' layouts: a transposed view the rung reads in place keeps its layout (its column stride is its
     # ld); any other layout is made row-major (transposed views by a tiled copy); out is written in place
     in_place = spec.reads_transposed and (not batch or spec.batches)
-    a3, lda, bsa, ta = _operand(a, batch, "a", in_place)
-    b3, ldb, bsb, tb = _operand(b, batch, "b", in_place)
+    la, lb = lay_a.rows, lay_b.rows
+    if in_place:
+        la, lb = lay_a.in_place, lay_b.in_place
+    (lda, bsa), (ldb, bsb) = (la.ld, la.bs), (lb.ld, lb.bs)
     c3, ldc, bsc = _out_operand(out, batch, M, N)
     if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
-    if batch:
-        _gemm_only(spec)
+    if batch and spec.kind != "gemm":
+        raise ValueError(NOT_GEMM.format(spec.name, gemm_kernels_list()))
     if batch and not spec.batches:
         if auto:
             return None
-        _refuse_batch(kernel, dt)
-    vec = [_readable_by(a3, lda, bsa), _readable_by(b3, ldb, bsb), _readable_by(c3, ldc, bsc)]
-    # 3. operands the copy engine cannot read: copied into rows it reads, or the rung's fallback (any alignment).
-    # A batch is copied when the fallback runs no batches; a product, where the copy pays (repack.pads_for_...).
+        able = [n for n in gemm_kernels_list() if REGISTRY[n].batches and dt in REGISTRY[n].dtypes]
+        raise ValueError(
+            f"kernel {kernel!r} does not run batched products (its template does not start with "
+            f"CUMM_BATCH() or CUMM_SPLIT_K, and its spec does not schedule batches); "
+            + (
+                f"the rungs that do: {able}"
+                if able
+                else f"no rung runs batched {dt} products in one launch: kernel='auto' runs them one at a time"
+            )
+        )
+    vec = [la.readable, lb.readable, _readable_by(c3, ldc, bsc)]
+    # operands the copy engine cannot read: copied into rows it reads, or the rung's fallback (any alignment). A
+    # batch is copied when the fallback runs no batches; a product, where the copy pays (repack.pads_for_...).
     pad_a = pad_b = False
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):
         if batch:
@@ -291,12 +263,12 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
             if not ((pad_a or vec[0]) and (pad_b or vec[1])):  # one of them goes to the fallback anyway
                 pad_a = pad_b = False
         pad_a, pad_b = pad_a and not vec[0], pad_b and not vec[1]
-        if pad_a:  # (a product's matrix is copied as the 2-D array it is)
-            y, lda = _repack.copy_engine_rows(a3 if batch else a3[0])
-            a3, bsa = (y, 0 if bsa == 0 else y.shape[1] * lda) if batch else (y[None], 0)
+        if pad_a:  # (the rows repack.copy_engine_rows makes)
+            lda = _repack.copy_engine_ld(K, a.dtype.itemsize)
+            bsa = 0 if bsa == 0 or not batch else M * lda
         if pad_b:
-            y, ldb = _repack.copy_engine_rows(b3 if batch else b3[0])
-            b3, bsb = (y, 0 if bsb == 0 else y.shape[1] * ldb) if batch else (y[None], 0)
+            ldb = _repack.copy_engine_ld(N, b.dtype.itemsize)
+            bsb = 0 if bsb == 0 or not batch else K * ldb
         if pad_a or pad_b:
             vec[0] = vec[1] = 1
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
@@ -305,11 +277,12 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         if epilogue is not None and not spec.epilogue:  # the fallback rung cannot take it
             kernel, config = _epi.route(kernel, "auto", None), None
             spec = REGISTRY[kernel]
-    if (ta or tb) and not spec.reads_transposed:  # read in place by the first rung only: row-major now
-        (a3, lda, bsa, ta), (b3, ldb, bsb, tb) = _operand(a, batch, "a"), _operand(b, batch, "b")
-        vec[:2] = _readable_by(a3, lda, bsa), _readable_by(b3, ldb, bsb)
-    layout = (TRANSPOSED_A if ta else 0) | (TRANSPOSED_B if tb else 0)
-    # 4. the spec's shape and pitch rules, on a configuration cumm chose (a batch whose tiles are one run: as one
+    if (la.transposed or lb.transposed) and not spec.reads_transposed:  # read in place by the first rung only
+        la, lb = lay_a.rows, lay_b.rows
+        (lda, bsa), (ldb, bsb) = (la.ld, la.bs), (lb.ld, lb.bs)
+        vec[:2] = la.readable, lb.readable
+    layout = (TRANSPOSED_A if la.transposed else 0) | (TRANSPOSED_B if lb.transposed else 0)
+    # the spec's shape and pitch rules, on a configuration cumm chose (a batch whose tiles are one run: as one
     # product nb times as tall, as for the tuned lookup)
     if chosen and spec.shape_config is not None and (not batch or spec.schedules_batch):
         config = spec.adjusted(config, compute_capability(dev), spec.shape_config, nb * M, N, K, multiprocessors(dev))
@@ -320,8 +293,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         raise ValueError(
             f"a batch of {nb} products is more than CUDA's 65535 blocks in z (kernel {kernel!r}): split the batch"
         )
-    # 5. the float32 rungs that load through registers: padded copies, split-K, a staged output and edge strips.
-    # The copy-engine rungs, the half rungs and batches run as one launch.
+    # the float32 rungs that load through registers: padded copies, split-K, a staged output and edge strips. The
+    # copy-engine rungs, the half rungs and batches run as one launch.
     plain = half or spec.tensor_maps is not None or bool(batch) or epilogue is not None
     repack_a = repack_b = False
     if _repack.ENABLED and not plain and not (vec[0] and vec[1]):  # scalar loads: a padded copy may pay
@@ -343,7 +316,13 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     )
     if stage:
         vec[2] = 1
-    # 6. the compile variant, the compiled kernel, the edge strips
+    # 3. the operands laid out as decided: tiled copies of transposed views, rows the copy engine reads
+    a3, b3 = _repack.lay_out(la, bool(batch)), _repack.lay_out(lb, bool(batch))
+    if pad_a:
+        a3 = _repack.pad_rows(a3, bool(batch))
+    if pad_b:
+        b3 = _repack.pad_rows(b3, bool(batch))
+    # 4. the compile variant, the compiled kernel, the edge strips
     plan = plan_for(spec, config, Variant(*vec, int(bool(batch)), dtype_flag(dt, odt), layout, epilogue), dev)
     if batch and spec.schedules_batch and nb * math.prod(spec.grid(plan.cfg, M, N, K)) >= 2**31:
         raise ValueError(f"a batch of {nb} products of {M}x{N}x{K} has 2^31 tiles or more: split the batch")

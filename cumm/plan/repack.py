@@ -166,6 +166,19 @@ def copy_engine_rows(x: cupy.ndarray) -> tuple[cupy.ndarray, int]:
     return y, ld
 
 
+def lay_out(layout, batched: bool) -> cupy.ndarray:
+    """The 3-D array (count or 1, rows, cols) a kernel reads for an operand laid out as ``layout`` says
+    (cumm.plan.operands.Layout): its view, or its tiled copy."""
+    x = transposed_copy(layout.src)[0] if layout.copy else layout.src
+    return x.reshape(1, *x.shape) if x.ndim == 2 else x
+
+
+def pad_rows(x3: cupy.ndarray, batched: bool) -> cupy.ndarray:
+    """``x3`` (a laid-out operand) copied into rows the copy engine reads (:func:`copy_engine_rows`; a product's
+    matrix as the 2-D array it is)."""
+    return copy_engine_rows(x3)[0] if batched else copy_engine_rows(x3[0])[0][None]
+
+
 def padded_ld(cols: int, item: int = 4) -> int:
     """cols rounded up to 16 bytes' worth of ``item``-byte elements (4 floats, 8 halves; at least that many): every
     row of the buffer starts 16-byte aligned."""
