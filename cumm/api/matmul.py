@@ -14,11 +14,11 @@ from collections.abc import Mapping
 import cupy
 import numpy as np
 
-from ..ladder import get_spec
+from ..ladder import get_spec, split_refusal
 from ..plan import splitk as _splitk
+from ..plan.decide import decide
 from ..plan.execute import execute, run_cached
 from ..plan.operands import F32_MAX, config_key, prepare, real_scalar, span, stacked, staging
-from ..plan.plan import decide
 from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
 from . import fused as _fused
@@ -218,7 +218,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None
             raise
         spec, unknown = None, e
     if spec is not None and split_k is not None and split_k > 1 and not spec.split_k:
-        raise _splitk.refuse(spec.name, split_k)
+        raise split_refusal(spec.name, split_k)
     config_key(config)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
     p = q = prepare(a, b, out, beta, akind)

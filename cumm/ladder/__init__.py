@@ -62,6 +62,19 @@ def get_spec(name: str) -> KernelSpec:
         raise ValueError(f"unknown kernel {name!r}; the kernels are {list(REGISTRY)}") from None
 
 
+def split_kernels() -> list[str]:
+    """The rungs whose spec splits K (``split_k``), in ladder order."""
+    return [n for n, s in REGISTRY.items() if s.split_k]
+
+
+def split_refusal(name: str, splits: int) -> ValueError:
+    """The error for ``split_k=splits`` > 1 on rung ``name``, whose spec does not split K."""
+    return ValueError(
+        f"kernel {name!r} does not support split_k={splits}; the kernels that do are {split_kernels()} "
+        "(or kernel='auto')"
+    )
+
+
 def gemm_kernels() -> list[str]:
     return [n for n, s in REGISTRY.items() if s.kind == "gemm"]
 

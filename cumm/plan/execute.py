@@ -1,4 +1,4 @@
-"""Carrying out a decided call (:func:`cumm.plan.plan.decide`): :func:`execute` for the call that made the decision,
+"""Carrying out a decided call (:func:`cumm.plan.decide.decide`): :func:`execute` for the call that made the decision,
 :func:`run` for a call that is more than one launch on the caller's arrays (copied or repacked operands, split-K,
 a staged output, edge strips), cached and run again on each later call with its key."""
 

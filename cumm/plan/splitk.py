@@ -18,7 +18,7 @@ import math
 import operator
 
 from ..core.spec import cdiv
-from ..ladder import REGISTRY, get_spec
+from ..ladder import get_spec, split_refusal
 from ..runtime.compile import aux_kernels, aux_source
 
 MAX_SPLITS = 65535  # gridDim.z limit
@@ -28,13 +28,10 @@ REDUCE_THREADS = 256
 REDUCE_MAX_BLOCKS = 8192  # a grid-stride loop covers the rest
 
 
-def split_kernels() -> list[str]:
-    return [n for n, s in REGISTRY.items() if s.split_k]
-
-
 def check_arg(split_k, kernel: str = "auto") -> int:
     """``split_k`` as an int >= 1 that ``kernel`` (a name; "auto": any) can run; raises TypeError/ValueError
-    before anything touches the GPU. (cumm.matmul checks the value here and its resolved rung with ``refuse``.)"""
+    before anything touches the GPU. (cumm.matmul checks the value here, and its resolved rung with
+    ``cumm.ladder.split_refusal``.)"""
     try:
         if isinstance(split_k, bool):
             raise TypeError
@@ -44,16 +41,8 @@ def check_arg(split_k, kernel: str = "auto") -> int:
     if s < 1:
         raise ValueError(f"split_k must be at least 1 (1: no split), got {s}")
     if s > 1 and kernel != "auto" and not get_spec(kernel).split_k:
-        raise refuse(kernel, s)
+        raise split_refusal(kernel, s)
     return s
-
-
-def refuse(name: str, splits: int) -> ValueError:
-    """The error for ``split_k=splits`` > 1 on rung ``name``, whose spec does not split K."""
-    return ValueError(
-        f"kernel {name!r} does not support split_k={splits}; the kernels that do are {split_kernels()} "
-        "(or kernel='auto')"
-    )
 
 
 def granule(bk: int) -> int:
