@@ -4,6 +4,7 @@ rungs, the TMA-store path included, odd shapes, batches)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
 
@@ -117,6 +118,22 @@ def test_tf32x3_takes_no_epilogue():
     with pytest.raises(ValueError, match="split_k=4 with an epilogue"):
         E.route("warptile", "warptile", 4)
     assert E.route("wgmma_ws", "auto", None) == "wgmma_ws"
+
+
+def test_the_fallback_route_is_asked_with_the_first(monkeypatch):
+    """decide asks, with an epilogue call's route, the rung its rung's fallback would hand it to: wgmma_tf32x3
+    falls back to tf32x3, whose stores take none (double_buffer's do); the wgmma rungs' fallback takes one."""
+    assert E.fallback_route("wgmma_tf32x3") == "double_buffer" == E.route("tf32x3", "auto", None)
+    assert E.fallback_route("wgmma_ws") is None and E.fallback_route("warptile") is None
+    monkeypatch.setitem(REGISTRY, "warptile", dataclasses.replace(REGISTRY["warptile"], fallback="not-a-rung"))
+    assert E.fallback_route("warptile") is None  # (decide's REGISTRY[...] says what it is, as before)
+
+    def refuse(kernel, requested, split_k):
+        raise ValueError(f"nothing below {kernel} takes it")
+
+    monkeypatch.setattr(E, "route", refuse)  # no rung takes it: the error, for decide to raise if the fallback runs
+    err = E.fallback_route("wgmma_tf32x3")
+    assert isinstance(err, ValueError) and str(err) == "nothing below tf32x3 takes it"
 
 
 def test_snippet_compile_error_names_its_line():

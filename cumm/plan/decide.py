@@ -87,6 +87,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     # 2. every choice, from the facts: the kernel, its configuration and split count
     auto, split_arg = spec is None, split_k
     kernel, config, split_k = _choose(spec, config, 1 if batch else split_k, dt, M, N, K, dev, nb if batch else 0)
+    rerouted = None  # (with an epilogue, the rung for it should the rung's fallback not take it)
     if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
         routed = _epi.route(kernel, "auto" if auto else kernel, None if batch else split_arg)
         kernel, config, split_k = routed, config if routed == kernel else None, None
@@ -100,6 +101,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
             ]
             able = [n for n in able if REGISTRY[n].epilogue]
             kernel, config = (able[-1], None) if able else (kernel, config)
+        rerouted = _epi.fallback_route(kernel)
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")
@@ -153,8 +155,10 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
         kernel = spec.fallback
         spec, config = REGISTRY[kernel], _auto.named(kernel, M, N, K, dev, nb, dt)
-        if epilogue is not None and not spec.epilogue:  # the fallback rung cannot take it
-            kernel, config = _epi.route(kernel, "auto", None), None
+        if epilogue is not None and not spec.epilogue:  # the fallback rung cannot take it: the rung asked above
+            if isinstance(rerouted, ValueError):
+                raise rerouted
+            kernel, config = rerouted, None
             spec = REGISTRY[kernel]
     if (la.transposed or lb.transposed) and not spec.reads_transposed:  # read in place by the first rung only
         la, lb = lay_a.rows, lay_b.rows

@@ -265,6 +265,19 @@ def route(kernel: str, requested: str, split_k):
     return able[-1]
 
 
+def fallback_route(kernel: str) -> str | ValueError | None:
+    """For an epilogue call on ``kernel``: the rung it runs if the copy engine cannot read its operands and its
+    fallback rung's stores (``KernelSpec.fallback``) do not take an epilogue (:func:`route` as auto asks it, or the
+    ValueError for the caller to raise then); None when there is no such fallback rung. Asked with the first route."""
+    fallback = REGISTRY[kernel].fallback
+    if fallback not in REGISTRY or REGISTRY[fallback].epilogue:
+        return None
+    try:
+        return route(fallback, "auto", None)
+    except ValueError as e:
+        return e
+
+
 def with_flags(flags: tuple, epi: Epilogue | None):
     """The compile variant ``flags`` (a Variant, or a tuple of its first fields) with the epilogue ``epi``."""
     return variant(flags)._replace(epilogue=epi)
