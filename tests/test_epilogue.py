@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 
 import numpy as np
@@ -134,6 +135,36 @@ def test_the_fallback_route_is_asked_with_the_first(monkeypatch):
     monkeypatch.setattr(E, "route", refuse)  # no rung takes it: the error, for decide to raise if the fallback runs
     err = E.fallback_route("wgmma_tf32x3")
     assert isinstance(err, ValueError) and str(err) == "nothing below tf32x3 takes it"
+
+
+@pytest.mark.parametrize("cc", [75, 80, 90])
+def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
+    """routes(): route, then (a batch under auto) a rung that runs the batch in one launch and takes an epilogue,
+    then fallback_route, for every rung, dtype and batch, as decide asked them one at a time."""
+    monkeypatch.setattr(E, "compute_capability", lambda dev: cc)
+
+    def one_by_one(kernel, auto, batch, dt):
+        routed = E.route(kernel, "auto" if auto else kernel, None)
+        if batch and auto and not REGISTRY[routed].batches:
+            able = [
+                n
+                for n, s in REGISTRY.items()
+                if s.kind == "gemm" and s.batches and dt in s.dtypes and s.min_cc <= cc and s.epilogue
+            ]
+            routed = able[-1] if able else routed
+        return routed, E.fallback_route(routed)
+
+    for kernel, spec in REGISTRY.items():
+        for dt in spec.dtypes if spec.kind == "gemm" else ():
+            for auto in (True, False):
+                for batch in ((), (3,)):
+                    try:
+                        want = one_by_one(kernel, auto, batch, dt)
+                    except ValueError as e:
+                        with pytest.raises(ValueError, match=re.escape(str(e))):
+                            E.routes(kernel, auto, None, batch, dt, 0)
+                        continue
+                    assert E.routes(kernel, auto, None, batch, dt, 0) == want, (kernel, auto, batch, dt)
 
 
 def test_snippet_compile_error_names_its_line():

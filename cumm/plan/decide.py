@@ -89,19 +89,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     kernel, config, split_k = _choose(spec, config, 1 if batch else split_k, dt, M, N, K, dev, nb if batch else 0)
     rerouted = None  # (with an epilogue, the rung for it should the rung's fallback not take it)
     if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
-        routed = _epi.route(kernel, "auto" if auto else kernel, None if batch else split_arg)
+        routed, rerouted = _epi.routes(kernel, auto, None if batch else split_arg, batch, dt, dev)
         kernel, config, split_k = routed, config if routed == kernel else None, None
-        if batch and auto and not REGISTRY[kernel].batches:
-            # one launch a product would give every product z = 0: a rung that runs the batch in one launch
-            cc = compute_capability(dev)
-            able = [
-                n
-                for n in gemm_kernels_list()
-                if REGISTRY[n].batches and dt in REGISTRY[n].dtypes and REGISTRY[n].min_cc <= cc
-            ]
-            able = [n for n in able if REGISTRY[n].epilogue]
-            kernel, config = (able[-1], None) if able else (kernel, config)
-        rerouted = _epi.fallback_route(kernel)
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")

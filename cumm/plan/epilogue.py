@@ -26,8 +26,9 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..ladder import REGISTRY
+from ..ladder import REGISTRY, gemm_kernels
 from ..runtime.render import SNIPPET_FILE, variant
+from .operands import compute_capability
 
 ACTIVATIONS = {"relu": "cumm_relu", "gelu": "cumm_gelu", "gelu_tanh": "cumm_gelu_tanh", "silu": "cumm_silu"}
 OPERAND_DTYPES = {"float32": ("float", 0), "float16": ("unsigned short", 0), "bfloat16": ("unsigned short", 1)}
@@ -263,6 +264,20 @@ def route(kernel: str, requested: str, split_k):
             f"the rungs that do: {takes} (or kernel='auto')"
         )
     return able[-1]
+
+
+def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str, dev: int):
+    """(the rung an epilogue call runs: :func:`route` of ``kernel``, auto's choice or the caller's; for a batch under
+    auto, a rung that runs the batch in one launch; and :func:`fallback_route` of that rung): every question decide
+    asks of this module, asked at once."""
+    routed = route(kernel, "auto" if auto else kernel, split_k)
+    if batch and auto and not REGISTRY[routed].batches:
+        # one launch a product would give every product z = 0: a rung that runs the batch in one launch
+        cc = compute_capability(dev)
+        able = [n for n in gemm_kernels() if REGISTRY[n].batches and dtype in REGISTRY[n].dtypes]
+        able = [n for n in able if REGISTRY[n].min_cc <= cc and REGISTRY[n].epilogue]
+        routed = able[-1] if able else routed
+    return routed, fallback_route(routed)
 
 
 def fallback_route(kernel: str) -> str | ValueError | None:
