@@ -23,6 +23,9 @@ CONFIGS = [
     # the H200 tuned table's winners: 4096 x 128 x 4096 and 1024 x 1024 x 8192
     dict(KS=2, BM=64, BN=128, WGS=1, NUM_THREADS=256, STAGES=8),
     dict(KS=2, BM=128, BN=128, WGS=1, NUM_THREADS=256, STAGES=4, GM=4),
+    dict(
+        KS=2, BM=128, BN=64, WGS=1, NUM_THREADS=256, STAGES=8
+    ),  # one_warpgroup_128x64: the down projection, 128 tokens
 ]
 
 
