@@ -85,9 +85,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         const int r0 = wrow + warp * 16 + g;  // this thread's first row in the tile (then + 8 h + 64 m)
         const float* const sbn = sb + (i64)sb_n * (o.y / 128);  // the tile's one block column of B
 #if PROMO
-        // B's scales of this item's blocks, 32 at a time: lane l holds step kb + l's, so a step reads its scale with
-        // a shuffle instead of a global load (one uniform load a step and thread cost 10 %: ncu, 0.87x against
-        // 0.98x 17 without it); the next 32 are loaded a chunk ahead.
+        // B's scales of this item's blocks, 32 at a time (the header): lane l holds step kb + l's, read by a shuffle
         auto bchunk = [&](int kb) { return kb + lane < k1 ? __ldg(sbn + (i64)sb_k * walk.slab(i, kb + lane)) : 0.f; };
         float bnow = bchunk(k0), bnext = bchunk(k0 + 32);
         auto bscale = [&](int kt) {
