@@ -65,10 +65,19 @@ def test_registry_is_in_ladder_order_and_public():
     ]
     half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
     # the FP32-accurate rung on Hopper and the half branch for few tiles build on the wgmma rungs, then the FP8 rungs
-    # (cumm.scaled_matmul's), then the FP32 decode rung (streams B; raced at products of few rows)
-    assert gemm == fp32 + half + ["wgmma_tf32x3", "wgmma_cluster_split_k", "fp8_wgmma", "fp8_block_scaled", "skinny"]
+    # (cumm.scaled_matmul's), then the decode rungs (stream B; raced at products of few rows), FP32 and 16-bit
+    assert gemm == fp32 + half + [
+        "wgmma_tf32x3",
+        "wgmma_cluster_split_k",
+        "fp8_wgmma",
+        "fp8_block_scaled",
+        "skinny",
+        "skinny16",
+    ]
     assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3", "skinny"]
-    assert cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half + ["wgmma_cluster_split_k"]
+    assert (
+        cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half + ["wgmma_cluster_split_k", "skinny16"]
+    )
     assert [n for n, s in REGISTRY.items() if s.branch] == ["wgmma_cluster_split_k"]
     with pytest.raises(ValueError, match=r"dtype must be one of float32, float16, bfloat16, got 'int8'"):
         cumm.kernels(dtype="int8")
