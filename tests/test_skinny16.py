@@ -21,6 +21,7 @@ CONFIGS = [
     dict(BM=4, BN=16, U=1, NUM_THREADS=128),  # 64 k-groups
     dict(BM=2, BN=128, U=2, NUM_THREADS=128),  # 8 k-groups, two chunks in flight
     dict(BM=8, BN=256, U=1, NUM_THREADS=32),  # one k-group: no reduction
+    dict(BM=1, BN=48, U=1, NUM_THREADS=384),  # six column threads, 64 k-groups
 ]
 SHAPES = [
     (1, 1, 1),

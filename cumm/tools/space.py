@@ -145,8 +145,10 @@ def register_cap(threads: int, minb: int, dev: DeviceInfo) -> int:
 
 
 def _accumulators(spec: KernelSpec, cfg: Mapping[str, int]) -> int | None:
+    """Outputs a thread holds; None without a tile, or when the block has fewer outputs than threads (the threads
+    split K too, as the skinny rungs' do: no register tile whose reuse the score could weigh)."""
     if "BM" in cfg and "BN" in cfg:
-        return cfg["BM"] * cfg["BN"] // max(1, spec.threads(cfg))
+        return cfg["BM"] * cfg["BN"] // max(1, spec.threads(cfg)) or None
     return None
 
 

@@ -45,5 +45,13 @@ SPEC = KernelSpec(
             "the k-groups' partial sums (NUM_THREADS x BM x 32 bytes) fit in 227 KB of shared memory",
         ),
     ],
-    space=dict(BM=(1, 2, 4, 8), BN=(16, 32, 64, 128, 256), U=(1, 2), NUM_THREADS=(128, 256, 512)),
+    # BN of 24, 48, 96 and 192 (with 384 threads, which their 3, 6, 12 and 24 column threads divide): one block a
+    # multiprocessor for widths that are not a power of two times 132 (6144 = 128 x 48 columns: one wave, where BN =
+    # 32 gave 192 blocks of 512 threads, one resident a multiprocessor, two waves)
+    space=dict(
+        BM=(1, 2, 4, 8),
+        BN=(16, 24, 32, 48, 64, 96, 128, 192, 256),
+        U=(1, 2),
+        NUM_THREADS=(128, 256, 384, 512),
+    ),
 )
