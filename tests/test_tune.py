@@ -366,6 +366,18 @@ def test_shipped_tables_are_well_formed():
             assert key == _store.entry_key(e)
 
 
+def test_shipped_tables_have_one_winner_a_shape():
+    """A race saves one winner (with "raced") per GPU, dtype and shape; a second one left by merging tables by hand
+    would make auto's choice depend on which entry it met first."""
+    for t in _store.shipped_tables():
+        winners: dict[tuple, str] = {}
+        for key, e in json.loads(t.read_text())["entries"].items():
+            if e.get("raced"):
+                at = (e["gpu"], e["dtype"], tuple(e["shape"]))
+                assert at not in winners, f"{t.name}: {key} and {winners[at]} both won at {at}"
+                winners[at] = key
+
+
 def test_shipped_tables_match_the_current_templates():
     """An edited template (or common.cuh, or a shared header) voids its tuned entries: re-tune, then ship."""
     for t in _store.shipped_tables():
