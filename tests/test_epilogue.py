@@ -98,6 +98,7 @@ def test_pack_layout():
         ("wgmma", "float16"),
         ("wgmma_ws", "bfloat16"),
         ("wgmma_cluster_split_k", "bfloat16"),
+        ("skinny16", "bfloat16"),
     ],
 )
 @pytest.mark.parametrize("batched", [0, 1])
@@ -312,6 +313,7 @@ RUNGS = [
     ("mma_swizzled_pipeline", "bfloat16"),
     ("wgmma", "float16"),
     ("wgmma_ws", "bfloat16"),
+    ("skinny16", "float16"),  # (auto's rung for one-row half products)
     ("auto", "float32"),
     ("auto", "bfloat16"),
 ]
