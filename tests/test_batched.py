@@ -92,7 +92,7 @@ def test_a_rung_without_batches_says_so(rng):
         with pytest.raises(
             ValueError,
             match=r"kernel 'mma_unbatched' does not run batched products .*; the rungs that do: "
-            r"\[.*'mma', 'mma_swizzled_pipeline'.*'wgmma_ws'.*'wgmma_cluster_split_k', 'skinny16'\]",
+            r"\[.*'mma', 'mma_swizzled_pipeline'.*'wgmma_ws'.*'wgmma_cluster_split_k', 'skinny16', 'wgmma_swap_ab'\]",
         ):
             cumm.matmul(a, a, kernel="mma_unbatched")
     finally:
@@ -100,15 +100,16 @@ def test_a_rung_without_batches_says_so(rng):
 
 
 # the half rungs that run batches with grid z over the batch (wgmma_ws walks the batch's tiles: tested below)
-GRID_Z_HALF = ["mma", "mma_swizzled_pipeline", "wgmma_cluster_split_k", "skinny16"]
+GRID_Z_HALF = ["mma", "mma_swizzled_pipeline", "wgmma_cluster_split_k", "skinny16", "wgmma_swap_ab"]
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 @pytest.mark.parametrize("kernel", GRID_Z_HALF)
 def test_half_grid_z_rungs_run_batches(kernel, dt, rng):
-    """mma, mma_swizzled_pipeline, wgmma_cluster_split_k and skinny16 on batched and broadcast products (HALF_CASES,
-    below): each product against float64 and cuBLAS's error on the same inputs, out NaN-poisoned; a float32 out with
-    alpha and beta; one launch (the decision names the rung itself unless its operands sent it to its fallback)."""
+    """mma, mma_swizzled_pipeline, wgmma_cluster_split_k, skinny16 and wgmma_swap_ab on batched and broadcast
+    products (HALF_CASES, below): each product against float64 and cuBLAS's error on the same inputs, out
+    NaN-poisoned; a float32 out with alpha and beta; one launch (the decision names the rung itself unless its
+    operands sent it to its fallback)."""
     import cupy
 
     from .test_half import _cublas, _dtype, _err

@@ -99,6 +99,7 @@ def test_pack_layout():
         ("wgmma_ws", "bfloat16"),
         ("wgmma_cluster_split_k", "bfloat16"),
         ("skinny16", "bfloat16"),
+        ("wgmma_swap_ab", "bfloat16"),
     ],
 )
 @pytest.mark.parametrize("batched", [0, 1])
@@ -314,11 +315,12 @@ RUNGS = [
     ("wgmma", "float16"),
     ("wgmma_ws", "bfloat16"),
     ("skinny16", "float16"),  # (auto's rung for one-row half products)
+    ("wgmma_swap_ab", "bfloat16"),  # (transposed tiles: C written an element at a time)
     ("auto", "float32"),
     ("auto", "bfloat16"),
 ]
 SHAPES = [(1, 1, 1), (37, 41, 13), (129, 256, 65), (257, 131, 300)]  # N = 256: wgmma_ws's TMA store; 131: direct
-_SM90 = {"wgmma_tf32x3", "wgmma", "wgmma_ws"}
+_SM90 = {"wgmma_tf32x3", "wgmma", "wgmma_ws", "wgmma_swap_ab"}
 
 
 def _b(rng, K, N, dt):

@@ -73,10 +73,18 @@ def test_registry_is_in_ladder_order_and_public():
         "fp8_block_scaled",
         "skinny",
         "skinny16",
+        "wgmma_swap_ab",
     ]
     assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3", "skinny"]
     assert (
-        cumm.kernels(dtype="float16") == cumm.kernels(dtype="bfloat16") == half + ["wgmma_cluster_split_k", "skinny16"]
+        cumm.kernels(dtype="float16")
+        == cumm.kernels(dtype="bfloat16")
+        == half
+        + [
+            "wgmma_cluster_split_k",
+            "skinny16",
+            "wgmma_swap_ab",
+        ]
     )
     assert [n for n, s in REGISTRY.items() if s.branch] == ["wgmma_cluster_split_k"]
     with pytest.raises(ValueError, match=r"dtype must be one of float32, float16, bfloat16, got 'int8'"):

@@ -490,14 +490,15 @@ def test_top_rungs_per_dtype():
     assert _tune.top_rungs(90) == ["warptile", "double_buffer", "tf32x3", "wgmma_tf32x3", "skinny"]
     assert _tune.top_rungs(80) == ["warptile", "double_buffer", "tf32x3", "skinny"]
     half = ["mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
-    assert _tune.top_rungs(90, "bfloat16") == [*half, "wgmma_cluster_split_k", "skinny16"]
+    assert _tune.top_rungs(90, "bfloat16") == [*half, "wgmma_cluster_split_k", "skinny16", "wgmma_swap_ab"]
     assert _tune.top_rungs(80, "float16") == ["mma_swizzled_pipeline", "skinny16"]
 
 
 def test_a_branch_rung_races_only_where_tiles_are_few():
     """wgmma_cluster_split_k (a branch for few tiles) races where wgmma_ws's default 128 x 256 tiles are fewer
     than the multiprocessors; elsewhere the ladder's rungs share the budget."""
-    rungs = [k for k in _tune.top_rungs(90, "bfloat16") if k != "skinny16"]  # (raced at M = 1 only)
+    # (the decode rungs race at products of few rows only: skinny16 at M = 1, wgmma_swap_ab at M <= 128)
+    rungs = [k for k in _tune.top_rungs(90, "bfloat16") if k not in ("skinny16", "wgmma_swap_ab")]
     half = rungs[:-1]
     assert _tune.raced_at(rungs, (4096, 4096, 4096), 132) == half  # 512 tiles
     assert _tune.raced_at(rungs, (2048, 2304, 2048), 132) == half  # 144 tiles
@@ -516,9 +517,12 @@ def test_a_rung_with_race_max_m_races_only_at_few_rows():
     assert _tune.raced_at(rungs, (8192, 8192, 8192), 132) == rungs[:-1]
     assert _tune.raced_at(["skinny"], (4096, 4096, 4096), 132) == []
     half = _tune.top_rungs(90, "bfloat16")
-    assert _tune.raced_at([*half, "skinny"], (128, 4096, 4096), 132) == half[:-1]  # the branch races; skinny16 not
+    no16 = [k for k in half if k != "skinny16"]
+    # the branch races, wgmma_swap_ab (race_max_m = 128) too; skinny16 not
+    assert _tune.raced_at([*half, "skinny"], (128, 4096, 4096), 132) == no16
     assert _tune.raced_at(half, (1, 4096, 4096), 132) == half  # skinny16 (race_max_m = 1) too
-    assert _tune.raced_at(half, (2, 4096, 4096), 132) == half[:-1]
+    assert _tune.raced_at(half, (2, 4096, 4096), 132) == no16
+    assert _tune.raced_at(half, (129, 4096, 4096), 132) == no16[:-1]
 
 
 def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):

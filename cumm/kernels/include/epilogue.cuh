@@ -171,6 +171,12 @@ __device__ __forceinline__ void cumm_store_pair(cumm_out_t* __restrict__ row, in
                         cumm_epi_at(al, y, zr.y, col + 1, zr.x), 1.0f, beta);
 }
 
+__device__ __forceinline__ void cumm_store_one(cumm_out_t* __restrict__ row, int col, float x, const CummAlpha& al,
+                                               float beta) {
+    const int2 zr = cumm_epi_row(al, row);
+    cumm_store_one(row, col, cumm_epi_at(al, x, zr.y, col, zr.x), 1.0f, beta);
+}
+
 #ifdef CUMM_EPI_SM90  // ---- sm90.cuh's epilogues (the renderer defines it when sm90.cuh is a header) ------
 // The wgmma layout (sm90.cuh): thread (warp, g, t4) holds, of m64 block m, rows 64 m + 16 warp + g (+ 8) and
 // columns 8 j + 2 t4 (+ 1) in d[m][4 j + 2 h (+ 1)].

@@ -563,6 +563,40 @@ template <int N, int TA = 0, int TB = 1>
 __device__ __forceinline__ void cumm_wgmma16(float (&d)[N / 2], unsigned long long a, unsigned long long b, int acc) {
     CummWgmma16<N, TA, TB>::run(d, a, b, acc);
 }
+// N = 8, 16, 32: the few rows of a product as wgmma's N (22_wgmma_swap_ab: C^T = B^T A^T)
+template <int TA, int TB>
+struct CummWgmma16<8, TA, TB> {
+    static __device__ __forceinline__ void run(float (&d)[4], unsigned long long a, unsigned long long b, int acc) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {%0,%1,%2,%3}, %4, %5, p, 1, 1, "
+            "%7, %8;\n}\n"
+            : CUMM_WGMMA_D4(0)
+            : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
+template <int TA, int TB>
+struct CummWgmma16<16, TA, TB> {
+    static __device__ __forceinline__ void run(float (&d)[8], unsigned long long a, unsigned long long b, int acc) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n16k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, "
+            "%11, %12;\n}\n"
+            : CUMM_WGMMA_D4(0), CUMM_WGMMA_D4(4)
+            : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
+template <int TA, int TB>
+struct CummWgmma16<32, TA, TB> {
+    static __device__ __forceinline__ void run(float (&d)[16], unsigned long long a, unsigned long long b, int acc) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32." CUMM_MMA_T "." CUMM_MMA_T " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, "
+            "%19, %20;\n}\n"
+            : CUMM_WGMMA_D4(0), CUMM_WGMMA_D4(4), CUMM_WGMMA_D4(8), CUMM_WGMMA_D4(12)
+            : "l"(a), "l"(b), "r"(acc), "n"(TA), "n"(TB));
+    }
+};
 template <int TA, int TB>
 struct CummWgmma16<64, TA, TB> {
     static __device__ __forceinline__ void run(float (&d)[32], unsigned long long a, unsigned long long b, int acc) {

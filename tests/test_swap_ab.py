@@ -1,0 +1,162 @@
+"""wgmma_swap_ab (22_wgmma_swap_ab): a few-row product computed transposed, C^T = B^T A^T, the rows as wgmma's N.
+On the GPU: every tile height (wgmma's N of 8 to 128), whole K and K split over clusters of 2 and 4, against float64
+and cuBLAS's own error on odd shapes (rows past M and columns past N, K ranges left empty when K has fewer slabs
+than KS), alpha and beta into half and float32 results, a batch, the same bits from run to run; offline: the
+compiles and the spec's refusals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import cumm
+from cumm.api.decision import decision
+
+from .test_half import HALF, _cublas, _dtype, _err, _inputs, _ref
+
+NAME = "wgmma_swap_ab"
+CONFIGS = [
+    None,  # the defaults: 16 x 64 tiles, whole K, 16 stages
+    dict(BM=8, BN=64, STAGES=16),
+    dict(BM=32, BN=128, KS=2, STAGES=10),
+    dict(BM=16, BN=64, KS=2, STAGES=16),
+    dict(BM=32, BN=64, KS=4, STAGES=12),
+    dict(BM=64, BN=256, WGS=2, NUM_THREADS=384, STAGES=4),
+    dict(BM=128, BN=128, WGS=2, NUM_THREADS=384, STAGES=6, GM=4),
+]
+
+
+def _id(c) -> str:
+    return "defaults" if c is None else "_".join(f"{k}{v}" for k, v in c.items() if k != "NUM_THREADS")
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_compiles_without_spills(config):
+    k = cumm.compile(NAME, config, arch="sm_90a")
+    assert k.spill_stores == 0 and k.spill_loads == 0, k
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        (dict(BM=24), r"BM is 8, 16, 32, 64 or 128"),
+        (dict(KS=3), r"1 \(whole K a block\), 2, 4 or 8"),
+        (dict(BM=16, KS=4), r"BM % \(8 KS\) == 0"),
+        (dict(WGS=2), r"NUM_THREADS is a producer and WGS consumer warpgroups"),
+        (dict(BN=64, WGS=2, NUM_THREADS=384), r"whole 64-column blocks"),
+        (dict(BM=128, BN=256), r"more than 128 spill"),
+        (
+            dict(BM=128, BN=256, WGS=2, NUM_THREADS=384, KS=2, STAGES=2),
+            r"the stage ring takes the tile's FP32 partial sums",
+        ),
+        (dict(BN=256, STAGES=16), r"227 KB"),
+    ],
+)
+def test_refused_configurations(config, match):
+    with pytest.raises(ValueError, match=match):
+        cumm.compile(NAME, config, arch="sm_90a")
+
+
+def test_raced_at_few_rows_not_the_top_rung():
+    """auto runs it only where a tuned entry says it won; the tuner races it at products of at most 128 rows."""
+    from cumm.plan.auto import top
+    from cumm.tools import tune as _tune
+
+    spec = cumm.kernel_spec(NAME)
+    assert spec.raced and spec.race_max_m == 128 and not spec.top and not spec.branch
+    rungs = _tune.top_rungs(90, "bfloat16")
+    assert NAME in _tune.raced_at(rungs, (128, 128256, 4096), 132)  # 501 tiles, but 128 rows
+    assert NAME not in _tune.raced_at(rungs, (129, 64, 4096), 132)
+    assert top(90, dtype="bfloat16") == top(90, dtype="float16") == "wgmma_ws"
+
+
+# Operands the copy engine reads (K % 8 == 0; b padded to a multiple of 8 columns): M of 1 and primes (rows past M
+# in the tile), N off the 64-column blocks, K of one slab and fewer slabs than KS, and the few-token shapes it is for.
+GPU_SHAPES = [
+    (1, 8, 8),
+    (3, 72, 64),
+    (7, 129, 1000),
+    (16, 200, 448),
+    (17, 264, 4104),
+    (31, 1001, 520),
+    (64, 64, 64),
+    (100, 1000, 2000),
+    (128, 4096, 4096),
+    (16, 6144, 4096),
+    (33, 333, 8),
+    (200, 130, 256),
+]
+
+
+def _operands(rng, M, N, K, dt):
+    """a and b as _inputs makes them, with b a view of rows padded to a multiple of 8 elements when N is not."""
+    a, b = _inputs(rng, M, N, K, dt)
+    if N % 8:
+        import cupy
+
+        wide = cupy.full((K, -(-N // 8) * 8), math.nan, dtype=b.dtype)
+        wide[:, :N] = b
+        b = wide[:, :N]
+    return a, b
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
+    import cupy
+
+    M, N, K = shape
+    a, b = _operands(rng, M, N, K, dt)
+    ref = _ref(a, b)
+    theirs = _err(_cublas(a, b), ref)
+    first = None
+    for _ in range(2):
+        out = cupy.full((M, N), math.nan, dtype=a.dtype)
+        cumm.matmul(a, b, kernel=NAME, config=config, out=out)
+        assert decision(a, b, out, kernel=NAME, config=config).startswith(NAME)
+        ours = _err(out, ref)
+        assert ours <= 1.5 * theirs + 1e-7, f"{config} {dt} {shape}: {ours:.3e} against cuBLAS {theirs:.3e}"
+        if first is None:
+            first = out
+        else:  # whole K, or the partials added in rank order: the same bits every run
+            assert bool((first.view(cupy.uint16) == out.view(cupy.uint16)).all()), "results differ between runs"
+    wide = cupy.full((M, N), 1.0, dtype=cupy.float32)  # the FP32 sums themselves, alpha and beta
+    cumm.matmul(a, b, kernel=NAME, config=config, out=wide, alpha=2.0, beta=-1.0)
+    assert _err(wide, 2.0 * ref - 1.0) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
+    import cupy
+
+    M, N, K = 30, 1000, 2000
+    a, b = _inputs(rng, M, N, K, dt)
+    c0 = rng.standard_normal((M, N), dtype="float32").astype(_dtype(dt))
+    big = cupy.full((M, N + 8), 7.0, dtype=a.dtype)
+    out = big[:, :N]
+    out[...] = c0
+    ref = 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float32).astype(cupy.float64)
+    cumm.matmul(a, b, kernel=NAME, out=out, alpha=0.5, beta=-1.5)
+    rounded = _err(ref.astype(cupy.float32).astype(a.dtype), ref)
+    assert _err(out, ref) <= 1.5 * rounded + 1e-7
+    assert bool((big[:, N:] == 7.0).all()), "columns past N were written"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("config", [None, dict(BM=32, BN=64, KS=4, STAGES=12)], ids=_id)
+def test_a_batch_and_a_broadcast_weight(config, dt, rng, sm90):
+    """grid z over the batch (batch16.cuh): 5 products of 12 x 264 x 1000, the weight shared by all of them."""
+    import cupy
+
+    a = cupy.stack([_inputs(rng, 12, 264, 1000, dt)[0] for _ in range(5)])
+    b = _inputs(rng, 12, 264, 1000, dt)[1]
+    out = cupy.full((5, 12, 264), math.nan, dtype=a.dtype)
+    cumm.matmul(a, b, kernel=NAME, config=config, out=out)
+    for z in range(5):
+        ref = _ref(a[z], b)
+        assert _err(out[z], ref) <= 1.5 * _err(_cublas(a[z], b), ref) + 1e-7
