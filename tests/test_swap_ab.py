@@ -59,15 +59,15 @@ def test_refused_configurations(config, match):
 
 
 def test_raced_at_few_rows_not_the_top_rung():
-    """auto runs it only where a tuned entry says it won; the tuner races it at products of at most 128 rows."""
+    """auto runs it only where a tuned entry says it won; the tuner races it at products of at most 256 rows."""
     from cumm.plan.auto import top
     from cumm.tools import tune as _tune
 
     spec = cumm.kernel_spec(NAME)
-    assert spec.raced and spec.race_max_m == 128 and not spec.top and not spec.branch
+    assert spec.raced and spec.race_max_m == 256 and not spec.top and not spec.branch
     rungs = _tune.top_rungs(90, "bfloat16")
     assert NAME in _tune.raced_at(rungs, (128, 128256, 4096), 132)  # 501 tiles, but 128 rows
-    assert NAME not in _tune.raced_at(rungs, (129, 64, 4096), 132)
+    assert NAME not in _tune.raced_at(rungs, (257, 64, 4096), 132)
     assert top(90, dtype="bfloat16") == top(90, dtype="float16") == "wgmma_ws"
 
 

@@ -518,11 +518,11 @@ def test_a_rung_with_race_max_m_races_only_at_few_rows():
     assert _tune.raced_at(["skinny"], (4096, 4096, 4096), 132) == []
     half = _tune.top_rungs(90, "bfloat16")
     no16 = [k for k in half if k != "skinny16"]
-    # the branch races, wgmma_swap_ab (race_max_m = 128) too; skinny16 not
+    # the branch races, wgmma_swap_ab (race_max_m = 256) too; skinny16 not
     assert _tune.raced_at([*half, "skinny"], (128, 4096, 4096), 132) == no16
     assert _tune.raced_at(half, (1, 4096, 4096), 132) == half  # skinny16 (race_max_m = 1) too
     assert _tune.raced_at(half, (2, 4096, 4096), 132) == no16
-    assert _tune.raced_at(half, (129, 4096, 4096), 132) == no16[:-1]
+    assert _tune.raced_at(half, (257, 4096, 4096), 132) == no16[:-1]
 
 
 def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):

@@ -24,9 +24,10 @@ def _smem(c) -> int:
 SPEC = KernelSpec(
     name="wgmma_swap_ab",
     raced=True,  # the tuner races it
-    # raced at products of at most 128 rows (a tile's rows are wgmma's N here, at most 128), whatever their tile
-    # count; auto runs it where a tuned entry says it won (not a top rung)
-    race_max_m=128,
+    # raced at products of at most 256 rows, whatever their tile count (a tile's rows are wgmma's N here, at most
+    # 128; two tile rows that each read B still won 256 x 4096 x 14336 by 8-9 % on the H200, 1024 rows lost); auto
+    # runs it where a tuned entry says it won (not a top rung)
+    race_max_m=256,
     template=Path(__file__).with_name("kernel.cu"),
     **_HALF,
     summary="C^T = B^T A^T: the product's few rows as wgmma's N (8 to 128), 64 columns of B a warpgroup's M,"
