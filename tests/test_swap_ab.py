@@ -13,6 +13,7 @@ import pytest
 import cumm
 from cumm.api.decision import decision
 
+from .test_cluster_split_k import _operands
 from .test_half import HALF, _cublas, _dtype, _err, _inputs, _ref
 
 NAME = "wgmma_swap_ab"
@@ -87,18 +88,6 @@ GPU_SHAPES = [
     (33, 333, 8),
     (200, 130, 256),
 ]
-
-
-def _operands(rng, M, N, K, dt):
-    """a and b as _inputs makes them, with b a view of rows padded to a multiple of 8 elements when N is not."""
-    a, b = _inputs(rng, M, N, K, dt)
-    if N % 8:
-        import cupy
-
-        wide = cupy.full((K, -(-N // 8) * 8), math.nan, dtype=b.dtype)
-        wide[:, :N] = b
-        b = wide[:, :N]
-    return a, b
 
 
 @pytest.mark.gpu

@@ -497,7 +497,7 @@ def test_top_rungs_per_dtype():
 def test_a_branch_rung_races_only_where_tiles_are_few():
     """wgmma_cluster_split_k (a branch for few tiles) races where wgmma_ws's default 128 x 256 tiles are fewer
     than the multiprocessors; elsewhere the ladder's rungs share the budget."""
-    # (the decode rungs race at products of few rows only: skinny16 at M = 1, wgmma_swap_ab at M <= 128)
+    # (the decode rungs race at products of few rows only: skinny16 at M = 1, wgmma_swap_ab at M <= 256)
     rungs = [k for k in _tune.top_rungs(90, "bfloat16") if k not in ("skinny16", "wgmma_swap_ab")]
     half = rungs[:-1]
     assert _tune.raced_at(rungs, (4096, 4096, 4096), 132) == half  # 512 tiles

@@ -239,6 +239,46 @@ __device__ __forceinline__ void cumm_dsmem_store4(unsigned cta_addr, unsigned ra
                  ::"r"(cta_addr), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
 
+// A tile's K split over a cluster of P blocks (16_wgmma_cluster_split_k, 22_wgmma_swap_ab): the partial sums d
+// (MT m64 blocks of R accumulators a thread, NC consumer threads, this one ct) meet in distributed shared memory.
+// Rank q owns accumulators [q E, q E + E) of every m64 block, E = R / P: every block writes its partials of q's
+// share into block q's stage ring (slot r: rank r's, float4 f of thread ct at (f NC + ct): consecutive threads,
+// consecutive 16 bytes), after a cluster barrier (every block's wgmma done with its ring); after a second one
+// (every partial landed) each block adds the P partials of its share in rank order (the same bits every run)
+// and hands each float4 of sums to sink(m, x, sums): accumulators rank E + x .. + 3 of m64 block m. The producer
+// warpgroup passes both barriers too (they count every thread of the cluster).
+template <int P, int NC, int MT, int R, class Sink>
+__device__ __forceinline__ void cumm_cluster_sum(const float (&d)[MT][R], unsigned base, const unsigned char* sm,
+                                                 unsigned rank, int ct, Sink sink) {
+    constexpr int E = R / P;
+    static_assert(E % 4 == 0, "each rank's share is whole float4s of every thread's accumulators");
+    cumm_cluster_sync();
+#pragma unroll
+    for (int q = 0; q < P; ++q)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int f = 0; f < E / 4; ++f) {
+                const float* const v = &d[m][q * E + 4 * f];
+                cumm_dsmem_store4(base + (rank * (MT * E / 4) + m * E / 4 + f) * NC * 16 + ct * 16, q,
+                                  make_float4(v[0], v[1], v[2], v[3]));
+            }
+    cumm_cluster_sync();
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int f = 0; f < E / 4; ++f) {
+            const float4* const p = reinterpret_cast<const float4*>(sm) + (m * E / 4 + f) * NC + ct;
+            float4 a = p[0];
+#pragma unroll
+            for (int r = 1; r < P; ++r) {
+                const float4 b = p[r * MT * E / 4 * NC];
+                a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+            }
+            sink(m, 4 * f, a);
+        }
+}
+
 // ---- Named barriers, flags between blocks, cp.async groups ----------------------------------------------
 
 // A barrier over the N threads (whole warps) that name barrier `id` (1-15; 0 is __syncthreads'): a subset of

@@ -96,34 +96,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
 #pragma unroll
     for (int m = 0; m < MT; ++m) cumm_wgmma_pin(d[m]);
 
-    // Partials: slot r of block q's ring holds rank r's sums of q's columns, float4 f of thread ct at
-    // (f * CUMM_NC + ct) (consecutive threads, consecutive 16 bytes: no bank conflicts).
-    cumm_cluster_sync();  // every block's wgmma are done with its ring
-#pragma unroll
-    for (int q = 0; q < KS; ++q)
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-            for (int f = 0; f < E / 4; ++f) {
-                const float* const v = &d[m][q * E + 4 * f];
-                cumm_dsmem_store4(base + (rank * (MT * E / 4) + m * E / 4 + f) * CUMM_NC * 16 + ct * 16, q,
-                                  make_float4(v[0], v[1], v[2], v[3]));
-            }
-    cumm_cluster_sync();  // every partial has landed
-    float s[MT][E];
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int f = 0; f < E / 4; ++f) {
-            const float4* const p = reinterpret_cast<const float4*>(sm) + (m * E / 4 + f) * CUMM_NC + ct;
-            float4 a = p[0];
-#pragma unroll
-            for (int r = 1; r < KS; ++r) {  // rank order, whoever owns the columns: the same bits every run
-                const float4 b = p[r * MT * E / 4 * CUMM_NC];
-                a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
-            }
-            s[m][4 * f] = a.x, s[m][4 * f + 1] = a.y, s[m][4 * f + 2] = a.z, s[m][4 * f + 3] = a.w;
-        }
+    float s[MT][E];  // this rank's share of the tile's sums
+    cumm_cluster_sum<KS, CUMM_NC>(d, base, sm, rank, ct, [&](int m, int x, float4 a) {
+        s[m][x] = a.x, s[m][x + 1] = a.y, s[m][x + 2] = a.z, s[m][x + 3] = a.w;
+    });
 
     // this rank's BN / KS columns: accumulator pair (4 j + 2 h, + 1) of a thread is row warp * 16 + g + 8 h,
     // columns 8 j + 2 t4, + 1 of its m64 block

@@ -109,33 +109,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 #pragma unroll
         for (int x = 0; x < R; ++x) put(m, x, d[m][x]);
 #else
-    // 16's sums: slot r of block q's ring holds rank r's partials of q's accumulators [q E, q E + E), float4 f of
-    // thread ct at (f * CUMM_NC + ct)
-    cumm_cluster_sync();  // every block's wgmma are done with its ring
-#pragma unroll
-    for (int q = 0; q < KS; ++q)
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-            for (int f = 0; f < E / 4; ++f) {
-                const float* const v = &d[m][q * E + 4 * f];
-                cumm_dsmem_store4(base + (rank * (MT * E / 4) + m * E / 4 + f) * CUMM_NC * 16 + ct * 16, q,
-                                  make_float4(v[0], v[1], v[2], v[3]));
-            }
-    cumm_cluster_sync();  // every partial has landed
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int f = 0; f < E / 4; ++f) {
-            const float4* const p = reinterpret_cast<const float4*>(sm) + (m * E / 4 + f) * CUMM_NC + ct;
-            float4 a = p[0];
-#pragma unroll
-            for (int r = 1; r < KS; ++r) {  // rank order: the same bits every run
-                const float4 b = p[r * MT * E / 4 * CUMM_NC];
-                a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
-            }
-            const int x = rank * E + 4 * f;
-            put(m, x, a.x), put(m, x + 1, a.y), put(m, x + 2, a.z), put(m, x + 3, a.w);
-        }
+    cumm_cluster_sum<KS, CUMM_NC>(d, base, sm, rank, ct, [&](int m, int x, float4 a) {  // 16's sums (sm90.cuh)
+        const int y = rank * E + x;
+        put(m, y, a.x), put(m, y + 1, a.y), put(m, y + 2, a.z), put(m, y + 3, a.w);
+    });
 #endif
 }
