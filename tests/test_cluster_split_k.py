@@ -94,11 +94,9 @@ def _operands(rng, M, N, K, dt):
     return a, b
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("config", CONFIGS, ids=_id)
-@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
+def check_against_float64_and_cublas(kernel, shape, config, dt, rng, fallback="mma_swizzled_pipeline"):
+    """kernel (or, where a's rows are off 16 bytes, its fallback) against float64 and cuBLAS's own error, the output
+    NaN-poisoned; the same bits on a second run; the FP32 sums with alpha and beta (shared with test_swap_ab)."""
     import cupy
 
     M, N, K = shape
@@ -108,36 +106,48 @@ def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
     first = None
     for _ in range(2):
         out = cupy.full((M, N), math.nan, dtype=a.dtype)
-        cumm.matmul(a, b, kernel=NAME, config=config, out=out)
-        ran = decision(a, b, out, kernel=NAME, config=config)
+        cumm.matmul(a, b, kernel=kernel, config=config, out=out)
+        ran = decision(a, b, out, kernel=kernel, config=config)
         # a's rows are 16-byte aligned when K % 8 == 0 (b's always are: _operands pads them)
-        assert ran.startswith(NAME if K % 8 == 0 else "mma_swizzled_pipeline"), ran
+        assert ran.startswith(kernel if K % 8 == 0 else fallback), ran
         ours = _err(out, ref)
         assert ours <= 1.5 * theirs + 1e-7, f"{config} {dt} {shape}: {ours:.3e} against cuBLAS {theirs:.3e}"
         if first is None:
             first = out
-        else:  # the partials are added in rank order: the same bits every run
+        else:  # whole K, or the partials added in rank order: the same bits every run
             assert bool((first.view(cupy.uint16) == out.view(cupy.uint16)).all()), "results differ between runs"
     wide = cupy.full((M, N), 1.0, dtype=cupy.float32)  # the FP32 sums themselves, alpha and beta
-    cumm.matmul(a, b, kernel=NAME, config=config, out=wide, alpha=2.0, beta=-1.0)
+    cumm.matmul(a, b, kernel=kernel, config=config, out=wide, alpha=2.0, beta=-1.0)
     # against the exact 2 ab - 1: adding the 1 back in FP32 first cancelled (1 x 1 x 1 with a b = -0.0011: the
     # FP32 result -1.0021865 is right to its last bit, but (wide + 1) / 2ab was off by 2.5e-5)
     assert _err(wide, 2.0 * ref - 1.0) < 1e-5
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("dt", HALF)
-def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
+def check_beta_with_a_half_result_and_a_guard_band(kernel, M, N, K, dt, rng):
+    """C = 0.5 ab - 1.5 C into a half view whose rows are padded: the padding keeps its 7s."""
     import cupy
 
-    M, N, K = 300, 1000, 2000
     a, b = _inputs(rng, M, N, K, dt)
     c0 = rng.standard_normal((M, N), dtype="float32").astype(_dtype(dt))
     big = cupy.full((M, N + 8), 7.0, dtype=a.dtype)
     out = big[:, :N]
     out[...] = c0
     ref = 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float32).astype(cupy.float64)
-    cumm.matmul(a, b, kernel=NAME, out=out, alpha=0.5, beta=-1.5)
+    cumm.matmul(a, b, kernel=kernel, out=out, alpha=0.5, beta=-1.5)
     rounded = _err(ref.astype(cupy.float32).astype(a.dtype), ref)
     assert _err(out, ref) <= 1.5 * rounded + 1e-7
     assert bool((big[:, N:] == 7.0).all()), "columns past N were written"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
+    check_against_float64_and_cublas(NAME, shape, config, dt, rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
+    check_beta_with_a_half_result_and_a_guard_band(NAME, 300, 1000, 2000, dt, rng)

@@ -11,10 +11,9 @@ import math
 import pytest
 
 import cumm
-from cumm.api.decision import decision
 
-from .test_cluster_split_k import _operands
-from .test_half import HALF, _cublas, _dtype, _err, _inputs, _ref
+from .test_cluster_split_k import check_against_float64_and_cublas, check_beta_with_a_half_result_and_a_guard_band
+from .test_half import HALF, _cublas, _err, _inputs, _ref
 
 NAME = "wgmma_swap_ab"
 CONFIGS = [
@@ -95,44 +94,13 @@ GPU_SHAPES = [
 @pytest.mark.parametrize("config", CONFIGS, ids=_id)
 @pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
-    import cupy
-
-    M, N, K = shape
-    a, b = _operands(rng, M, N, K, dt)
-    ref = _ref(a, b)
-    theirs = _err(_cublas(a, b), ref)
-    first = None
-    for _ in range(2):
-        out = cupy.full((M, N), math.nan, dtype=a.dtype)
-        cumm.matmul(a, b, kernel=NAME, config=config, out=out)
-        assert decision(a, b, out, kernel=NAME, config=config).startswith(NAME)
-        ours = _err(out, ref)
-        assert ours <= 1.5 * theirs + 1e-7, f"{config} {dt} {shape}: {ours:.3e} against cuBLAS {theirs:.3e}"
-        if first is None:
-            first = out
-        else:  # whole K, or the partials added in rank order: the same bits every run
-            assert bool((first.view(cupy.uint16) == out.view(cupy.uint16)).all()), "results differ between runs"
-    wide = cupy.full((M, N), 1.0, dtype=cupy.float32)  # the FP32 sums themselves, alpha and beta
-    cumm.matmul(a, b, kernel=NAME, config=config, out=wide, alpha=2.0, beta=-1.0)
-    assert _err(wide, 2.0 * ref - 1.0) < 1e-5
+    check_against_float64_and_cublas(NAME, shape, config, dt, rng)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", HALF)
 def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
-    import cupy
-
-    M, N, K = 30, 1000, 2000
-    a, b = _inputs(rng, M, N, K, dt)
-    c0 = rng.standard_normal((M, N), dtype="float32").astype(_dtype(dt))
-    big = cupy.full((M, N + 8), 7.0, dtype=a.dtype)
-    out = big[:, :N]
-    out[...] = c0
-    ref = 0.5 * _ref(a, b) - 1.5 * c0.astype(cupy.float32).astype(cupy.float64)
-    cumm.matmul(a, b, kernel=NAME, out=out, alpha=0.5, beta=-1.5)
-    rounded = _err(ref.astype(cupy.float32).astype(a.dtype), ref)
-    assert _err(out, ref) <= 1.5 * rounded + 1e-7
-    assert bool((big[:, N:] == 7.0).all()), "columns past N were written"
+    check_beta_with_a_half_result_and_a_guard_band(NAME, 30, 1000, 2000, dt, rng)
 
 
 @pytest.mark.gpu
