@@ -1,4 +1,4 @@
-"""wgmma_swap_ab (22_wgmma_swap_ab): a few-row product computed transposed, C^T = B^T A^T, the rows as wgmma's N.
+"""wgmma_swap_ab (21_wgmma_swap_ab): a few-row product computed transposed, C^T = B^T A^T, the rows as wgmma's N.
 On the GPU: every tile height (wgmma's N of 8 to 128), whole K and K split over clusters of 2 and 4, against float64
 and cuBLAS's own error on odd shapes (rows past M and columns past N, K ranges left empty when K has fewer slabs
 than KS), alpha and beta into half and float32 results, a batch, the same bits from run to run; offline: the

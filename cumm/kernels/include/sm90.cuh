@@ -239,7 +239,7 @@ __device__ __forceinline__ void cumm_dsmem_store4(unsigned cta_addr, unsigned ra
                  ::"r"(cta_addr), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
 
-// A tile's K split over a cluster of P blocks (16_wgmma_cluster_split_k, 22_wgmma_swap_ab): the partial sums d
+// A tile's K split over a cluster of P blocks (16_wgmma_cluster_split_k, 21_wgmma_swap_ab): the partial sums d
 // (MT m64 blocks of R accumulators a thread, NC consumer threads, this one ct) meet in distributed shared memory.
 // Rank q owns accumulators [q E, q E + E) of every m64 block, E = R / P: every block writes its partials of q's
 // share into block q's stage ring (slot r: rank r's, float4 f of thread ct at (f NC + ct): consecutive threads,
@@ -603,7 +603,7 @@ template <int N, int TA = 0, int TB = 1>
 __device__ __forceinline__ void cumm_wgmma16(float (&d)[N / 2], unsigned long long a, unsigned long long b, int acc) {
     CummWgmma16<N, TA, TB>::run(d, a, b, acc);
 }
-// N = 8, 16, 32: the few rows of a product as wgmma's N (22_wgmma_swap_ab: C^T = B^T A^T)
+// N = 8, 16, 32: the few rows of a product as wgmma's N (21_wgmma_swap_ab: C^T = B^T A^T)
 template <int TA, int TB>
 struct CummWgmma16<8, TA, TB> {
     static __device__ __forceinline__ void run(float (&d)[4], unsigned long long a, unsigned long long b, int acc) {

@@ -108,7 +108,7 @@ __device__ __forceinline__ void cumm_store_pair(cumm_out_t* __restrict__ row, in
     if (col + 1 < ncols) cumm_store_out(row + col + 1, beta != 0.0f ? y + beta * cumm_out2f(row + col + 1) : y);
 }
 
-// One output of a row of C (in bounds: the caller checks), for tiles held transposed (22_wgmma_swap_ab).
+// One output of a row of C (in bounds: the caller checks), for tiles held transposed (21_wgmma_swap_ab).
 __device__ __forceinline__ void cumm_store_one(cumm_out_t* __restrict__ row, int col, float x, float alpha,
                                                float beta) {
     x *= alpha;
