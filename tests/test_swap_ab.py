@@ -71,8 +71,9 @@ def test_raced_at_few_rows_not_the_top_rung():
     assert top(90, dtype="bfloat16") == top(90, dtype="float16") == "wgmma_ws"
 
 
-# Operands the copy engine reads (K % 8 == 0; b padded to a multiple of 8 columns): M of 1 and primes (rows past M
-# in the tile), N off the 64-column blocks, K of one slab and fewer slabs than KS, and the few-token shapes it is for.
+# b padded to a multiple of 8 columns; K % 8 == 0 for the copy engine (K = 1 checks the fallback): M of 1, primes
+# and 4097 (rows past M in the tile), N off the 64-column blocks, K of one slab and fewer slabs than KS, and the
+# few-token shapes it is for.
 GPU_SHAPES = [
     (1, 8, 8),
     (3, 72, 64),
@@ -86,6 +87,8 @@ GPU_SHAPES = [
     (16, 6144, 4096),
     (33, 333, 8),
     (200, 130, 256),
+    (4097, 72, 64),  # 257 tile rows (4096 + 1)
+    (5, 77, 1),  # K = 1: a's rows are off 16 bytes, so its fallback runs (the helper checks which)
 ]
 
 
