@@ -287,6 +287,12 @@ template <int N>
 __device__ __forceinline__ void cumm_bar_sync(int id) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(N) : "memory");
 }
+// Arrive at barrier `id` without waiting: the N threads it counts are these and the ones that bar.sync on it
+// (a warpgroup hands a turn to another that waits there: 22_wgmma_pingpong).
+template <int N>
+__device__ __forceinline__ void cumm_bar_arrive(int id) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(N) : "memory");
+}
 // The same with the barrier's id compiled in.
 template <int ID, int N>
 __device__ __forceinline__ void cumm_bar_sync() {

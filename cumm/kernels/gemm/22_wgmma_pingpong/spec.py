@@ -1,0 +1,62 @@
+"""The wgmma_pingpong rung: parameters, defaults, constraints and launch geometry.
+
+Its own policy: a tile is one consumer warpgroup's (at most 128 x 128 in its registers); two warpgroups take turns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
+from cumm.ladder.common import hopper_half
+
+C = Constraint
+
+
+def _smem(c) -> int:
+    return c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"] + 16 + c["EPI"] * 32768
+
+
+# Beside the half ladder, for products whose epilogue is long beside their mainloop (short K, fused epilogues)
+SPEC = KernelSpec(
+    name="wgmma_pingpong",
+    raced=True,  # the tuner races it
+    template=Path(__file__).with_name("kernel.cu"),
+    **hopper_half(),
+    persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
+    schedules_batch=True,  # and a batch's tiles as one run
+    reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
+    summary="wgmma_ws with a tile per consumer warpgroup: the two take turns on the tensor cores, so one's"
+    " epilogue runs under the other's mainloop (short K, fused epilogues)",
+    defaults=dict(BM=128, BN=128, STAGES=6, GM=8, EPI=1, NUM_THREADS=384),
+    block=lambda c: (c["NUM_THREADS"], 1, 1),
+    grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
+    smem=_smem,
+    constraints=[
+        *positive("STAGES", "GM"),
+        C("BM in (64, 128)", "a tile is one warpgroup's whole 64-row wgmma blocks: BM is 64 or 128"),
+        C(
+            "BN % 64 == 0 and BN <= 256",
+            "B is copied in 64-column boxes and wgmma's N is at most 256: BN % 64 == 0, BN <= 256",
+        ),
+        C(
+            "BM * BN <= 128 * 128",
+            "a consumer thread holds its warpgroup's whole tile, BM * BN / 128 FP32 accumulators; more than 128 "
+            "spill under its 232 registers: BM * BN <= 16384",
+        ),
+        C("STAGES >= 2", "the pipeline needs at least two stages"),
+        C("NUM_THREADS == 384", "NUM_THREADS is 384: a producer and two consumer warpgroups"),
+        C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
+        C(
+            "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 16 + EPI * 32768 <= 232448",
+            "the stages (and the two epilogue staging tiles) fit in 227 KB of shared memory per block",
+        ),
+    ],
+    space=dict(
+        BM=(64, 128),
+        BN=(64, 128, 192, 256),
+        STAGES=(4, 5, 6, 8),
+        GM=(4, 8, 16),
+        EPI=(1,),
+        NUM_THREADS=(384,),
+    ),
+)

@@ -1,0 +1,135 @@
+"""wgmma_pingpong (22_wgmma_pingpong): two consumer warpgroups on different tiles, taking turns on the tensor cores.
+On the GPU: each tile shape against float64 and cuBLAS's own error on odd shapes (a block with one tile, so one
+warpgroup idles; blocks with an odd number of tiles; rows past M, columns past N), alpha and beta into half and
+float32 results, transposed operands read in place, a batch walked as one run, the fused epilogue; offline: the
+compiles and the spec's refusals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import cumm
+
+from .test_cluster_split_k import (
+    _operands,
+    check_against_float64_and_cublas,
+    check_beta_with_a_half_result_and_a_guard_band,
+)
+from .test_half import HALF, _cublas, _err, _inputs, _ref
+
+NAME = "wgmma_pingpong"
+CONFIGS = [
+    None,  # the defaults: 128 x 128 tiles, 6 stages
+    dict(BM=64, BN=256, STAGES=4),
+    dict(BM=128, BN=64, STAGES=8, GM=4),
+    dict(BM=64, BN=64, STAGES=8),
+    dict(BM=64, BN=192, STAGES=5, EPI=0),
+]
+
+
+def _id(c) -> str:
+    return "defaults" if c is None else "_".join(f"{k}{v}" for k, v in c.items())
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_compiles_without_spills(config):
+    k = cumm.compile(NAME, config, arch="sm_90a")
+    assert k.spill_stores == 0 and k.spill_loads == 0, k
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        (dict(BM=192), r"BM is 64 or 128"),
+        (dict(BN=96), r"BN % 64 == 0"),
+        (dict(BM=128, BN=256), r"more than 128 spill"),
+        (dict(NUM_THREADS=256), r"NUM_THREADS is 384"),
+        (dict(STAGES=1), r"at least two stages"),
+        (dict(EPI=2), r"EPI is 0"),
+        (dict(STAGES=8), r"227 KB"),
+    ],
+)
+def test_refused_configurations(config, match):
+    with pytest.raises(ValueError, match=match):
+        cumm.compile(NAME, config, arch="sm_90a")
+
+
+def test_raced_not_the_top_rung():
+    """auto runs it where a tuned entry says it won (or for a fused epilogue at short K: plan/epilogue.py)."""
+    from cumm.plan.auto import top
+
+    spec = cumm.kernel_spec(NAME)
+    assert spec.raced and not spec.top and not spec.branch and spec.reads_transposed and spec.schedules_batch
+    assert top(90, dtype="bfloat16") == "wgmma_ws"
+
+
+# K % 8 == 0 for the copy engine (K = 1 checks the fallback); 1 x 1 x 8: one tile, warpgroup 1 idle; 3 tiles of
+# 128 x 128 on a block (300 x 200 with 64-wide tiles...): odd counts of items; 4097 rows: a last tile row of one
+GPU_SHAPES = [
+    (1, 8, 8),
+    (64, 64, 64),
+    (127, 131, 136),
+    (300, 200, 520),
+    (1000, 77, 1000),
+    (4097, 300, 256),
+    (2048, 2048, 2048),
+    (300, 1000, 4104),
+    (5, 77, 1),  # K = 1: a's rows are off 16 bytes, so its fallback runs (the helper checks which)
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_against_float64_and_cublas(shape, config, dt, rng, sm90):
+    check_against_float64_and_cublas(NAME, shape, config, dt, rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
+    check_beta_with_a_half_result_and_a_guard_band(NAME, 300, 1000, 2000, dt, rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("config", [None, dict(BM=64, BN=256, STAGES=4)], ids=_id)
+def test_a_batch_of_transposed_keys(config, dt, rng, sm90):
+    """Attention's q @ k^T: a batch of 5 products, k^T a transposed view read in place (CUMM_TB), the batch's tiles
+    one run; and x @ w with w shared by the batch (a broadcast operand)."""
+    import cupy
+
+    q = cupy.stack([_inputs(rng, 300, 8, 128, dt)[0] for _ in range(5)])
+    k = cupy.stack([_inputs(rng, 500, 8, 128, dt)[0] for _ in range(5)])
+    out = cupy.full((5, 300, 500), math.nan, dtype=q.dtype)
+    cumm.matmul(q, k.transpose(0, 2, 1), kernel=NAME, config=config, out=out)
+    w = _inputs(rng, 12, 264, 1000, dt)[1]
+    x = cupy.stack([_inputs(rng, 12, 264, 1000, dt)[0] for _ in range(5)])
+    out2 = cupy.full((5, 12, 264), math.nan, dtype=q.dtype)
+    cumm.matmul(x, w, kernel=NAME, config=config, out=out2)
+    for z in range(5):
+        ref = _ref(q[z], k[z].T)
+        assert _err(out[z], ref) <= 1.5 * _err(_cublas(q[z], k[z].T), ref) + 1e-7
+        ref = _ref(x[z], w)
+        assert _err(out2[z], ref) <= 1.5 * _err(_cublas(x[z], w), ref) + 1e-7
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("act", ["gelu", "gelu_tanh", "silu"])
+def test_fused_bias_and_activation(act, rng, sm90):
+    """The epilogue hook on both of its store paths (the TMA store, and the direct stores of a tile whose columns
+    end off 16 bytes: N = 1001, b's rows padded) against float64, beside cuBLAS's error on the plain product."""
+    import cupy
+
+    from .test_epilogue import _acts, _f64
+
+    for M, N, K in [(777, 1536, 1000), (257, 1001, 520)]:
+        a, b = _operands(rng, M, N, K, "bfloat16")
+        bias = cupy.asarray(rng.standard_normal(N, dtype="float32")).astype(a.dtype)
+        out = cupy.full((M, N), math.nan, dtype=a.dtype)
+        cumm.matmul(a, b, kernel=NAME, bias=bias, activation=act, out=out)
+        ref = _acts()[act](_ref(a, b) + _f64(bias)[None, :])
+        assert _err(out, ref) <= 1.5 * _err(_cublas(a, b), _ref(a, b)) + 1e-7
