@@ -65,6 +65,18 @@ def test_raced_not_the_top_rung():
     assert top(90, dtype="bfloat16") == "wgmma_ws"
 
 
+def test_auto_runs_it_for_a_fused_epilogue_at_short_k():
+    """In place of the top rung, at K <= 2048 (its spec's epilogue_max_k); a tuned entry's own rung keeps the call."""
+    from cumm.plan.epilogue import short_k_route
+
+    assert cumm.kernel_spec(NAME).epilogue_max_k == 2048
+    for dt in HALF:
+        assert short_k_route("wgmma_ws", 2048, dt, 90) == NAME
+        assert short_k_route("wgmma_ws", 2049, dt, 90) == "wgmma_ws"
+        assert short_k_route("wgmma_swap_ab", 1024, dt, 90) == "wgmma_swap_ab"
+        assert short_k_route("mma_swizzled_pipeline", 1024, dt, 80) == "mma_swizzled_pipeline"  # sm_90a only
+
+
 # K % 8 == 0 for the copy engine (K = 1 checks the fallback); 1 x 1 x 8: one tile, warpgroup 1 idle; 3 tiles of
 # 128 x 128 on a block (300 x 200 with 64-wide tiles...): odd counts of items; 4097 rows: a last tile row of one
 GPU_SHAPES = [

@@ -65,7 +65,8 @@ def test_registry_is_in_ladder_order_and_public():
     ]
     half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
     # the FP32-accurate rung on Hopper and the half branch for few tiles build on the wgmma rungs, then the FP8 rungs
-    # (cumm.scaled_matmul's), then the decode rungs (stream B; raced at products of few rows), FP32 and 16-bit
+    # (cumm.scaled_matmul's), then the decode rungs (stream B; raced at products of few rows), FP32 and 16-bit, then
+    # ping-pong consumers (short K, fused epilogues)
     assert gemm == fp32 + half + [
         "wgmma_tf32x3",
         "wgmma_cluster_split_k",
@@ -74,6 +75,7 @@ def test_registry_is_in_ladder_order_and_public():
         "skinny",
         "skinny16",
         "wgmma_swap_ab",
+        "wgmma_pingpong",
     ]
     assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3", "skinny"]
     assert (
@@ -84,6 +86,7 @@ def test_registry_is_in_ladder_order_and_public():
             "wgmma_cluster_split_k",
             "skinny16",
             "wgmma_swap_ab",
+            "wgmma_pingpong",
         ]
     )
     assert [n for n, s in REGISTRY.items() if s.branch] == ["wgmma_cluster_split_k"]

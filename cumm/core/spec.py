@@ -152,6 +152,9 @@ class KernelSpec:
     # The tuner races it only at products of at most this many rows (0: any), e.g. a decode rung that cannot win
     # with more; kernel="auto" runs it where a tuned entry says it won.
     race_max_m: int = 0
+    # kernel="auto" runs it for a product with a fused epilogue (bias=, activation=, epilogue=) at most this deep
+    # (K) where it would run its dtype's top rung; 0: never (cumm/plan/epilogue.py, short_k_route).
+    epilogue_max_k: int = 0
     # Runs batched products in one launch (cumm.runtime.render.supports_batch: its template moves its pointers to
     # its product, or it walks the batch's tiles): set once when the spec is registered (cumm.ladder.registry.add).
     batches: bool = field(default=False, init=False, repr=False)

@@ -266,11 +266,27 @@ def route(kernel: str, requested: str, split_k):
     return able[-1]
 
 
-def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str, dev: int):
-    """(the rung an epilogue call runs: :func:`route` of ``kernel``, auto's choice or the caller's; for a batch under
-    auto, a rung that runs the batch in one launch; and :func:`fallback_route` of that rung): every question decide
-    asks of this module, asked at once."""
+def short_k_route(kernel: str, K: int, dtype: str, cc: int) -> str:
+    """auto's rung for a fused epilogue K deep: in place of a top rung (``kernel``), the last rung whose spec's
+    ``epilogue_max_k`` is at least K, takes ``dtype`` and runs on ``cc`` (wgmma_pingpong: its epilogue runs under
+    the other warpgroup's mainloop, where the top rung's runs between two mainloops); else ``kernel``."""
+    if not REGISTRY[kernel].top:  # a tuned entry's own rung (few rows, deep K) keeps the call
+        return kernel
+    able = [
+        n
+        for n in gemm_kernels()
+        if K <= REGISTRY[n].epilogue_max_k and dtype in REGISTRY[n].dtypes and REGISTRY[n].supports(cc)
+    ]
+    return able[-1] if able else kernel
+
+
+def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str, dev: int, K: int = 0):
+    """(the rung an epilogue call runs: :func:`route` of ``kernel``, auto's choice or the caller's, for auto at
+    depth ``K`` :func:`short_k_route` of it; for a batch under auto, a rung that runs the batch in one launch; and
+    :func:`fallback_route` of that rung): every question decide asks of this module, asked at once."""
     routed = route(kernel, "auto" if auto else kernel, split_k)
+    if auto and K:
+        routed = short_k_route(routed, K, dtype, compute_capability(dev))
     if batch and auto and not REGISTRY[routed].batches:
         # one launch a product would give every product z = 0: a rung that runs the batch in one launch
         cc = compute_capability(dev)
