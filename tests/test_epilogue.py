@@ -228,6 +228,16 @@ def test_build_named_order_and_operands():
     assert ops[0][1:] == (7, 35)
 
 
+def test_build_says_when_it_reads_a_matrix():
+    """auto's short-K route (wgmma_pingpong) is not taken for an epilogue that reads an operand per element."""
+    assert not _build(bias=_Fake((7,)), activation="gelu")[0].reads_matrix
+    assert not _build(epilogue="v *= s[col];", operands={"s": _Fake((7,))})[0].reads_matrix
+    assert _build(residual=_Fake((5, 7)))[0].reads_matrix
+    assert _build(epilogue="v *= aux[row * ld_aux + col];", aux=_Fake((5, 7)))[0].reads_matrix
+    a, b = _build(bias=_Fake((7,)))[0], _build(bias=_Fake((7,)))[0]
+    assert a.digest == b.digest and a == b
+
+
 @pytest.mark.parametrize(
     "kw,match",
     [
