@@ -92,7 +92,8 @@ def test_a_rung_without_batches_says_so(rng):
         with pytest.raises(
             ValueError,
             match=r"kernel 'mma_unbatched' does not run batched products .*; the rungs that do: "
-            r"\[.*'mma', 'mma_swizzled_pipeline'.*'wgmma_ws'.*'wgmma_cluster_split_k', 'skinny16', 'wgmma_swap_ab'\]",
+            r"\[.*'mma', 'mma_swizzled_pipeline'.*'wgmma_ws'.*'wgmma_cluster_split_k', 'skinny16', 'wgmma_swap_ab', "
+            r"'wgmma_pingpong'\]",
         ):
             cumm.matmul(a, a, kernel="mma_unbatched")
     finally:

@@ -66,14 +66,16 @@ def _multiprocessors() -> int:
 
 def raced_at(kernels: Sequence[str], shape: Sequence[int], sms: int) -> list[str]:
     """The rungs of ``kernels`` raced at ``shape`` on a GPU of ``sms`` multiprocessors: a branch rung (for products
-    with few tiles) only where the ladder's last rung's default tiles are fewer than the multiprocessors, a rung with
+    with few tiles) only where the top rung's default tiles (the last of ``kernels`` that is a top rung, else the
+    last that is neither a branch nor limited by ``race_max_m``) are fewer than the multiprocessors, a rung with
     ``race_max_m`` only at products of at most that many rows; elsewhere it would take a share of the budget it
     cannot win."""
     fits = [k for k in kernels if not REGISTRY[k].race_max_m or shape[0] <= REGISTRY[k].race_max_m]
     main = [k for k in kernels if not REGISTRY[k].branch and not REGISTRY[k].race_max_m]
     if not main:
         return fits
-    d = REGISTRY[main[-1]].defaults
+    tops = [k for k in main if REGISTRY[k].top]
+    d = REGISTRY[(tops or main)[-1]].defaults
     few = "BM" in d and "BN" in d and cdiv(shape[0], d["BM"]) * cdiv(shape[1], d["BN"]) < sms
     return [k for k in fits if few or not REGISTRY[k].branch]
 

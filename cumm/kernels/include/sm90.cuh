@@ -704,6 +704,22 @@ struct CummWgmma16<256, TA, TB> {
     }
 };
 
+// One 64-deep slab of a consumer warpgroup: its MT m64 blocks of A against N columns of B from one stage (A's
+// blocks at a0, 8 KB apart: 64 rows of 128 bytes K-major, or with TA one M-major box each; B at b0: N / 64 M-major
+// boxes of 64 k rows, or with TB K-major rows of N), four k16 steps, fenced before and committed as one group.
+template <int MT, int N, int TA, int TB>
+__device__ __forceinline__ void cumm_wgmma_slab16(float (&d)[MT][N / 2], unsigned a0, unsigned b0) {
+    cumm_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+            cumm_wgmma16<N, TA, !TB>(d[m], TA ? cumm_wg_desc_mn(a0 + m * 8192 + 2048 * kk, 8192)
+                                              : cumm_wg_desc_k(a0 + m * 8192 + 32 * kk),
+                                     TB ? cumm_wg_desc_k(b0 + 32 * kk) : cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
+    cumm_wgmma_commit();
+}
+
 // ---- Epilogues of the 16-bit kernels: a warpgroup's accumulators to C -------------------------------------
 // Thread 32 w + 4 g + t4 of a warpgroup holds, of each of its MT m64 blocks m, rows 16 w + g (+ 8) and columns
 // 8 j + 2 t4 (+ 1) in d[m][4 j .. 4 j + 3] (the wgmma layout above).

@@ -61,13 +61,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int kt = 0; kt < KT; ++kt) {
         const int s = ring.wait(kt);
         const unsigned a0 = base + s * SB + wg * MT * 64 * 128, b0 = base + s * SB + BM * 128;
-        cumm_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-            for (int m = 0; m < MT; ++m)
-                cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
-        cumm_wgmma_commit();
+        cumm_wgmma_slab16<MT, BN, 0, 0>(d, a0, b0);
         cumm_wgmma_wait<1>();  // slab kt - 1's wgmma are done: its stage may be refilled
         if (kt > 0) {
             ring.release<1>((kt - 1) % STAGES, lane, 0);

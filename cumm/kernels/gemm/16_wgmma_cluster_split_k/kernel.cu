@@ -82,13 +82,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
     for (int kt = k0; kt < k1; ++kt) {
         const int i = kt - k0, s = ring.wait(i);
         const unsigned a0 = base + s * SB + wg * MT * 64 * 128, b0 = base + s * SB + BM * 128;
-        cumm_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-            for (int m = 0; m < MT; ++m)
-                cumm_wgmma16<BN>(d[m], cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk), cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
-        cumm_wgmma_commit();
+        cumm_wgmma_slab16<MT, BN, 0, 0>(d, a0, b0);
         cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
         if (i > 0) ring.release<1>((i - 1) % STAGES, lane, 0);
     }

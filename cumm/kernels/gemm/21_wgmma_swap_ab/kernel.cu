@@ -82,14 +82,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     for (int kt = k0; kt < k1; ++kt) {
         const int i = kt - k0, s = ring.wait(i);
         const unsigned b0 = base + s * SB, a0 = b0 + BM * 128 + wg * MT * 8192;
-        cumm_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-            for (int m = 0; m < MT; ++m)  // wgmma's A: 64 columns of B (M-major); its B: the BM rows of A (K-major)
-                cumm_wgmma16<BM, 1, 0>(d[m], cumm_wg_desc_mn(a0 + m * 8192 + 2048 * kk, 8192),
-                                       cumm_wg_desc_k(b0 + 32 * kk), 1);
-        cumm_wgmma_commit();
+        // wgmma's A: 64 columns of B (M-major boxes, TA); its B: the BM rows of A (K-major, TB)
+        cumm_wgmma_slab16<MT, BM, 1, 1>(d, a0, b0);
         cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
         if (i > 0) ring.release<1>((i - 1) % STAGES, lane, 0);
     }

@@ -114,17 +114,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         for (int kt = k0; kt < k1; ++kt, ++it) {
             const int s = ring.wait(it);
             const unsigned a0 = base + s * SB, b0 = a0 + BM * 128;
-            cumm_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-                for (int m = 0; m < MT; ++m)
-                    cumm_wgmma16<BN, CUMM_TA, !CUMM_TB>(
-                        d[m],
-                        CUMM_TA ? cumm_wg_desc_mn(a0 + m * 64 * 128 + 2048 * kk, 8192)
-                                : cumm_wg_desc_k(a0 + m * 64 * 128 + 32 * kk),
-                        CUMM_TB ? cumm_wg_desc_k(b0 + 32 * kk) : cumm_wg_desc_mn(b0 + 2048 * kk, 8192), 1);
-            cumm_wgmma_commit();
+            cumm_wgmma_slab16<MT, BN, CUMM_TA, CUMM_TB>(d, a0, b0);
             cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
             if (kt > k0) ring.release<1>((it - 1) % STAGES, lane, 0);
         }
