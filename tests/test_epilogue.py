@@ -5,6 +5,7 @@ rungs, the TMA-store path included, odd shapes, batches)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 import types
@@ -141,12 +142,17 @@ def test_the_fallback_route_is_asked_with_the_first(monkeypatch):
 
 @pytest.mark.parametrize("cc", [75, 80, 90])
 def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
-    """routes(): route, then (a batch under auto) a rung that runs the batch in one launch and takes an epilogue,
-    then fallback_route, for every rung, dtype and batch, as decide asked them one at a time."""
+    """routes(): route, then (auto, an epilogue reading no M x N operand) the short-K route, then (a batch under auto)
+    a rung that runs the batch in one launch and takes an epilogue, then fallback_route, for every rung, dtype,
+    batch, depth and epilogue kind, as decide asked them one at a time."""
     monkeypatch.setattr(E, "compute_capability", lambda dev: cc)
+    plain = E.Epilogue("v += bias[col];", "", (("bias", "float32"),), "bias")
+    matrix = dataclasses.replace(plain, reads_matrix=True)
 
-    def one_by_one(kernel, auto, batch, dt):
+    def one_by_one(kernel, auto, batch, dt, K, epi):
         routed = E.route(kernel, "auto" if auto else kernel, None)
+        if auto and not epi.reads_matrix:
+            routed = E.short_k_route(routed, K, dt, cc)
         if batch and auto and not REGISTRY[routed].batches:
             able = [
                 n
@@ -158,15 +164,22 @@ def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
 
     for kernel, spec in REGISTRY.items():
         for dt in spec.dtypes if spec.kind == "gemm" else ():
-            for auto in (True, False):
-                for batch in ((), (3,)):
-                    try:
-                        want = one_by_one(kernel, auto, batch, dt)
-                    except ValueError as e:
-                        with pytest.raises(ValueError, match=re.escape(str(e))):
-                            E.routes(kernel, auto, None, batch, dt, 0)
-                        continue
-                    assert E.routes(kernel, auto, None, batch, dt, 0) == want, (kernel, auto, batch, dt)
+            for auto, batch, (K, epi) in itertools.product(
+                (True, False), ((), (3,)), ((4096, plain), (1024, plain), (1024, matrix))
+            ):
+                try:
+                    want = one_by_one(kernel, auto, batch, dt, K, epi)
+                except ValueError as e:
+                    with pytest.raises(ValueError, match=re.escape(str(e))):
+                        E.routes(kernel, auto, None, batch, dt, 0, K, epi)
+                    continue
+                got = E.routes(kernel, auto, None, batch, dt, 0, K, epi)
+                assert got == want, (kernel, auto, batch, dt, K, epi.reads_matrix)
+    # the short-K route itself, on the H200: wgmma_pingpong in the top rung's place at K <= 2048
+    if cc == 90:
+        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, 1024, plain)[0] == "wgmma_pingpong"
+        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, 1024, matrix)[0] == "wgmma_ws"
+        assert E.routes("wgmma_ws", False, None, (), "bfloat16", 0, 1024, plain)[0] == "wgmma_ws"  # named: kept
 
 
 def test_snippet_compile_error_names_its_line():

@@ -290,6 +290,10 @@ def test_spec_field_errors(tmp_path):
         naive_like("x", copy_naive(tmp_path), dtypes=())
     assert naive_like("x", copy_naive(tmp_path), dtypes=["float16", "bfloat16"]).dtypes == ("float16", "bfloat16")
     assert naive_like("x", copy_naive(tmp_path), dtypes="float16").dtypes == ("float16",)
+    for field in ("race_max_m", "epilogue_max_k"):
+        for bad in (-1, "2048", 1.5):
+            with pytest.raises(ValueError, match=f"{field} must be an int >= 0"):
+                naive_like("x", copy_naive(tmp_path), **{field: bad})
     with pytest.raises(TypeError, match="takes a cumm.KernelSpec"):
         cumm.register(dict(name="x"))
 

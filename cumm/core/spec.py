@@ -184,6 +184,10 @@ class KernelSpec:
                 f"{self.name}: reads_transposed needs tensor_maps (it receives the layout of the transposed operands, "
                 "and the kernel reads them through those maps)"
             )
+        for fname in ("race_max_m", "epilogue_max_k"):  # compared with M and K on every race and epilogue call
+            v = getattr(self, fname)
+            if type(v) is not int or v < 0:
+                raise ValueError(f"{self.name}: {fname} must be an int >= 0 (0: no limit / never), got {v!r}")
         if self.split_k and "BK" not in self.defaults:
             raise ValueError(f"{self.name}: split_k needs a BK parameter (the slab depth slices are made of)")
         for cc, over in self.cc_defaults.items():

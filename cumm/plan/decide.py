@@ -89,8 +89,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     kernel, config, split_k = _choose(spec, config, 1 if batch else split_k, dt, M, N, K, dev, nb if batch else 0)
     rerouted = None  # (with an epilogue, the rung for it should the rung's fallback not take it)
     if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
-        short_k = 0 if epilogue.reads_matrix else K
-        routed, rerouted = _epi.routes(kernel, auto, None if batch else split_arg, batch, dt, dev, short_k)
+        routed, rerouted = _epi.routes(kernel, auto, None if batch else split_arg, batch, dt, dev, K, epilogue)
         kernel, config, split_k = routed, config if routed == kernel else None, None
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):

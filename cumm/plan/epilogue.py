@@ -284,15 +284,15 @@ def short_k_route(kernel: str, K: int, dtype: str, cc: int) -> str:
     return able[-1] if able else kernel
 
 
-def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str, dev: int, K: int = 0):
+def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str, dev: int, K: int, epi: Epilogue):
     """(the rung an epilogue call runs: :func:`route` of ``kernel``, auto's choice or the caller's, for auto at
-    depth ``K`` :func:`short_k_route` of it (K = 0: not asked); for a batch under auto, a rung that runs the batch in
-    one launch; and :func:`fallback_route` of that rung): every question decide asks of this module, asked at once.
-    decide passes K = 0 for an epilogue that reads an M x N operand: there wgmma_pingpong ran slower than the top
-    rung (H200, bf16 8192 x 14336 x 1024, the snippet v * sigmoid(v) * aux[row, col]: 0.616 against 0.557 ms; the
-    gated MLP's second product, reading h: 1.028 against 0.907 ms for both products)."""
+    depth ``K`` :func:`short_k_route` of it; for a batch under auto, a rung that runs the batch in one launch; and
+    :func:`fallback_route` of that rung): every question decide asks of this module, asked at once. Not the short-K
+    route for an epilogue that reads an M x N operand (``epi.reads_matrix``): there wgmma_pingpong ran slower than
+    the top rung (H200, bf16 8192 x 14336 x 1024, the snippet v * sigmoid(v) * aux[row, col]: 0.616 against 0.557
+    ms; the gated MLP's second product, reading h: 1.028 against 0.907 ms for both products)."""
     routed = route(kernel, "auto" if auto else kernel, split_k)
-    if auto and K:
+    if auto and not epi.reads_matrix:
         routed = short_k_route(routed, K, dtype, compute_capability(dev))
     if batch and auto and not REGISTRY[routed].batches:
         # one launch a product would give every product z = 0: a rung that runs the batch in one launch
