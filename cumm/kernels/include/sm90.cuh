@@ -343,6 +343,30 @@ __device__ __forceinline__ void cumm_tma_load_z(void* dst, const CummTmap* map, 
     else
         cumm_tma_load(dst, map, x, y, bar);
 }
+
+// The producer's copies of one 64-deep slab (k-slab kc) of a tile at (row0, col0) into stage st, all on `bar`: A's
+// ROWS rows (one box of 64 k by ROWS rows, or with TA ROWS / 64 M-major boxes of 64 rows by 64 k) at st, then B's COLS
+// columns at st + ROWS * 128 (COLS / 64 boxes of 64 columns by 64 k, or with TB K-major boxes of 64 rows of N by 64 k).
+// za, zb: the operands' matrices of a batch (B3D).
+template <int ROWS, int COLS, int TA, int TB, int B3D>
+__device__ __forceinline__ void cumm_load_slab16(unsigned char* st, const CummTmap* tmA, const CummTmap* tmB, int row0,
+                                                 int col0, int kc, int za, int zb, unsigned long long* bar) {
+    if (TA) {
+#pragma unroll
+        for (int c = 0; c < ROWS / 64; ++c) cumm_tma_load_z<B3D>(st + c * 8192, tmA, row0 + 64 * c, kc * 64, za, bar);
+    } else {
+        cumm_tma_load_z<B3D>(st, tmA, kc * 64, row0, za, bar);
+    }
+#pragma unroll
+    for (int j = 0; j < COLS / 64; ++j) {
+        unsigned char* const sb = st + ROWS * 128 + j * 8192;
+        if (TB)
+            cumm_tma_load_z<B3D>(sb, tmB, kc * 64, col0 + 64 * j, zb, bar);
+        else
+            cumm_tma_load_z<B3D>(sb, tmB, col0 + 64 * j, kc * 64, zb, bar);
+    }
+}
+
 template <int B3D>
 __device__ __forceinline__ void cumm_tma_store_z(const CummTmap* map, const void* src, int x, int y, int z) {
     if (B3D)
@@ -733,6 +757,10 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
         cumm_store_pair<VEC>(crow, col, N, x, y, alpha, beta);
     });
 }
+
+// Whether a rung with an EPI parameter stores C through the TMA epilogue below (EPI = 1, a 16-bit C whose rows the
+// copy engine can write: VEC_C); else its direct stores (cumm_store_tile).
+#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 
 // The TMA-store epilogue (16-bit C, 16-byte aligned, ldc % 8 == 0): the warpgroup writes its 64-row blocks to a
 // 16 KB staging buffer, 128 columns at a time (a last 64 when TN (the tile's columns) % 128 == 64), as 64 x 64 boxes in the

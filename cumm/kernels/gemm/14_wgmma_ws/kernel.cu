@@ -60,7 +60,6 @@
 // registers a consumer thread takes (setmaxnreg) beside the producer's 40: all 65536 of a multiprocessor
 #define CUMM_CONSUMER_REGS (WGS == 3 ? 152 : 232)
 #define CUMM_SK (SK > 0 && !CUMM_BATCHED)  // stream-K compiled in (a batch runs whole tiles)
-#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 #if CL == 2
 #define CUMM_CLUSTER __cluster_dims__(2, 1, 1)
@@ -131,22 +130,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     const int kc = walk.slab(j, kt);
                     const int s = ring.acquire(it, SB);  // A, and all of B: with CL = 2 half from the other block
                     unsigned char* const st = sm + s * SB;
-                    if (CUMM_TA) {  // M-major A: BM / 64 boxes of 64 rows of M by 64 k
+                    if (CL == 1) {
+                        cumm_load_slab16<BM, BN, CUMM_TA, CUMM_TB, CUMM_BATCHED>(st, &tmA, &tmB, o.x, o.y, kc, za, zb,
+                                                                                &ring.full[s]);
+                    } else {  // (row-major operands, one product) A, and the B boxes j % 2 == rank for both blocks
+                        cumm_tma_load_z<0>(st, &tmA, kc * 64, o.x, 0, &ring.full[s]);
 #pragma unroll
-                        for (int c = 0; c < BM / 64; ++c)
-                            cumm_tma_load_z<CUMM_BATCHED>(st + c * 8192, &tmA, o.x + 64 * c, kc * 64, za, &ring.full[s]);
-                    } else {
-                        cumm_tma_load_z<CUMM_BATCHED>(st, &tmA, kc * 64, o.x, za, &ring.full[s]);
-                    }
-#pragma unroll
-                    for (int j = 0; j < BN / 64; ++j) {  // B: BN / 64 boxes, one after another
-                        unsigned char* const sb = st + BM * 128 + j * 8192;
-                        if (CUMM_TB)  // K-major B: boxes of 64 rows of N by 64 k
-                            cumm_tma_load_z<CUMM_BATCHED>(sb, &tmB, kc * 64, o.y + 64 * j, zb, &ring.full[s]);
-                        else if (CL == 1)
-                            cumm_tma_load_z<CUMM_BATCHED>(sb, &tmB, o.y + 64 * j, kc * 64, zb, &ring.full[s]);
-                        else if (j % 2 == rank)
-                            cumm_tma_load_2d_mc(sb, &tmB, o.y + 64 * j, kc * 64, &ring.full[s], 3);
+                        for (int j = 0; j < BN / 64; ++j)
+                            if (j % 2 == rank)
+                                cumm_tma_load_2d_mc(st + BM * 128 + j * 8192, &tmB, o.y + 64 * j, kc * 64, &ring.full[s], 3);
                     }
                 }
             }

@@ -28,7 +28,6 @@
 // multiprocessors) blocks of NUM_THREADS = 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 + 1024 +
 // 16 STAGES + 32, plus 16384 WGS with the TMA-store epilogue (EPI = 1).
 
-#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)

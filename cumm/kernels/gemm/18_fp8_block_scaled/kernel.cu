@@ -28,7 +28,6 @@
 // tmS, a map of A's scales K-block-major (dims M x ceil(K / 128), rows padded to 16 bytes: the caller's sa when it
 // is so stored, else a copy), and as sa (sa_m = 1, sa_k its row pitch) by the PROMO = 0 study.
 
-#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 #define CUMM_S_STAGE (STAGES * BM * 4)                        // each stage's BM scales of A (float32)
 

@@ -21,7 +21,6 @@
 // Dynamic shared memory STAGES (BM + BN) 128 + 1024 + 16 STAGES + 16, plus 32768 with EPI = 1 (a 64 x 128 staging
 // buffer per warpgroup). Batched variant: 3-D maps, the batch's tiles one run, the batch count after the strides.
 
-#define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? 2 * 64 * 128 * 2 : 0)  // per warpgroup: 64 rows x 128 columns of halves
 #if CUMM_BATCHED
 #define CUMM_PP_ARGS CUMM_GEMM16_ARGS, const int batch
@@ -72,22 +71,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int kc = walk.slab(j, kt);
                     const int s = ring.acquire(it, SB);
-                    unsigned char* const st = sm + s * SB;
-                    if (CUMM_TA) {  // M-major A: BM / 64 boxes of 64 rows of M by 64 k
-#pragma unroll
-                        for (int c = 0; c < MT; ++c)
-                            cumm_tma_load_z<CUMM_BATCHED>(st + c * 8192, &tmA, o.x + 64 * c, kc * 64, za, &ring.full[s]);
-                    } else {
-                        cumm_tma_load_z<CUMM_BATCHED>(st, &tmA, kc * 64, o.x, za, &ring.full[s]);
-                    }
-#pragma unroll
-                    for (int j = 0; j < BN / 64; ++j) {  // B: BN / 64 boxes (K-major ones when B is transposed)
-                        unsigned char* const sb = st + BM * 128 + j * 8192;
-                        if (CUMM_TB)
-                            cumm_tma_load_z<CUMM_BATCHED>(sb, &tmB, kc * 64, o.y + 64 * j, zb, &ring.full[s]);
-                        else
-                            cumm_tma_load_z<CUMM_BATCHED>(sb, &tmB, o.y + 64 * j, kc * 64, zb, &ring.full[s]);
-                    }
+                    cumm_load_slab16<BM, BN, CUMM_TA, CUMM_TB, CUMM_BATCHED>(sm + s * SB, &tmA, &tmB, o.x, o.y, kc, za,
+                                                                            zb, &ring.full[s]);
                 }
             }
         }
