@@ -16,8 +16,9 @@ For each M x N x K (x: M x K, w: K x N, b: N, all bf16 torch tensors): every var
 - ``cuBLASLt bias+gelu``: ``torch._addmm_activation(b, x, w, use_gelu=True)`` (tanh GELU)
 - ``torch.compile``: of ``F.gelu(F.linear(x, w.t(), b))`` (skipped with --no-compile)
 - ``eager``: ``F.gelu(x @ w + b)``
-- gated MLP ``silu(x @ w1) * (x @ w3)``: ``cumm 2 products`` (the second's epilogue reads the first's result),
-  ``eager`` and ``torch.compile`` of the same
+- gated MLP ``silu(x @ w1) * (x @ w3)``: ``cumm gated (glu)`` (one product over ``cumm.glu_weight(w1, w3)``, made
+  before the timing like any weight, with ``glu="silu"``), ``cumm 2 products`` (the second's epilogue reads the
+  first's result), ``eager`` and ``torch.compile`` of the same
 
 Beside each shape: the byte bound on the gain of fusing over eager, (t_plain + extra / BW) / t_plain with the
 extra bytes of eager's elementwise passes (bias add: read + write MN, gelu: read + write MN, 2 bytes each) at
@@ -69,6 +70,8 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
         compiled = torch.compile(lambda x, wt, b: F.gelu(F.linear(x, wt, b)))
         variants["torch.compile bias+gelu"] = lambda: compiled(x, wt, b)
     if not args.no_gated:
+        w13 = cumm.glu_weight(w, w3)
+        variants["cumm gated (glu)"] = lambda: cumm.matmul(x, w13, glu="silu")
         variants["cumm gated (2 products)"] = lambda: cumm.matmul(
             x, w3, epilogue=GATED, operands={"h": cumm.matmul(x, w)}
         )
@@ -163,7 +166,7 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
                 for o in ("cuBLASLt bias+gelu", "torch.compile bias+gelu", "eager bias+gelu")
                 if o in med
             )
-        if name == "cumm gated (2 products)":
+        if name.startswith("cumm gated"):
             extra = "  ".join(f"{med[o] / ms:.3f}x vs {o}" for o in ("torch.compile gated", "eager gated") if o in med)
         print(
             f"  {name:26s} {ms:8.4f} ms {flop / ms / 1e9:7.1f} TFLOP/s  {ms / plain:6.3f}x plain  "

@@ -17,6 +17,7 @@ from collections.abc import Mapping as _Mapping
 if _cupy is None:  # the command line's --help and --version work; the API says what to install (core/install.py)
     from .core.install import missing_api as __getattr__  # noqa: F401
 else:
+    from .api.glu import glu_weight
     from .api.grouped import grouped_matmul
     from .api.matmul import matmul
     from .api.multi_dot import multi_dot
@@ -51,6 +52,7 @@ __all__ = [
     "compile",
     "kernel_source",
     "kernel_spec",
+    "glu_weight",
     "grouped_matmul",
     "kernels",
     "matmul",

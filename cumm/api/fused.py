@@ -59,6 +59,7 @@ def key(a, b, out, config, split_k, beta, epi_args: dict) -> tuple | None:
             _sig(epi_args["residual"]),
             tuple((n, _sig(x)) for n, x in ops.items()),
             _sig(epi_args["aux"]),
+            epi_args["glu"],
         )
         hash(k)
         return k
@@ -160,6 +161,7 @@ def first(call, ops: tuple, p, alpha: float, beta: float, epi_ops, key: tuple | 
     sptr = cupy.cuda.get_current_stream().ptr
     pa, pb, pc = (p.a.data.ptr, p.b.data.ptr, p.out.data.ptr) if call.fast else (x.data.ptr for x in ops)
     bsc = call.batch[3] if call.batch is not None else 0
+    N = call.plan.flags.epilogue.columns(p.N)  # C's columns: CummAlpha's N
     with cupy.cuda.Device(p.dev):
-        call.launch(pa, pb, pc, _epilogue.pack(alpha, p.M, p.N, pc, call.ldc, bsc, epi_ops), beta, sptr)
-    keep(key, call, epi_args, epi_ops, (p.M, p.N))
+        call.launch(pa, pb, pc, _epilogue.pack(alpha, p.M, N, pc, call.ldc, bsc, epi_ops), beta, sptr)
+    keep(key, call, epi_args, epi_ops, (p.M, N))

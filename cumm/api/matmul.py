@@ -103,18 +103,24 @@ def matmul(
     epilogue: str | None = None,
     operands: Mapping | None = None,
     aux=None,
+    glu: str | None = None,
 ):
     """C = alpha * a @ b + beta * out for GPU arrays (cupy, torch, ``__cuda_array_interface__`` / ``__dlpack__``),
     a result of the inputs' kind, on their library's current stream (README.md). ``kernel``: a rung's name
     (``cumm.kernels()``) or "auto"; ``config``: tile overrides; ``split_k``: slices of K summed (None: 1, or auto's
     choice). Fused epilogue (docs/beyond.md): ``bias``, ``activation`` ("relu", "gelu", "gelu_tanh", "silu"),
-    ``residual``, ``epilogue`` (CUDA statements over ``v``, ``row``, ``col``, ``z`` and ``operands``), ``aux``.
+    ``residual``, ``epilogue`` (CUDA statements over ``v``, ``row``, ``col``, ``z`` and ``operands``), ``aux``;
+    ``glu`` (an activation's name): C = act(a @ w1) * (a @ w3), half of b's columns, for b = cumm.glu_weight(w1, w3).
     """
     plain = type(alpha) is float and type(beta) is float and abs(alpha) <= F32_MAX and abs(beta) <= F32_MAX
     # (cached paths: alpha, beta floats that float32 holds, else the checks name them); every miss ends at the bottom
     key = epi = None
-    if operands or not (bias is None and activation is None and residual is None and epilogue is None and aux is None):
-        epi = dict(bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux)
+    if operands or not (
+        bias is None and activation is None and residual is None and epilogue is None and aux is None and glu is None
+    ):
+        epi = dict(
+            bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux, glu=glu
+        )
         key = _key(a, b, out, kernel, config, split_k, beta, epi)  # its own call cache (cumm/api/fused.py)
         hit = _fused.calls.get(key) if key is not None else None
         if hit is not None and plain:
@@ -221,13 +227,14 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None
         raise split_refusal(spec.name, split_k)
     config_key(config)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
-    p = q = prepare(a, b, out, beta, akind)
+    glu = epi_args is not None and epi_args["glu"] is not None  # C has half of the product's columns
+    p = q = prepare(a, b, out, beta, akind, glu)
     epi, epi_ops = (None, ()) if epi_args is None else _fused.build(p, akind, a, epi_args)
     stream = _arrays.torch_stream(p.dev) if akind == "torch" else None
     with _arrays.on_stream(stream, p.dev) if stream is not None else contextlib.nullcontext():
         if p.stage:  # an out the kernels cannot write in place: computed row-major (not cached), copied back
             key, epi_args, akind = None, _fused.as_cupy_args(epi_args), "cupy"
-            q = prepare(p.a, p.b, staging(p.out, beta), beta, akind)
+            q = prepare(p.a, p.b, staging(p.out, beta), beta, akind, glu)
             epi, epi_ops = (None, ()) if epi_args is None else _fused.build(q, akind, p.a, epi_args)
         if not q.empty and q.K == 0:  # the empty sum: alpha * 0 + beta * out
             _empty_sum(q.out, beta)

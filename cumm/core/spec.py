@@ -111,6 +111,9 @@ class KernelSpec:
     # Its stores go through the epilogue hook (include/epilogue.cuh: alpha arrives as a CummAlpha), so a fused
     # epilogue (cumm.matmul's bias=, activation=, epilogue=) runs inside it; False: such calls run another rung.
     epilogue: bool = True
+    # Its tile stores hold a thread's column blocks 8 j and 8 (j + 1) together (include/epilogue.cuh's wgmma tile
+    # stores), so a glu= call (C = act(gate) * up over the product's paired 8-column blocks) runs inside it.
+    glu: bool = False
     # Kernels that read operands through the copy engine: tensor_maps(cfg, M, N, K, lda, ldb, ldc, c_map) gives
     # the maps (cumm.runtime.tmaps.MapSpec, or None for a zeroed one) passed after the GEMM arguments; operands the copy
     # engine cannot read (a pointer not 16-byte aligned, a row pitch not a multiple of 16 bytes) run ``fallback``.

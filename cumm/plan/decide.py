@@ -101,7 +101,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     if in_place:
         la, lb = lay_a.in_place, lay_b.in_place
     (lda, bsa), (ldb, bsb) = (la.ld, la.bs), (lb.ld, lb.bs)
-    c3, ldc, bsc = _out_operand(out, batch, M, N)
+    c3, ldc, bsc = _out_operand(out, batch, M, N if epilogue is None else epilogue.columns(N))
     if max(lda, ldb, ldc) > INT32_MAX:
         raise ValueError(f"leading dimensions must be below 2**31, got {lda}, {ldb}, {ldc}")
     if batch and spec.kind != "gemm":
@@ -132,6 +132,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
             pad_b = not vec[1] and _repack.pads_for_copy_engine(M, N, K, "b", item)
             if not ((pad_a or vec[0]) and (pad_b or vec[1])):  # one of them goes to the fallback anyway
                 pad_a = pad_b = False
+        if epilogue is not None and epilogue.glu:  # copied: no fallback rung's stores pair columns (KernelSpec.glu)
+            pad_a = pad_b = True
         pad_a, pad_b = pad_a and not vec[0], pad_b and not vec[1]
         if pad_a:  # (the rows repack.copy_engine_rows makes)
             lda = _repack.copy_engine_ld(K, a.dtype.itemsize)

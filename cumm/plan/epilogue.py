@@ -12,6 +12,11 @@ element of C, in this order::
     <the user's snippet>                       (reads v, row, col, z and each named operand x as x[i], ld_x)
     C = v + beta * C, cast to C's dtype
 
+With ``glu=`` (an activation's name) C has half of the product's columns, and before all of that the product's
+paired columns are one value: v = act(alpha * gate) * (alpha * up), gate and up the columns 16 q + r and 16 q + 8 + r
+of the product (r < 8) for C's column 8 q + r (cumm.glu_weight lays w1 and w3 out so). It runs on the rungs whose
+tile stores pair a thread's column blocks (KernelSpec.glu: the wgmma rungs).
+
 The epilogue variant of a kernel is its own compiled variant (the :class:`Epilogue` rides in the compile flags;
 its digest is in the kernel's name and so in every cache key). Calls with an epilogue never split K, stage C,
 repack operands or add edge strips (the epilogue runs once, in the kernel that writes C), and rungs whose stores
@@ -28,7 +33,7 @@ from dataclasses import dataclass
 
 from ..ladder import REGISTRY, gemm_kernels
 from ..runtime.render import SNIPPET_FILE, variant
-from .operands import compute_capability
+from .operands import GLU_BLOCK, compute_capability
 
 ACTIVATIONS = {"relu": "cumm_relu", "gelu": "cumm_gelu", "gelu_tanh": "cumm_gelu_tanh", "silu": "cumm_silu"}
 OPERAND_DTYPES = {"float32": ("float", 0), "float16": ("unsigned short", 0), "bfloat16": ("unsigned short", 1)}
@@ -51,11 +56,17 @@ class Epilogue:
     # it reads an operand per element of C (a residual, a matrix for the snippet): not in the digest (the code is
     # the same), but auto's short-K route (short_k_route) is not taken for it
     reads_matrix: bool = False
+    # glu=: the gate columns' activation (a device function of ACTIVATIONS' values), "" for none
+    glu: str = ""
 
     @property
     def digest(self) -> str:
-        text = repr((self.named, self.snippet, self.operands))
+        text = repr((self.named, self.snippet, self.operands) + ((self.glu,) if self.glu else ()))
         return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def columns(self, N: int) -> int:
+        """C's columns for a product of N columns (half of them with glu=)."""
+        return N // 2 if self.glu else N
 
     @property
     def nops(self) -> int:
@@ -142,13 +153,27 @@ def build(
     epilogue: str | None = None,
     operands: Mapping | None = None,
     aux=None,
+    glu: str | None = None,
     as_cupy=None,
 ):
     """(Epilogue, ((array, ld, batch stride), ...) in operand order) for these arguments, or (None, ()) when none
     is given. ``as_cupy(x, name)`` views an operand as a cupy array (the API's conversion, which also refuses host
-    arrays). Raises TypeError / ValueError naming the argument and what it must be."""
-    if bias is None and activation is None and residual is None and epilogue is None and not operands and aux is None:
+    arrays). ``N``: the product's columns (C's are half of them with ``glu``; its shape is checked by
+    cumm.plan.operands.glu_columns). Raises TypeError / ValueError naming the argument and what it must be."""
+    if (
+        bias is None
+        and activation is None
+        and residual is None
+        and epilogue is None
+        and not operands
+        and aux is None
+        and glu is None
+    ):
         return None, ()
+    if glu is not None:
+        if glu not in ACTIVATIONS:
+            raise ValueError(f"glu={glu!r}; it must be one of {sorted(ACTIVATIONS)} (the gate's activation) or None")
+        N //= 2  # the epilogue's operands are shaped like C
     named, ops, arrays = [], [], []
 
     def add(name, x, layout):
@@ -223,6 +248,7 @@ def build(
     label = "+".join(
         p
         for p in (
+            f"glu_{glu}" if glu is not None else "",
             "bias" if bias is not None else "",
             activation or "",
             "residual" if residual is not None else "",
@@ -231,7 +257,8 @@ def build(
         if p
     )
     reads_matrix = residual is not None or any(getattr(x, "ndim", 1) > 1 for x in extra.values())
-    return Epilogue(" ".join(named), epilogue or "", tuple(ops), label, reads_matrix), tuple(arrays)
+    epi = Epilogue(" ".join(named), epilogue or "", tuple(ops), label, reads_matrix, ACTIVATIONS.get(glu, ""))
+    return epi, tuple(arrays)
 
 
 def pack(alpha: float, M: int, N: int, c_ptr: int, ldc: int, bsc: int, arrays) -> bytes:
@@ -294,13 +321,39 @@ def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str,
     routed = route(kernel, "auto" if auto else kernel, split_k)
     if auto and not epi.reads_matrix:
         routed = short_k_route(routed, K, dtype, compute_capability(dev))
+    if epi.glu and not REGISTRY[routed].glu:
+        routed = glu_route(routed, auto, dtype, compute_capability(dev), bool(batch))
     if batch and auto and not REGISTRY[routed].batches:
         # one launch a product would give every product z = 0: a rung that runs the batch in one launch
         cc = compute_capability(dev)
         able = [n for n in gemm_kernels() if REGISTRY[n].batches and dtype in REGISTRY[n].dtypes]
         able = [n for n in able if REGISTRY[n].min_cc <= cc and REGISTRY[n].epilogue]
+        able = [n for n in able if REGISTRY[n].glu or not epi.glu]
         routed = able[-1] if able else routed
     return routed, fallback_route(routed)
+
+
+def glu_route(kernel: str, auto: bool, dtype: str, cc: int, batched: bool) -> str:
+    """For a glu= call that ``kernel`` cannot run (its stores see one pair of columns at a time): under auto the
+    top rung of those that can (KernelSpec.glu) for ``dtype`` on ``cc`` (running batches for a batch); else the
+    ValueError naming them."""
+    glu = [n for n in gemm_kernels() if REGISTRY[n].glu and REGISTRY[n].epilogue]
+    able = [n for n in glu if dtype in REGISTRY[n].dtypes and REGISTRY[n].supports(cc)]
+    able = [n for n in able if REGISTRY[n].batches or not batched]
+    if auto and able:
+        top = [n for n in able if REGISTRY[n].top]
+        return (top or able)[-1]
+    if not auto:
+        raise ValueError(
+            f"kernel {kernel!r} cannot run glu= (its stores see one column pair at a time, and glu= pairs column "
+            f"blocks {GLU_BLOCK} apart); the rungs that do: {glu} (or kernel='auto')"
+        )
+    takes = sorted({d for n in glu for d in REGISTRY[n].dtypes})
+    ccs = sorted({REGISTRY[n].min_cc for n in glu})
+    raise ValueError(
+        f"glu= runs on the rungs {glu}: {' and '.join(takes)} products on compute capability {ccs}; this is a "
+        f"{dtype} product{' batch' if batched else ''} on {cc}"
+    )
 
 
 def fallback_route(kernel: str) -> str | ValueError | None:

@@ -20,6 +20,9 @@ from ..runtime import arrays as _arrays
 from . import repack as _repack
 
 INT32_MAX = 2**31 - 1
+# glu= (cumm/plan/epilogue.py): the product's columns alternate GLU_BLOCK gate and GLU_BLOCK up columns, the
+# wgmma fragment's column block (include/epilogue.cuh pairs a thread's blocks j and j + 1); C has half of them.
+GLU_BLOCK = 8
 F32_MAX = float(np.finfo(np.float32).max)  # alpha and beta reach the kernels as float32 scalars
 
 
@@ -242,6 +245,20 @@ def shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
     return M, N, K, batch, shape
 
 
+def glu_columns(b, N: int) -> int:
+    """C's columns for a glu= product of ``b`` (N columns): N / 2; ValueError for a b whose columns are not pairs
+    of GLU_BLOCK-column blocks."""
+    if b.ndim < 2:
+        raise ValueError(f"glu= pairs the columns of a matrix b (K x 2N); b has shape {b.shape}")
+    if N % (2 * GLU_BLOCK):
+        raise ValueError(
+            f"glu= pairs b's columns in blocks of {GLU_BLOCK} gate then {GLU_BLOCK} up columns: b has {N} columns, "
+            f"not a multiple of {2 * GLU_BLOCK}; make b with cumm.glu_weight(w1, w3) from w1 and w3 of a multiple of "
+            f"{GLU_BLOCK} columns (pad both with zero columns and slice the result)"
+        )
+    return N // 2
+
+
 def config_key(config) -> tuple | None:
     """``config`` as a hashable key part; TypeError for anything but None or a mapping of names to ints."""
     if config is None:
@@ -310,9 +327,9 @@ class Operands(NamedTuple):
         return self.M == 0 or self.N == 0 or 0 in self.batch
 
 
-def prepare(a, b, out, beta: float, akind: str) -> Operands:
+def prepare(a, b, out, beta: float, akind: str, glu: bool = False) -> Operands:
     """Every check of matmul's arrays (kind, dtype, shapes with numpy's broadcasting, device, out), and ``out``
-    made when not given (of the inputs' kind)."""
+    made when not given (of the inputs' kind). ``glu``: C has half of the product's columns (:func:`glu_columns`)."""
     user_out = out
     a_in, b_in = a, b
     a, b = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b")
@@ -334,6 +351,10 @@ def prepare(a, b, out, beta: float, akind: str) -> Operands:
         raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
     if max(M, N, K) > INT32_MAX:
         raise ValueError(f"dimensions must be below 2**31, got M={M}, N={N}, K={K}")
+    nc = N  # C's columns
+    if glu:
+        nc = glu_columns(b, N)
+        shape = shape[:-1] + (nc,)
     if user_out is None:
         if beta != 0.0:
             raise ValueError(f"beta={beta} needs out= (C = alpha * a @ b + beta * out)")
@@ -343,14 +364,14 @@ def prepare(a, b, out, beta: float, akind: str) -> Operands:
     out = _arrays.as_cupy(result, "out")
     if user_out is not None:
         check_out(out, (a, b), shape, dev, ("a", "b"))
-        if not writable_in_place(out, batch, M, N):
+        if not writable_in_place(out, batch, M, nc):
             return Operands(a, b, out, result, None, None, None, M, N, K, batch, shape, dev, True)
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
-    o2 = out.reshape(batch + (M, N)) if out.ndim != len(batch) + 2 else out
+    o2 = out.reshape(batch + (M, nc)) if out.ndim != len(batch) + 2 else out
     if o2.size and not shares(o2, out):
         raise ValueError(
-            f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, N)} "
+            f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, nc)} "
             "result without a copy: pass a C-contiguous out"
         )
     return Operands(a, b, out, result, a2, b2, o2, M, N, K, batch, shape, dev, False)

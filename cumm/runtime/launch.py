@@ -273,7 +273,9 @@ class Call:
             if walk:
                 self.slots[14] = batch[0]
             if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
-                c_map = bool(plan.flags[2]) and dtype != F32
+                # (a GLU epilogue stores C directly: C is half the product's width, the map's would be all of it)
+                epi = plan.flags.epilogue
+                c_map = bool(plan.flags[2]) and dtype != F32 and not (epi is not None and epi.glu)
                 lay = layout_of(plan.flags)  # (passed only when set: a user's tensor_maps need not take it)
                 specs = spec.tensor_maps(
                     plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map, **({"layout": lay} if lay else {})

@@ -173,6 +173,8 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
     parts = spec_parts(spec)
     if epi is not None:
         lines += ["#define CUMM_EPI 1", f"#define CUMM_EPI_NOPS {epi.nops}"]
+        if epi.glu:  # the activation of the gate columns (include/epilogue.cuh's pairing)
+            lines.append(f"#define CUMM_EPI_GLU {epi.glu}")
         if "include/sm90.cuh" in spec.headers:
             lines.append("#define CUMM_EPI_SM90 1")
         parts = [*parts[:-1], (EPILOGUE_HEADER, template_text(EPILOGUE_HEADER))]

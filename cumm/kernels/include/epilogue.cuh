@@ -15,6 +15,12 @@
 //
 // Order per element: v = alpha * acc; cumm_epi_user(v, row, col, z) (the renderer's: named epilogues and a
 // user's snippet alike); then C = v + beta * C, cast to C's dtype.
+//
+// A GLU variant (glu=: the renderer defines CUMM_EPI_GLU as the activation) pairs the product's columns first:
+// they come in 8-column blocks, gate then up (cumm.glu_weight interleaves w1 and w3 so), and C has half of them,
+// C[row, 8 q + r] = act(alpha * P[row, 16 q + r]) * alpha * P[row, 16 q + 8 + r], then cumm_epi_user at
+// (row, 8 q + r); CummAlpha's N is C's columns. Only the wgmma tile stores pair (KernelSpec.glu): the others are
+// not defined in a GLU variant, so a rung without paired stores does not compile one.
 #ifndef CUMM_EPI_NOPS
 #define CUMM_EPI_NOPS 0
 #endif
@@ -131,6 +137,7 @@ __device__ __forceinline__ int2 cumm_epi_row(const CummAlpha& al, const T* row) 
     return make_int2(z, (int)cumm_epi_div(off, al.ldc));
 }
 
+#ifndef CUMM_EPI_GLU  // (stores that see one element or one pair at a time: no GLU)
 // ---- common.cuh's stores (float C) -----------------------------------------------------------------------
 __device__ __forceinline__ float cumm_epilogue(float acc, const float* c, const CummAlpha& al, float beta) {
     i64 off = c - static_cast<const float*>(al.c);
@@ -162,7 +169,10 @@ __device__ __forceinline__ void cumm_store2(float* __restrict__ row, int col, in
                     1.0f, beta);
 }
 
+#endif  // !CUMM_EPI_GLU
+
 #ifdef CUMM_MMA_T  // ---- tc16.cuh's stores (16-bit or float C) -------------------------------------------
+#ifndef CUMM_EPI_GLU
 template <int VC>
 __device__ __forceinline__ void cumm_store_pair(cumm_out_t* __restrict__ row, int col, int ncols, float x, float y,
                                                 const CummAlpha& al, float beta) {
@@ -176,6 +186,7 @@ __device__ __forceinline__ void cumm_store_one(cumm_out_t* __restrict__ row, int
     const int2 zr = cumm_epi_row(al, row);
     cumm_store_one(row, col, cumm_epi_at(al, x, zr.y, col, zr.x), 1.0f, beta);
 }
+#endif  // !CUMM_EPI_GLU
 
 #ifdef CUMM_EPI_SM90  // ---- sm90.cuh's epilogues (the renderer defines it when sm90.cuh is a header) ------
 // The wgmma layout (sm90.cuh): thread (warp, g, t4) holds, of m64 block m, rows 64 m + 16 warp + g (+ 8) and
@@ -198,6 +209,7 @@ __device__ __forceinline__ void cumm_epi_tile(const float (&dc)[MT][R], const Cu
                                                           col0 + 8 * j + 2 * t4 + i, z);
 }
 
+#ifndef CUMM_EPI_GLU
 template <int MT, int R, int VEC>
 __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
                                                 int N, int row0, int col0, int warp, int g, int t4,
@@ -216,6 +228,52 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
         CummTmaEpilogue<MT, TN, B3D>::store(d, bn0, row0, z, 1.0f, beta);
     }
 };
+#else   // ---- GLU: pairs of 8-column blocks -------------------------------------------------------------
+// Column blocks j (even: gate) and j + 1 (up) of a thread's fragment hold the same r = 2 t4 (+ 1) of the same
+// rows: the pair is in its registers, and the pairs of a tile form the fragment of a tile of R / 4 column blocks
+// at column col0 / 2 of C, which the unchanged tile store writes (bounds: CummAlpha's M and N, C's).
+__device__ __forceinline__ float cumm_epi_glu(const CummAlpha& al, float gate, float up, int row, int col, int z) {
+    float v = CUMM_EPI_GLU(al.a * gate) * (al.a * up);
+    cumm_epi_user(v, min(row, al.M - 1), min(col, al.N - 1), z, al);
+    return v;
+}
+
+template <int MT, int R, int VEC>
+__device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
+                                                int N, int row0, int col0, int warp, int g, int t4,
+                                                const CummAlpha& al, float beta) {
+    static_assert(R % 8 == 0, "GLU pairs 8-column blocks: a tile of a multiple of 16 columns");
+    const int z = al.bsc ? (int)(coff / al.bsc) : 0;
+    float e[MT][R / 2];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int q = 0; q < R / 8; ++q)
+#pragma unroll
+                for (int i = 0; i < 2; ++i)
+                    e[m][4 * q + 2 * h + i] =
+                        cumm_epi_glu(al, d[m][8 * q + 2 * h + i], d[m][8 * q + 4 + 2 * h + i],
+                                     row0 + m * 64 + warp * 16 + g + 8 * h, col0 / 2 + 8 * q + 2 * t4 + i, z);
+    cumm_store_tile<MT, R / 2, VEC>(e, C, coff, ldc, al.M, al.N, row0, col0 / 2, warp, g, t4, 1.0f, beta);
+}
+
+// The TMA store writes C through a map of the product's width: a GLU variant stores directly (C's base and
+// strides from CummAlpha), and CUMM_EPI_TMA is 0 so the kernels take that path and stage nothing.
+template <int MT, int TN, int B3D>
+struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
+    using CummTmaEpilogue<MT, TN, B3D>::store;
+    __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z,
+                                          const CummAlpha& al, float beta) {
+        cumm_store_tile<MT, TN / 2, VEC_C>(d, static_cast<cumm_out_t*>(const_cast<void*>(al.c)), z * al.bsc,
+                                          (int)al.ldc, al.M, al.N, row0, bn0, this->warp, this->g, this->t4, al,
+                                          beta);
+    }
+};
+#undef CUMM_EPI_TMA
+#define CUMM_EPI_TMA 0
+#endif  // CUMM_EPI_GLU
 #define CummTmaEpilogue CummTmaEpilogueE
 #endif  // CUMM_EPI_SM90
 #endif  // CUMM_MMA_T

@@ -14,7 +14,7 @@ SPEC = KernelSpec(
     name="wgmma",
     raced=True,  # the tuner races it
     template=Path(__file__).with_name("kernel.cu"),
-    **hopper_half(),
+    **hopper_half(glu=True),  # its stores are cumm_store_tile / CummTmaEpilogue: glu= runs here
     summary="Hopper: TMA into 128-byte-swizzled shared memory, mbarrier stages, wgmma m64nNk16 by WGS warpgroups",
     defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, NUM_THREADS=256),
     block=lambda c: (c["NUM_THREADS"], 1, 1),

@@ -114,7 +114,7 @@ SPEC = KernelSpec(
     top=True,  # kernel="auto" runs it for its dtypes (the highest top rung the device runs)
     raced=True,  # the tuner races it
     template=Path(__file__).with_name("kernel.cu"),
-    **hopper_half(),
+    **hopper_half(glu=True),  # its stores are cumm_store_tile / CummTmaEpilogue: glu= runs here
     persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
     schedules_batch=True,  # and a batch's tiles as one run
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)

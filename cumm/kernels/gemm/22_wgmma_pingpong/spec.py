@@ -26,7 +26,7 @@ SPEC = KernelSpec(
     # 16384 x 4096 x 1024 0.747 -> 0.865; but 4096^3 0.941 -> 0.915 (deep K: 14's 128 x 256 tiles read less of L2).
     epilogue_max_k=2048,
     template=Path(__file__).with_name("kernel.cu"),
-    **hopper_half(),
+    **hopper_half(glu=True),  # its stores are cumm_store_tile / CummTmaEpilogue: glu= runs here
     persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
     schedules_batch=True,  # and a batch's tiles as one run
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
