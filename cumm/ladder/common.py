@@ -166,8 +166,7 @@ def half_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map: 
     if layout & TRANSPOSED_A:
         a = MapSpec(0, M, K, lda, 64, 64, 3, 2, 1)
     else:
-        # (wgmma_ws CA = 1: each block of a cluster of two loads half of A's rows, multicast to both)
-        a = MapSpec(0, K, M, lda, 64, cfg["BM"] // (2 if cfg.get("CA") else 1), 3, 2, 1)
+        a = MapSpec(0, K, M, lda, 64, cfg["BM"], 3, 2, 1)
     if layout & TRANSPOSED_B:
         b = MapSpec(1, K, N, ldb, 64, 64, 3, 2, 1)
     else:

@@ -24,10 +24,6 @@
 //   pitches that are multiples of 32 bytes it measured no faster than CL = 1; where B's rows start off 32 bytes
 //   (a pitch of 8 mod 16 halves) the copy engine splits each box row into small requests, and halving a block's
 //   requests pays (the spec's pitch_config). With stream-K, a cluster takes each k-range, a block per tile.
-// - CL = 2, CA = 1: the cluster's two blocks own horizontally adjacent tiles (same A row panel) and share A: each
-//   loads its own B and half of A's rows, multicast into both. For narrow tiles A is most of a stage (128 x 64:
-//   A 16 KB, B 8 KB a slab): 2/3 of the L2 -> SM traffic, where the rows of few tiles are read by every block
-//   (128 x 8192 x 8192: all 128 blocks read the same A; cuBLAS runs 128 x 64 tiles in clusters of 1 x 2 there).
 // - WGS = 1: one consumer warpgroup and 64-row tiles (256 threads), twice the tiles of 128-row ones for products
 //   with few tiles (bf16 256 x 8192 x 8192: 128 whole tiles of 64 x 256 instead of 64 of 128 x 256 shared out by
 //   stream-K, 60.6 against 68.4 us). Whole tiles only (SK = 0): with stream-K the producer spills under 40 registers.
@@ -65,9 +61,6 @@
 #define CUMM_CONSUMER_REGS (WGS == 3 ? 152 : 232)
 #define CUMM_SK (SK > 0 && !CUMM_BATCHED)  // stream-K compiled in (a batch runs whole tiles)
 #define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
-// a cluster item's tile rows and columns: CL rows (B shared), or with CA CL columns (A shared)
-#define CUMM_CM (CA ? 1 : CL)
-#define CUMM_CN (CA ? CL : 1)
 #if CL == 2
 #define CUMM_CLUSTER __cluster_dims__(2, 1, 1)
 #else
@@ -89,7 +82,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     constexpr int MT = BM / 64 / WGS, SB = (BM + BN) * 128;  // m64 blocks of a consumer warpgroup; stage bytes
     static_assert(MT * 64 * WGS == BM && BN % 64 == 0 && BN <= 256 && NUM_THREADS == 128 * (WGS + 1), "tile shape");
     static_assert(CL == 1 || CL == 2, "CL = 2: clusters of two blocks split the B boxes (an odd count: rank 0 one more)");
-    static_assert(CA == 0 || (CL == 2 && BM % 16 == 0), "CA = 1: clusters of two blocks load half of A's rows each");
     static_assert(SK == 0 || WGS <= 2, "three consumer warpgroups run whole tiles (named barrier 3 is warpgroup 2's)");
     static_assert(!CUMM_BATCHED || CL == 1, "batched products run CL = 1: a batch's tiles are walked one at a time");
     static_assert(!(CUMM_TA || CUMM_TB) || CL == 1, "transposed operands run CL = 1: each block loads its own");
@@ -103,17 +95,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     unsigned long long* const cbar = bars + 2 * STAGES + 2;
 
     const int tid = threadIdx.x;
-    // CL = 2: the walk is over pairs of tile rows (a cluster's two tiles); rank r takes row 2 p + r (with CA, column
-    // 2 p + r). An odd last row's (column's) partner tile lies past M (N): it loads zeros (and its half of the shared
-    // operand for the partner) and stores nothing.
-    const int ntm = (M + BM * CUMM_CM - 1) / (BM * CUMM_CM), ntn = (N + BN * CUMM_CN - 1) / (BN * CUMM_CN);
-    const int per = ntm * ntn, KT = (K + 63) / 64;
+    // CL = 2: the walk is over pairs of tile rows (a cluster's two tiles); rank r takes row 2 p + r. An odd last
+    // row's partner tile lies past M: it loads zeros (and its B half for the partner) and stores nothing.
+    const int ntm = (M + BM * CL - 1) / (BM * CL), ntn = (N + BN - 1) / BN, per = ntm * ntn, KT = (K + 63) / 64;
     const int rank = CL == 1 ? 0 : (int)cumm_cluster_ctarank();
     const int first = CL == 1 ? blockIdx.x : blockIdx.x / CL, step = CL == 1 ? gridDim.x : gridDim.x / CL;
     const CummTileWalk<CUMM_SK ? SK : 0> walk(per * batch, KT, first, step, skw != nullptr);
     auto origin = [&](int t) {  // tile t's first row and column
         const int2 tc = cumm_tile_coord(t % per, ntm, ntn, GM);
-        return make_int2((tc.x * CUMM_CM + (CA ? 0 : rank)) * BM, (tc.y * CUMM_CN + (CA ? rank : 0)) * BN);
+        return make_int2((tc.x * CL + rank) * BM, tc.y * BN);
     };
 
     if (tid == 0) {
@@ -143,12 +133,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
                     if (CL == 1) {
                         cumm_load_slab16<BM, BN, CUMM_TA, CUMM_TB, CUMM_BATCHED>(st, &tmA, &tmB, o.x, o.y, kc, za, zb,
                                                                                 &ring.full[s]);
-                    } else if (CA) {  // (row-major operands, one product) A's rows rank * BM / 2.. for both, own B
-                        cumm_tma_load_2d_mc(st + rank * (BM / 2) * 128, &tmA, kc * 64, o.x + rank * (BM / 2),
-                                            &ring.full[s], 3);
-#pragma unroll
-                        for (int j = 0; j < BN / 64; ++j)
-                            cumm_tma_load(st + BM * 128 + j * 8192, &tmB, o.y + 64 * j, kc * 64, &ring.full[s]);
                     } else {  // (row-major operands, one product) A, and the B boxes j % 2 == rank for both blocks
                         cumm_tma_load_z<0>(st, &tmA, kc * 64, o.x, 0, &ring.full[s]);
 #pragma unroll

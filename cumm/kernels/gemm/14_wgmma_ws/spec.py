@@ -99,9 +99,8 @@ def _stream_k_workspace(cfg, M: int, N: int, K: int, blocks: int) -> int:
     (128 KB out and back for 128 x 256 tiles) costs a few slabs' loads, too much beside short tiles (bf16, 8192 x 8192
     x K, graph-timed, x cuBLAS, stream-K against whole tiles: K = 512 0.921 / 0.985, 768 0.943 / 0.986, 1024 0.991 /
     1.027, 2048 1.037 / 1.026, 4096 1.037 / 1.021). Fewer tiles than blocks always share their slabs out."""
-    cl = cfg.get("CL", 1)  # clusters of CL blocks walk tiles of CL tile rows (or columns: CA), one item a cluster
-    cm, cn = (1, cl) if cfg.get("CA") else (cl, 1)
-    tiles, slots = cdiv(M, cm * cfg["BM"]) * cdiv(N, cn * cfg["BN"]), blocks // cl
+    cl = cfg.get("CL", 1)  # clusters of CL blocks walk tiles of CL tile rows (tile pairs), one item per cluster
+    tiles, slots = cdiv(M, cl * cfg["BM"]) * cdiv(N, cfg["BN"]), blocks // cl
     rem = tiles % slots
     if not cfg.get("SK") or rem == 0 or 5 * rem > 3 * slots:
         return 0
@@ -121,7 +120,7 @@ SPEC = KernelSpec(
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
     summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
     " tile order, TMA-store epilogue",
-    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, CA=0, EPI=1, SK=4, NUM_THREADS=384),
+    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, SK=4, NUM_THREADS=384),
     # one consumer warpgroup, for products with few tiles (the tuner times these first; H200 winners: 64 x 64
     # at bf16 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at 512 x 4096 x 4096 and 8192 x 256 x 8192).
     # Six and eight stages: on the H100 (bf16, bench x cuBLAS) 128 x 128 with 6 stages against 4 ran 0.95 /
@@ -136,11 +135,7 @@ SPEC = KernelSpec(
         "one_warpgroup_128x128": dict(BM=128, BN=128, STAGES=6, WGS=1, GM=4, EPI=1, SK=0, NUM_THREADS=256),
     },
     block=lambda c: (c["NUM_THREADS"], 1, 1),
-    grid=lambda c, M, N, K: (
-        c["CL"] * cdiv(M, (1 if c["CA"] else c["CL"]) * c["BM"]) * cdiv(N, (c["CL"] if c["CA"] else 1) * c["BN"]),
-        1,
-        1,
-    ),
+    grid=lambda c, M, N, K: (c["CL"] * cdiv(M, c["CL"] * c["BM"]) * cdiv(N, c["BN"]), 1, 1),
     workspace=_stream_k_workspace,
     shape_config=_tiles_for_waves,
     pitch_config=_multicast_rows_off_32,
@@ -157,10 +152,6 @@ SPEC = KernelSpec(
         *positive("GM"),
         *_WS3_CONSTRAINTS,
         C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
-        C(
-            "CA in (0, 1) and (CA == 0 or CL == 2)",
-            "CA = 1 (with CL = 2): the cluster's two blocks own two tile columns and share A (half of its rows each)",
-        ),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
         C(
             "SK == 0 or WGS == 2",
@@ -183,7 +174,6 @@ SPEC = KernelSpec(
         WGS=(1, 2, 3),
         GM=(4, 8, 16),
         CL=(1,),
-        CA=(0,),
         EPI=(0, 1),
         SK=(0, 4),
         NUM_THREADS=(256, 384, 512),
