@@ -9,6 +9,8 @@ import math
 import types
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cumm
 from cumm.core.errors import CompileError
@@ -226,3 +228,63 @@ def test_glu_torch_linear_weights_and_errors(rng, sm90):
         cumm.matmul(x.float(), w13.T.float(), glu="silu")
     with pytest.raises(ValueError, match=r"out has shape \(257, 2064\); the product .* needs \(257, 1032\)"):
         cumm.matmul(x, w13.T, glu="silu", out=torch.empty(M, 2 * N, device="cuda", dtype=torch.bfloat16))
+
+
+@st.composite
+def _glu_cases(draw) -> dict:
+    """M, C's columns (a multiple of 8), K from 1 to a few thousand (at most one large), a batch, the weight given
+    as (K, 2N) or as the transposed view of nn.Linear's (2N, K), the rung and the activation."""
+    small = st.one_of(st.integers(1, 70), st.sampled_from((1, 2, 3, 7, 13, 31, 127)))
+    M, K = draw(small), draw(small)
+    N = 8 * draw(st.integers(1, 40))
+    big = draw(st.sampled_from(("", "", "", "M", "N", "K")))
+    if big == "M":
+        M = draw(st.sampled_from((257, 1021, 4097)))
+    elif big == "N":
+        N = 8 * draw(st.sampled_from((127, 257, 513)))
+    elif big == "K":
+        K = draw(st.sampled_from((509, 1024, 2053)))
+    batch = tuple(draw(st.lists(st.integers(1, 3), max_size=1 if big else 2)))
+    return dict(
+        M=M,
+        N=N,
+        K=K,
+        batch=batch,
+        wbatch=draw(st.booleans()) and bool(batch),
+        linear=draw(st.booleans()),
+        dt=draw(st.sampled_from(("bfloat16", "float16"))),
+        kernel=draw(st.sampled_from(("auto", *GLU_RUNGS))),
+        act=draw(st.sampled_from(("silu", "gelu", "gelu_tanh", "relu"))),
+        alpha=draw(st.sampled_from((1.0, -0.5))),
+    )
+
+
+@pytest.mark.gpu
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(c=_glu_cases())
+def test_glu_property(c, sm90):
+    """Random shapes, batches and weight layouts through glu= against float64, output NaN-poisoned first."""
+    import cupy
+
+    if c["batch"] and c["kernel"] == "wgmma":  # (it runs no batches: kernel="auto" runs them one at a time)
+        c["kernel"] = "auto"
+    rng = cupy.random.default_rng(abs(hash(tuple(sorted(map(str, c.items()))))) % 2**31)
+    M, N, K, dt = c["M"], c["N"], c["K"], c["dt"]
+    x = rng.standard_normal(c["batch"] + (M, K), dtype="float32").astype(_dt(dt))
+    wb = c["batch"] if c["wbatch"] else ()
+    w1, w3 = _weights(rng, K, N, dt, wb)
+    if c["linear"]:  # nn.Linear's (2N, K) layout, multiplied by its transposed view (read in place)
+        w = cumm.glu_weight(w1.swapaxes(-1, -2), w3.swapaxes(-1, -2), dim=-2).swapaxes(-1, -2)
+    else:
+        w = cumm.glu_weight(w1, w3)
+    out = cupy.full(c["batch"] + (M, N), math.nan, dtype="float32").astype(_dt(dt))
+    cfg = None if c["kernel"] == "auto" else {}
+    cumm.matmul(x, w, kernel=c["kernel"], config=cfg, out=out, alpha=c["alpha"], glu=c["act"])
+    a = c["alpha"]
+    ref = _acts()[c["act"]](a * (_f64(x) @ _f64(w1))) * (a * (_f64(x) @ _f64(w3)))
+    assert _rel(out, ref) < _tol(dt, ref), c

@@ -57,12 +57,24 @@ def _ref_linear(x, w, bias=None, activation=None, residual=None):
     return y + residual.float() if residual is not None else y
 
 
+def _ref_glu(x, w13, activation):
+    """glu_linear's meaning in float32 torch: w13's rows 16 q .. 16 q + 7 are w1's, the next 8 w3's."""
+    from cumm.torch import _act
+
+    n2, k = w13.shape
+    w = w13.float().reshape(n2 // 16, 2, 8, k)
+    w1, w3 = w[:, 0].reshape(n2 // 2, k), w[:, 1].reshape(n2 // 2, k)
+    return _act(x.float() @ w1.t(), activation) * (x.float() @ w3.t())
+
+
 @pytest.fixture
 def standin(ct, monkeypatch):
     """cumm's kernel replaced by torch on the host, so the ops run (and differentiate) on CPU tensors."""
 
-    def fake_cumm(a, b, *, kernel="auto", bias=None, activation=None, residual=None):
+    def fake_cumm(a, b, *, kernel="auto", bias=None, activation=None, residual=None, glu=None):
         assert isinstance(kernel, str)
+        if glu is not None:  # glu_linear: the weight's rows (b's columns) in turns of 8, gate then up
+            return _ref_glu(a, b.t(), glu).to(a.dtype)
         if bias is None and activation is None and residual is None:
             return torch.matmul(a.float(), b.float()).to(a.dtype)
         assert a.dim() == 2 and b.dim() == 2  # linear flattens x to rows
@@ -130,6 +142,59 @@ def test_linear_fake_errors(ct):
         ct.linear(x, w.half())
     with pytest.raises(ValueError, match="activation='swish'"):
         ct.Linear(4, 4, activation="swish")
+
+
+def test_glu_weight_and_fake(ct):
+    w1, w3 = torch.randn(16, 5), torch.randn(16, 5)
+    w = ct.glu_weight(w1, w3)
+    assert w.shape == (32, 5)
+    assert torch.equal(w[0:8], w1[0:8]) and torch.equal(w[8:16], w3[0:8]) and torch.equal(w[24:32], w3[8:16])
+    with pytest.raises(RuntimeError, match=r"N a multiple of 8; got \(12, 5\)"):
+        ct.glu_weight(w1[:12], w3[:12])
+    m = "meta"
+    for xshape in [(5, 16), (16,), (2, 3, 16), (0, 16), (4, 0)]:
+        x = torch.empty(xshape, dtype=torch.bfloat16, device=m)
+        y = ct.glu_linear(x, torch.empty(32, xshape[-1], dtype=torch.bfloat16, device=m), "gelu")
+        assert tuple(y.shape) == (*xshape[:-1], 16) and y.dtype == torch.bfloat16 and y.is_contiguous()
+    x = torch.empty(5, 16, device=m)
+    with pytest.raises(RuntimeError, match=r"weight must be \(2N, 16\) with 2N a multiple of 16.*got \(24, 16\)"):
+        ct.glu_linear(x, torch.empty(24, 16, device=m))
+    with pytest.raises(ValueError, match="activation='swish'"):
+        ct.glu_linear(x, torch.empty(32, 16, device=m), "swish")
+    with pytest.raises(RuntimeError, match="x and weight must have one dtype"):
+        ct.glu_linear(x, torch.empty(32, 16, device=m, dtype=torch.float16))
+    with pytest.raises(RuntimeError, match="multiple of 8"):
+        ct.GLULinear(16, 12)
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu", "gelu_tanh", "relu"])
+def test_glu_linear_forward_and_backward_match_torch(ct, standin, activation):
+    """The op's reshapes and its backward (the pair split and interleaved again) against torch's autograd."""
+    torch.manual_seed(3)
+    x = torch.randn(2, 3, 16, requires_grad=True)
+    w13 = torch.randn(32, 16, requires_grad=True)
+    g = torch.randn(2, 3, 16)
+    y = ct.glu_linear(x, w13, activation)
+    ref = _ref_glu(x, w13, activation)
+    torch.testing.assert_close(y, ref)
+    # (float32 sums in another order: the interleaved weight's gradient is one product of the recomputed pair, the
+    # reference's two slices' products; terms that cancel leave a few 1e-5)
+    for a, b in zip(torch.autograd.grad(y, (x, w13), g), torch.autograd.grad(ref, (x, w13), g), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    assert ct.glu_linear(torch.empty(3, 0), torch.empty(16, 0)).abs().sum() == 0  # K = 0: act(0) * 0
+    torch.library.opcheck(torch.ops.cumm.glu_linear.default, (x.detach(), w13.detach(), activation, "auto"))
+    torch.library.opcheck(torch.ops.cumm.glu_linear.default, (x, w13, activation))
+
+
+def test_glu_module_from_linears(ct, standin):
+    torch.manual_seed(4)
+    gate, up = torch.nn.Linear(16, 24, bias=False), torch.nn.Linear(16, 24, bias=False)
+    m = ct.GLULinear.from_linears(gate, up, activation="gelu_tanh")
+    x = torch.randn(7, 16)
+    ref = torch.nn.functional.gelu(gate(x), approximate="tanh") * up(x)
+    torch.testing.assert_close(m(x), ref)
+    assert "activation='gelu_tanh'" in repr(m) and m.weight.shape == (48, 16)
+    assert ct.GLULinear(16, 8).weight.shape == (16, 16)
 
 
 def _mlp(ct, K, H, N, device="cpu", dtype=None):
@@ -322,6 +387,32 @@ def test_opcheck_on_gpu(ct):
     torch.library.opcheck(torch.ops.cumm.linear.default, (x.requires_grad_(), w.requires_grad_(), b, None, None))
     a = torch.randn(2, 1, 33, 64, device="cuda").transpose(-1, -2)
     torch.library.opcheck(torch.ops.cumm.matmul.default, (a, torch.randn(5, 33, 7, device="cuda"), "auto"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_glu_mlp_compiled_on_gpu(ct, dt):
+    """Llama's MLP, down(GLULinear(x)), compiled (fullgraph) against float64, and its gradients."""
+    dtype = getattr(torch, dt)
+    torch.manual_seed(5)
+    torch._dynamo.reset()
+    gate = torch.nn.Linear(96, 264, bias=False, device="cuda", dtype=dtype)
+    up = torch.nn.Linear(96, 264, bias=False, device="cuda", dtype=dtype)
+    down = ct.Linear(264, 40, bias=False, device="cuda", dtype=dtype)
+    glu = ct.GLULinear.from_linears(gate, up)
+    x = torch.randn(5, 33, 96, device="cuda", dtype=dtype)
+    model = lambda x: down(glu(x))  # noqa: E731
+    y = torch.compile(model, fullgraph=True)(x)
+    x64, g64, u64, d64 = (t.detach().double().requires_grad_() for t in (x, gate.weight, up.weight, down.weight))
+    ref = (torch.nn.functional.silu(x64 @ g64.t()) * (x64 @ u64.t())) @ d64.t()
+    theirs = down(torch.nn.functional.silu(gate(x)) * up(x))
+    assert y.shape == ref.shape and not y.isnan().any()
+    assert _rel(y.detach(), ref.detach()) <= 1.5 * _rel(theirs.detach(), ref.detach()) + 2 * U[dt]
+    y.float().square().mean().backward()
+    ref.square().mean().backward()
+    w = glu.weight.grad.double().reshape(-1, 2, 8, 96)  # the interleaved gradient, split as the weight is
+    assert _rel(w[:, 0].reshape(264, 96), g64.grad) < 3e-2 and _rel(w[:, 1].reshape(264, 96), u64.grad) < 3e-2
+    assert _rel(down.weight.grad, d64.grad) < 3e-2
 
 
 @pytest.mark.gpu
