@@ -273,13 +273,14 @@ class Call:
             if walk:
                 self.slots[14] = batch[0]
             if spec.tensor_maps is not None:  # tensor maps by value after the arguments, made per pointer
-                # (a GLU epilogue stores C directly: C is half the product's width, the map's would be all of it)
-                epi = plan.flags.epilogue
-                c_map = bool(plan.flags[2]) and dtype != F32 and not (epi is not None and epi.glu)
+                c_map = bool(plan.flags[2]) and dtype != F32
                 lay = layout_of(plan.flags)  # (passed only when set: a user's tensor_maps need not take it)
-                specs = spec.tensor_maps(
-                    plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map, **({"layout": lay} if lay else {})
-                )
+                kw = {"layout": lay} if lay else {}
+                specs = spec.tensor_maps(plan.cfg, M, N, K, self.lda, self.ldb, self.ldc, c_map, **kw)
+                epi = plan.flags.epilogue
+                if epi is not None and epi.glu and len(specs) > 2:  # C (the third map) is half the product's width
+                    c = spec.tensor_maps(plan.cfg, M, epi.columns(N), K, self.lda, self.ldb, self.ldc, c_map, **kw)
+                    specs = (*specs[:2], c[2], *specs[3:])
                 if batch is not None:  # the batched variant reads 3-D maps: the batch is their third dimension
                     specs = [m and m.batched(batch[0], batch[1 + m.operand]) for m in specs]
                 self.maps = tuple(

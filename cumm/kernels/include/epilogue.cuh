@@ -231,20 +231,18 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
 #else   // ---- GLU: pairs of 8-column blocks -------------------------------------------------------------
 // Column blocks j (even: gate) and j + 1 (up) of a thread's fragment hold the same r = 2 t4 (+ 1) of the same
 // rows: the pair is in its registers, and the pairs of a tile form the fragment of a tile of R / 4 column blocks
-// at column col0 / 2 of C, which the unchanged tile store writes (bounds: CummAlpha's M and N, C's).
+// at column col0 / 2 of C, which the unchanged stores write (bounds: CummAlpha's M and N, C's).
 __device__ __forceinline__ float cumm_epi_glu(const CummAlpha& al, float gate, float up, int row, int col, int z) {
     float v = CUMM_EPI_GLU(al.a * gate) * (al.a * up);
     cumm_epi_user(v, min(row, al.M - 1), min(col, al.N - 1), z, al);
     return v;
 }
 
-template <int MT, int R, int VEC>
-__device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
-                                                int N, int row0, int col0, int warp, int g, int t4,
-                                                const CummAlpha& al, float beta) {
+// e = the pairs of d (a tile of R / 2 columns at col0 of the product): C's fragment at col0 / 2.
+template <int MT, int R>
+__device__ __forceinline__ void cumm_glu_pairs(const float (&d)[MT][R], float (&e)[MT][R / 2], const CummAlpha& al,
+                                               int row0, int col0, int z, int warp, int g, int t4) {
     static_assert(R % 8 == 0, "GLU pairs 8-column blocks: a tile of a multiple of 16 columns");
-    const int z = al.bsc ? (int)(coff / al.bsc) : 0;
-    float e[MT][R / 2];
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -256,23 +254,46 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
                     e[m][4 * q + 2 * h + i] =
                         cumm_epi_glu(al, d[m][8 * q + 2 * h + i], d[m][8 * q + 4 + 2 * h + i],
                                      row0 + m * 64 + warp * 16 + g + 8 * h, col0 / 2 + 8 * q + 2 * t4 + i, z);
+}
+
+template <int MT, int R, int VEC>
+__device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
+                                                int N, int row0, int col0, int warp, int g, int t4,
+                                                const CummAlpha& al, float beta) {
+    float e[MT][R / 2];
+    cumm_glu_pairs<MT, R>(d, e, al, row0, col0, al.bsc ? (int)(coff / al.bsc) : 0, warp, g, t4);
     cumm_store_tile<MT, R / 2, VEC>(e, C, coff, ldc, al.M, al.N, row0, col0 / 2, warp, g, t4, 1.0f, beta);
 }
 
-// The TMA store writes C through a map of the product's width: a GLU variant stores directly (C's base and
-// strides from CummAlpha), and CUMM_EPI_TMA is 0 so the kernels take that path and stage nothing.
+// The TMA store of C's half-width tile: the staging and copy-engine store of a tile of TN / 2 columns at bn0 / 2,
+// through C's map (the host makes it C's width, N / 2). A half tile that is not whole 64-column boxes (TN = 64,
+// 192) is stored directly (C's base and strides from CummAlpha).
 template <int MT, int TN, int B3D>
 struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
+    using Half = CummTmaEpilogue<MT, TN / 2, B3D>;
+    static constexpr bool kTma = (TN / 2) % 64 == 0;
     using CummTmaEpilogue<MT, TN, B3D>::store;
+    __device__ __forceinline__ Half half() const {
+        return Half{this->cs, this->map, this->bar, this->bar_id, this->wtid, this->warp, this->g, this->t4, this->cph};
+    }
+    __device__ __forceinline__ void prefetch(int bn0, int row0, int z) {
+        if constexpr (kTma) half().prefetch(bn0 / 2, row0, z);
+    }
     __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z,
                                           const CummAlpha& al, float beta) {
-        cumm_store_tile<MT, TN / 2, VEC_C>(d, static_cast<cumm_out_t*>(const_cast<void*>(al.c)), z * al.bsc,
-                                          (int)al.ldc, al.M, al.N, row0, bn0, this->warp, this->g, this->t4, al,
-                                          beta);
+        float e[MT][TN / 4];
+        cumm_glu_pairs<MT, TN / 2>(d, e, al, row0, bn0, z, this->warp, this->g, this->t4);
+        if constexpr (kTma) {
+            Half h = half();
+            h.store(e, bn0 / 2, row0, z, 1.0f, beta);
+            this->cph = h.cph;  // (C's chunks waited for with beta != 0)
+        } else {
+            cumm_store_tile<MT, TN / 4, VEC_C>(e, static_cast<cumm_out_t*>(const_cast<void*>(al.c)), z * al.bsc,
+                                              (int)al.ldc, al.M, al.N, row0, bn0 / 2, this->warp, this->g, this->t4,
+                                              1.0f, beta);
+        }
     }
 };
-#undef CUMM_EPI_TMA
-#define CUMM_EPI_TMA 0
 #endif  // CUMM_EPI_GLU
 #define CummTmaEpilogue CummTmaEpilogueE
 #endif  // CUMM_EPI_SM90
