@@ -401,6 +401,18 @@ struct CummRing {
             cumm_mbar_init<CONSUMER_WARPS>(&empty[s]);
         }
     }
+    // The start of a warp-specialized kernel: thread 0 prefetches the operands' maps and makes the barriers, then
+    // the whole block waits for them.
+    template <int CONSUMER_WARPS>
+    __device__ __forceinline__ void start(int tid, const CummTmap* a, const CummTmap* b) const {
+        if (tid == 0) {
+            cumm_prefetch_tmap(a);
+            cumm_prefetch_tmap(b);
+            init<CONSUMER_WARPS>();
+            cumm_mbar_init_fence();
+        }
+        __syncthreads();
+    }
     // Producer: the slot of slab `it`, once its last slab is released (the first round passes at once: it waits
     // for the phase before the barrier's first), its full barrier expecting `bytes`.
     __device__ __forceinline__ int acquire(int it, unsigned bytes) const {

@@ -46,13 +46,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
     const int bm0 = tc.x * BM, bn0 = tc.y * BN;
     const int KT = (K + 63) / 64, k0 = KT * rank / KS, k1 = KT * (rank + 1) / KS;  // may be empty when KT < KS
 
-    if (tid == 0) {
-        cumm_prefetch_tmap(&tmA);
-        cumm_prefetch_tmap(&tmB);
-        ring.init<4 * WGS>();  // one arrival per consumer warp
-        cumm_mbar_init_fence();
-    }
-    __syncthreads();
+    ring.start<4 * WGS>(tid, &tmA, &tmB);  // one arrival per consumer warp
 
     if (cumm_ws_producer<40, 232>(tid)) {  // producer warpgroup: one thread issues the copies
         if (tid == 0)

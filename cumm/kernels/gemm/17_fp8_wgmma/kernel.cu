@@ -51,13 +51,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         return make_int2(tc.x * BM, tc.y * BN);
     };
 
-    if (tid == 0) {
-        cumm_prefetch_tmap(&tmA);
-        cumm_prefetch_tmap(&tmB);
-        ring.init<4 * WGS>();  // one arrival per consumer warp
-        cumm_mbar_init_fence();
-    }
-    __syncthreads();
+    ring.start<4 * WGS>(tid, &tmA, &tmB);  // one arrival per consumer warp
 
     if (cumm_ws_producer<CUMM_FP8_PRODUCER_REGS, CUMM_FP8_CONSUMER_REGS>(tid)) {
         if (tid == 0) cumm_fp8_produce<BM, SB>(ring, walk, origin, sm, &tmA, &tmB);

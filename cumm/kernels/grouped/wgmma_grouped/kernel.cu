@@ -107,13 +107,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         }
         if (lane == 0) s_tiles = tcarry;
     }
-    if (tid == 0) {
-        cumm_prefetch_tmap(&tmA);
-        cumm_prefetch_tmap(&tmB);
-        ring.init<4 * WGS>();  // one arrival per consumer warp
-        cumm_mbar_init_fence();
-    }
-    __syncthreads();
+    ring.start<4 * WGS>(tid, &tmA, &tmB);  // one arrival per consumer warp
 
     // Tile t of the walk: its group, first row, the group's row end (rows at or past it are not stored), first column
     auto locate = [&](int t, int& grp, int& row0, int& rend, int& col0) {
