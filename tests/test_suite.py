@@ -185,6 +185,46 @@ def test_report_and_markdown():
     assert "torch.matmul" in md and "Command: `c`" in md and "geomean" in md
 
 
+def _with_ratios(rows, scale):
+    """fake_suite_results with every ok cumm row's ratio (and TFLOP/s) scaled: another run of the same suite."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        if r["kernel"] != _bench.CUBLAS and r["status"] == "ok":
+            r.update(ratio=r["ratio"] * scale, tflops=r["tflops"] * scale)
+        out.append(r)
+    return out
+
+
+def test_runs_combine_to_the_median_ratio():
+    base = fake_suite_results()
+    runs = [_with_ratios(base, 1.0), _with_ratios(base, 0.9), _with_ratios(base, 1.2)]
+    runs[1][1]["rel_err"] = 5e-3  # the worst error of the runs is kept
+    runs[2][3]["ran"] = "wgmma_ws BN=64"  # a shape whose pick differed between runs says so
+    rows = _suite.combine(runs)
+    assert [(r["shape"], r["kernel"]) for r in rows] == [(r["shape"], r["kernel"]) for r in base]
+    s1 = rows[1]
+    assert s1["ratio"] == pytest.approx(1.0) and s1["ratios"] == pytest.approx([1.0, 0.9, 1.2])
+    assert s1["tflops"] == pytest.approx(100.0) and s1["rel_err"] == 5e-3
+    assert rows[3]["ratio"] == pytest.approx(0.5) and rows[3]["ran"].endswith(" / wgmma_ws BN=64")
+    assert rows[-1]["status"] == "FAIL" and rows[-1]["ratio"] is None  # FAILed in every run
+    (s,) = _suite.summarize(rows)
+    assert s["min"] == pytest.approx(0.5) and s["failed"] == 1
+    one_fail = [_with_ratios(base, 1.0), _with_ratios(base, 1.0)]
+    one_fail[1][1] = dict(one_fail[1][1], status="FAIL", ratio=None, tflops=None, error="relative error 1")
+    assert _suite.combine(one_fail)[1]["status"] == "FAIL"  # a FAIL in any run FAILs the shape
+    assert _suite.combine([base])[1] == base[1]
+    with pytest.raises(ValueError, match="at least one run"):
+        _suite.combine([])
+    text = _suite.format_table(rows, "bfloat16", runs=3)
+    assert "per run" in text.splitlines()[0] and "1.000 / 0.900 / 1.200" in text
+    suite = _suite.parse(_doc(_sq()), "t.json")
+    doc = _suite.build_report(rows, suite, device=DEVICE, dtype="bfloat16", settle_s=0.1, repeat=20, runs=3)
+    json.dumps(doc, allow_nan=False)
+    md = _suite.format_markdown(doc)
+    assert doc["runs"] == 3 and "ran 3 times" in md and "median of the 3 runs' ratios" in md
+
+
 @pytest.mark.parametrize(
     "dtype, err, base, fails",
     [
@@ -275,6 +315,8 @@ def test_run_wiring_without_a_gpu(monkeypatch):
         (["--suite", "llm", "--overhead", "--sizes", "8"], ["--overhead", "--sizes"]),
         (["--suite", "llm", "--dtype", "fp64"], ["unknown dtype 'fp64'"]),
         (["--suite", "llm", "--kernels", "bogus"], ["unknown kernel 'bogus'"]),
+        (["--suite", "llm", "--runs", "0"], ["--runs"]),
+        (["--sizes", "64", "--runs", "3"], ["--runs 3 repeats a shape suite", "--suite"]),
     ],
 )
 def test_suite_flag_errors_exit_2(capsys, args, words):
@@ -328,6 +370,13 @@ def test_suite_flag_wiring(monkeypatch, capsys, tmp_path):
     doc = json.loads(js.read_text())
     assert doc["dtype"] == "bfloat16" and doc["summary"][0]["geomean"] == pytest.approx(0.9**0.25)
     assert doc["command"].startswith("cumm bench --suite llm") and doc["seconds"] >= 0
+    calls.clear()
+    count = []
+    monkeypatch.setattr(_suite, "run", lambda *a, **k: count.append(1) or fake_suite_results())
+    assert _cli.main(["bench", "--suite", "llm", "--dtype", "bf16", "--runs", "3", "--json", str(js)]) == 1
+    doc = json.loads(js.read_text())
+    assert len(count) == 3 and doc["runs"] == 3 and doc["results"][1]["ratios"] == [1.0, 1.0, 1.0]
+    assert "per run" in capsys.readouterr().out
     assert "| l1" in md.read_text() and "**auto bfloat16 vs cuBLAS" in md.read_text()
     calls.clear()
     monkeypatch.setattr(_suite, "run", lambda suite, kernels, **kw: calls.update(kernels=kernels) or [])

@@ -119,6 +119,8 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
 
     if args.suite is not None:
         _suite_conflicts(args)
+    elif args.runs != 1:
+        args.subparser.error(f"--runs {args.runs} repeats a shape suite: add --suite llm (or a suite file)")
     try:
         _bench.check_tf32()
     except _bench.BenchError as e:
@@ -252,7 +254,11 @@ def _run_suite(args: argparse.Namespace, command: str, fail) -> int:
 
     t0 = time.perf_counter()
     try:
-        results = _suite_mod.run(args.suite, args.kernels, dtype=args.dtype, repeat=args.repeat, settle_s=args.settle)
+        runs = [
+            _suite_mod.run(args.suite, args.kernels, dtype=args.dtype, repeat=args.repeat, settle_s=args.settle)
+            for _ in range(args.runs)
+        ]
+        results = _suite_mod.combine(runs)
         doc = _suite_mod.build_report(
             results,
             args.suite,
@@ -262,10 +268,11 @@ def _run_suite(args: argparse.Namespace, command: str, fail) -> int:
             repeat=args.repeat,
             seconds=time.perf_counter() - t0,
             command=command,
+            runs=args.runs,
         )
     except (ValueError, RuntimeError) as e:  # BenchError is a RuntimeError
         return fail(str(e))
-    print(_suite_mod.format_table(results, args.dtype))
+    print(_suite_mod.format_table(results, args.dtype, runs=args.runs))
     if args.json:
         _bench.write_json(args.json, doc)
     if args.markdown:

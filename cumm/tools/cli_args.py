@@ -237,6 +237,15 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         "defaults to auto; the table ends with the geomean and the minimum ratio to cuBLAS",
     )
     b.add_argument(
+        "--runs",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="with --suite: run the whole suite N times, one after another, and report each shape's median ratio "
+        "over the runs (each run's beside it): at the power limit a ratio moves a few percent between runs "
+        "(default 1)",
+    )
+    b.add_argument(
         "--overhead",
         action="store_true",
         help="also measure host overhead per call: cumm.matmul vs cupy.matmul on 64x64x64",
