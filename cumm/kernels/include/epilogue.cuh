@@ -219,13 +219,13 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
 }
 
 // The TMA-store path: the same epilogue on the registers, then the unchanged staging and copy-engine store.
-template <int MT, int TN, int B3D, int CS = 1>
-struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D, CS> {
-    using CummTmaEpilogue<MT, TN, B3D, CS>::store;
+template <int MT, int TN, int B3D>
+struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
+    using CummTmaEpilogue<MT, TN, B3D>::store;
     __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z,
                                           const CummAlpha& al, float beta) {
         cumm_epi_tile<MT, TN / 2>(d, al, row0, bn0, z, this->warp, this->g, this->t4);
-        CummTmaEpilogue<MT, TN, B3D, CS>::store(d, bn0, row0, z, 1.0f, beta);
+        CummTmaEpilogue<MT, TN, B3D>::store(d, bn0, row0, z, 1.0f, beta);
     }
 };
 #else   // ---- GLU: pairs of 8-column blocks -------------------------------------------------------------
@@ -268,14 +268,13 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
 // The TMA store of C's half-width tile: the staging and copy-engine store of a tile of TN / 2 columns at bn0 / 2,
 // through C's map (the host makes it C's width, N / 2). A half tile that is not whole 64-column boxes (TN = 64,
 // 192) is stored directly (C's base and strides from CummAlpha).
-template <int MT, int TN, int B3D, int CS = 1>
-struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D, CS> {
-    using Half = CummTmaEpilogue<MT, TN / 2, B3D, CS>;
+template <int MT, int TN, int B3D>
+struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
+    using Half = CummTmaEpilogue<MT, TN / 2, B3D>;
     static constexpr bool kTma = (TN / 2) % 64 == 0;
-    using CummTmaEpilogue<MT, TN, B3D, CS>::store;
+    using CummTmaEpilogue<MT, TN, B3D>::store;
     __device__ __forceinline__ Half half() const {
-        return Half{this->cs,   this->map, this->bar, this->bar_id, this->wtid,
-                    this->warp, this->g,   this->t4,  this->cph,    this->slot};
+        return Half{this->cs, this->map, this->bar, this->bar_id, this->wtid, this->warp, this->g, this->t4, this->cph};
     }
     __device__ __forceinline__ void prefetch(int bn0, int row0, int z) {
         if constexpr (kTma) half().prefetch(bn0 / 2, row0, z);
@@ -288,7 +287,6 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D, CS> {
             Half h = half();
             h.store(e, bn0 / 2, row0, z, 1.0f, beta);
             this->cph = h.cph;  // (C's chunks waited for with beta != 0)
-            this->slot = h.slot;
         } else {
             cumm_store_tile<MT, TN / 4, VEC_C>(e, static_cast<cumm_out_t*>(const_cast<void*>(al.c)), z * al.bsc,
                                               (int)al.ldc, al.M, al.N, row0, bn0 / 2, this->warp, this->g, this->t4,

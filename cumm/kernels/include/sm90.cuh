@@ -131,9 +131,8 @@ __device__ __forceinline__ void cumm_tma_store_3d(const CummTmap* map, const voi
                  : "memory");
 }
 // Wait until the stores committed so far have read their shared memory (it may be overwritten then).
-template <int PENDING = 0>  // (the most recent PENDING groups may still be reading)
 __device__ __forceinline__ void cumm_tma_store_wait_read() {
-    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
 // Wait until the stores committed so far have completed.
 __device__ __forceinline__ void cumm_tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
@@ -784,17 +783,13 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
 // loads each chunk of C into the buffer (the first with `prefetch`, while the mainloop runs; the next once the
 // buffer is free) and each thread reads the values it then overwrites (before, beta != 0 took 4-byte loads and
 // stores from every thread: 0.81-0.83x cuBLAS's addmm at 4096^3, then 0.91-0.92x). B3D: 3-D maps (a batch).
-// CS = 2 (a rung's EPI = 2): two 16 KB buffers a warpgroup taken in turn (beta = 0), so a chunk is staged while
-// the previous chunk's stores still read the other buffer: with one, a 256-column tile's second chunk waits for
-// the first's stores to read it, which short-K products (the tile's stores longer than its mainloop) pay each tile.
-template <int MT, int TN, int B3D, int CS = 1>
+template <int MT, int TN, int B3D>
 struct CummTmaEpilogue {
-    unsigned char* cs;        // this warpgroup's staging buffer (1024-byte aligned), 64 x 128 halves (CS of them)
+    unsigned char* cs;        // this warpgroup's staging buffer (1024-byte aligned), 64 x 128 halves
     const CummTmap* map;      // C's map: dims N x M, boxes 64 x 64, 128-byte swizzle
     unsigned long long* bar;  // beta != 0: a chunk of C has landed in cs
     int bar_id, wtid, warp, g, t4;  // the warpgroup's named barrier, the thread in it
     int cph;                  // chunks of C loaded (bar's phase)
-    int slot = 0;             // CS = 2: chunks staged (the buffer of the next one)
 
     // Thread 0 of the warpgroup, at the start of a tile that takes this epilogue with beta != 0: load the first
     // chunk of C (rows row0.., columns bn0..) while the mainloop runs.
@@ -812,11 +807,10 @@ struct CummTmaEpilogue {
 #pragma unroll
             for (int half = 0; half < (TN + 127) / 128; ++half) {
                 const int nb = TN - half * 128 >= 128 ? 2 : 1;  // 64-column boxes in this chunk
-                unsigned char* const buf = CS > 1 && beta == 0.0f ? cs + (slot & 1) * 16384 : cs;
                 // thread (warp, g, t4)'s pair of columns j of row r: 4-byte word t4 of 16-byte chunk j % 8 (of box
                 // j / 8), swizzled
                 auto at = [&](int jj, int r) {
-                    return reinterpret_cast<unsigned*>(buf + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4);
+                    return reinterpret_cast<unsigned*>(cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4);
                 };
                 if (beta == 0.0f) {
                     unsigned v[16][2];  // the chunk converted while the previous stores drain
@@ -828,7 +822,7 @@ struct CummTmaEpilogue {
                             if (jj < 8 * nb)  // (a last chunk of 64 columns: the first 8 only)
                                 v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
                         }
-                    if (wtid == 0) cumm_tma_store_wait_read<CS - 1>();  // the stores that last read buf are done
+                    if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
                     cumm_bar_sync<128>(bar_id);
 #pragma unroll
                     for (int jj = 0; jj < 16; ++jj)
@@ -859,11 +853,10 @@ struct CummTmaEpilogue {
                 cumm_bar_sync<128>(bar_id);
                 if (wtid == 0) {
                     const int r0 = row0 + m * 64;
-                    cumm_tma_store_z<B3D>(map, buf, bn0 + half * 128, r0, z);
-                    if (nb == 2) cumm_tma_store_z<B3D>(map, buf + 8192, bn0 + half * 128 + 64, r0, z);
+                    cumm_tma_store_z<B3D>(map, cs, bn0 + half * 128, r0, z);
+                    if (nb == 2) cumm_tma_store_z<B3D>(map, cs + 8192, bn0 + half * 128 + 64, r0, z);
                     cumm_tma_store_commit();
                 }
-                if (CS > 1) ++slot;
             }
     }
 };

@@ -13,8 +13,6 @@
 //   and the copy engine, so the consumers start the next tile's wgmma while the stores drain (128 columns at a
 //   time, a last 64 for BN = 192: the host takes 128 x 192 tiles where 128 x 256 ones would leave
 //   multiprocessors idle in their last round, the spec's shape_config); with beta != 0 it reads C the same way.
-//   EPI = 2: two staging buffers a warpgroup taken in turn, so a 256-column tile's second chunk does not wait for
-//   the first's stores to read the buffer: for short K, where a tile's stores take longer than its mainloop.
 // - SK > 0, stream-K tail: when the tiles are not a whole number of waves (4096^3: 512 tiles of 128 x 256 on 132
 //   blocks, 3.88 waves), the last tiles % blocks tiles are shared out as equal k-ranges (a tile over at most
 //   SK + 1 blocks) instead of a last round in which 116 of 132 multiprocessors idle. A piece that does not end
@@ -45,13 +43,13 @@
 // 64 k (K-major, as A's rows, imm-trans-b 0). The wgmma reads either layout from shared memory at the same rate.
 // Host: as 13 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; 128-byte swizzle; 16-byte
 // aligned A and B, lda, ldb % 8 == 0), and a third map for C (dims N x M, box 64 x 64, 128-byte swizzle, 16-bit;
-// used only with EPI >= 1, VEC_C (C 16-byte aligned, ldc % 8 == 0) and 16-bit output, else any 64-byte-aligned
+// used only with EPI = 1, VEC_C (C 16-byte aligned, ldc % 8 == 0) and 16-bit output, else any 64-byte-aligned
 // 128 bytes). Grid: CL = 1: min(tiles, multiprocessors) blocks, all multiprocessors when stream-K takes fewer
 // tiles than that; CL = 2: 2 min(tile pairs, resident clusters (cuOccupancyMaxActiveClusters)) blocks, cluster
 // dims compiled in (__cluster_dims__). NUM_THREADS = 128 (WGS + 1); dynamic shared memory STAGES (BM + BN) 128 +
-// 1024 + 16 STAGES + 32 (mbarriers; 40 for WGS = 3), plus 16384 WGS EPI (the staging buffers). Batched variant:
-// the three maps get the batch as a third dimension (batch strides bsa, bsb, bsc; a broadcast operand is a batch of
-// one), the batch count follows bsc, the grid is min(batch x tiles, multiprocessors) blocks and skw is null.
+// 1024 + 16 STAGES + 32 (mbarriers; 40 for WGS = 3), plus 16384 WGS with EPI = 1. Batched variant: the three maps
+// get the batch as a third dimension (batch strides bsa, bsb, bsc; a broadcast operand is a batch of one), the
+// batch count follows bsc, the grid is min(batch x tiles, multiprocessors) blocks and skw is null.
 // skw (last argument): with SK > 0 and a mostly empty last wave (the spec's workspace function decides), a
 // workspace of CUMM_SK_FLAGS int flags, zero at launch and left so, then blocks x BM x BN floats; else null. The
 // flags sit at a fixed place whatever the tile shape: one buffer serves every configuration on a stream (flags
@@ -62,8 +60,7 @@
 // registers a consumer thread takes (setmaxnreg) beside the producer's 40: all 65536 of a multiprocessor
 #define CUMM_CONSUMER_REGS (WGS == 3 ? 152 : 232)
 #define CUMM_SK (SK > 0 && !CUMM_BATCHED)  // stream-K compiled in (a batch runs whole tiles)
-#define CUMM_CS (EPI >= 2 ? 2 : 1)  // staging buffers a warpgroup (CummTmaEpilogue's CS)
-#define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 * CUMM_CS : 0)  // a buffer: 64 rows x 128 columns of halves
+#define CUMM_C_STAGE (CUMM_EPI_TMA ? WGS * 64 * 128 * 2 : 0)  // per WG: 64 rows x 128 columns of halves
 #if CL == 2
 #define CUMM_CLUSTER __cluster_dims__(2, 1, 1)
 #else
@@ -155,8 +152,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 
     const int wg = tid / 128 - 1, warp = tid % 128 / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int wrow = wg * MT * 64;  // this warpgroup's first row in the tile
-    CummTmaEpilogue<MT, BN, CUMM_BATCHED, CUMM_CS> epi{sm + STAGES * SB + wg * 64 * 128 * 2 * CUMM_CS, &tmC, &cbar[wg],
-                                                       1 + wg, tid % 128, warp, g, t4, 0};
+    CummTmaEpilogue<MT, BN, CUMM_BATCHED> epi{sm + STAGES * SB + wg * 64 * 128 * 2, &tmC, &cbar[wg], 1 + wg,
+                                              tid % 128, warp, g, t4, 0};
     int* const flag = reinterpret_cast<int*>(skw);
     float* const part = skw + CUMM_SK_FLAGS;  // stream-K: a BM x BN partial per block
     auto sk_block = [&](int f) { return CL == 1 ? f : f * CL + rank; };  // item f's block of this rank

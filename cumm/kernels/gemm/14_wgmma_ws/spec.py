@@ -152,11 +152,7 @@ SPEC = KernelSpec(
         *positive("GM"),
         *_WS3_CONSTRAINTS,
         C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
-        C(
-            "EPI in (0, 1, 2)",
-            "EPI is 0 (direct stores), 1 (TMA-store epilogue for half outputs) or 2 (the same with two staging "
-            "buffers a warpgroup, for short K)",
-        ),
+        C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
         C(
             "SK == 0 or WGS == 2",
             "one consumer warpgroup (WGS = 1) runs whole tiles: with stream-K (SK > 0) its producer spills under "
@@ -165,7 +161,7 @@ SPEC = KernelSpec(
         ),
         C(
             "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 32 + 8 * (WGS // 3) + EPI * WGS * 16384 <= 232448",
-            "the stages (and the epilogue's staging buffers) fit in 227 KB of shared memory per block",
+            "the stages (and the epilogue's staging tile) fit in 227 KB of shared memory per block",
         ),
     ],
     space=dict(
