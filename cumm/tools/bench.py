@@ -304,10 +304,11 @@ def run(
     if not (isinstance(settle_s, (int, float)) and 0 <= settle_s <= 60):
         raise ValueError(f"settle_s must be a number of seconds from 0 to 60, got {settle_s!r}")
     beta = check_beta(beta)  # before the GPU is touched: a bad value fails at once, anywhere
+    shapes = None if shapes is None else list(shapes)
     if glu is not None:
         from .epiref import check_glu
 
-        check_glu(glu, [dtype], kernels, None if shapes is None else list(shapes))
+        check_glu(glu, [dtype], kernels, shapes)
         if beta != 0.0:
             raise ValueError(f"beta={beta} with glu=: the unfused baseline has no beta; race glu= with beta 0")
     import cupy
