@@ -10,7 +10,8 @@ multiple (4097), K = 1, K = 7, M = 1, N = 1, operands that are unaligned strided
 product (each product with its own guard bands); for a kernel that reads transposed operands in place
 (``reads_transposed``), column-major A and B (TRANSPOSED_CASES). ``python -m cumm check --kernel-file
 my_kernel.py`` runs it from the shell (``--sanitize``: under compute-sanitizer's memcheck, which also sees writes
-that land beyond the guard bands).
+that land beyond the guard bands). ``glu=`` / ``--glu ACT`` checks the gated form: B = cumm.glu_weight(w1, w3) of 2N
+columns, C of N, against float64 act(x @ w1) * (x @ w3).
 """
 
 from __future__ import annotations
