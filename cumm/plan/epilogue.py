@@ -171,8 +171,7 @@ def build(
     ):
         return None, ()
     if glu is not None:
-        if glu not in ACTIVATIONS:
-            raise ValueError(f"glu={glu!r}; it must be one of {sorted(ACTIVATIONS)} (the gate's activation) or None")
+        check_glu_name(glu)
         N //= 2  # the epilogue's operands are shaped like C
     named, ops, arrays = [], [], []
 
@@ -333,11 +332,34 @@ def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str,
     return routed, fallback_route(routed)
 
 
+def check_glu_name(glu) -> None:
+    """ValueError for a ``glu=`` that is not an activation's name (matmul's rule, and cumm check's / bench's)."""
+    if glu not in ACTIVATIONS:
+        raise ValueError(f"glu={glu!r}; it must be one of {sorted(ACTIVATIONS)} (the gate's activation) or None")
+
+
+def glu_rungs() -> list[str]:
+    """The rungs that run glu= (KernelSpec.glu, with an epilogue), in ladder order."""
+    return [n for n in gemm_kernels() if REGISTRY[n].glu and REGISTRY[n].epilogue]
+
+
+def glu_unsupported(dtype: str, cc: int | None = None, batched: bool = False) -> str:
+    """What glu= runs on, against this ``dtype`` product (a batch, on compute capability ``cc`` when known)."""
+    glu = glu_rungs()
+    takes = sorted({d for n in glu for d in REGISTRY[n].dtypes})
+    ccs = sorted({REGISTRY[n].min_cc for n in glu})
+    on = "" if cc is None else f" on {cc}"
+    return (
+        f"glu= runs on the rungs {glu}: {' and '.join(takes)} products on compute capability {ccs}; this is a "
+        f"{dtype} product{' batch' if batched else ''}{on}"
+    )
+
+
 def glu_route(kernel: str, auto: bool, dtype: str, cc: int, batched: bool) -> str:
     """For a glu= call that ``kernel`` cannot run (its stores see one pair of columns at a time): under auto the
     top rung of those that can (KernelSpec.glu) for ``dtype`` on ``cc`` (running batches for a batch); else the
     ValueError naming them."""
-    glu = [n for n in gemm_kernels() if REGISTRY[n].glu and REGISTRY[n].epilogue]
+    glu = glu_rungs()
     able = [n for n in glu if dtype in REGISTRY[n].dtypes and REGISTRY[n].supports(cc)]
     able = [n for n in able if REGISTRY[n].batches or not batched]
     if auto and able:
@@ -348,12 +370,7 @@ def glu_route(kernel: str, auto: bool, dtype: str, cc: int, batched: bool) -> st
             f"kernel {kernel!r} cannot run glu= (its stores see one column pair at a time, and glu= pairs column "
             f"blocks {GLU_BLOCK} apart); the rungs that do: {glu} (or kernel='auto')"
         )
-    takes = sorted({d for n in glu for d in REGISTRY[n].dtypes})
-    ccs = sorted({REGISTRY[n].min_cc for n in glu})
-    raise ValueError(
-        f"glu= runs on the rungs {glu}: {' and '.join(takes)} products on compute capability {ccs}; this is a "
-        f"{dtype} product{' batch' if batched else ''} on {cc}"
-    )
+    raise ValueError(glu_unsupported(dtype, cc, batched))
 
 
 def fallback_route(kernel: str) -> str | ValueError | None:

@@ -46,8 +46,11 @@ from ..runtime.timing import (  # noqa: F401 - re-exported: the benchmark's timi
 )
 from .bench_calls import (  # noqa: F401 - re-exported
     L2_FALLBACK_BYTES,
+    UNFUSED,
     BenchError,
     c0_scale,
+    glu_call,
+    glu_input_sets,
     input_sets,
     kernel_call,
     np_dtype,
@@ -125,20 +128,43 @@ def _reference(a, b):
 reference = _reference  # (bench's and run's `reference` argument is the epilogue's float64 reference)
 
 
+def _glu_reference(glu: str, abc: tuple):
+    """glu='s float64 result on a (A, B, C, W1, W3) set, act(A @ W1) * (A @ W3), and its Frobenius norm."""
+    import cupy
+
+    from .epiref import glu_pair
+
+    a, w1, w3 = (x.astype(cupy.float32).astype(cupy.float64) for x in (abc[0], abc[3], abc[4]))
+    ref = glu_pair(glu, a @ w1, a @ w3)
+    return ref, float(cupy.linalg.norm(ref))
+
+
 ROUNDS = 3  # each (kernel, shape) is timed in this many rounds, interleaved with the others of its shape
 
 
 def _prepare(
-    kernel: str, sets: list[tuple], ref, ref_norm: float, shape: Shape, dtype: str, beta: float = 0.0, fused=None
+    kernel: str,
+    sets: list[tuple],
+    ref,
+    ref_norm: float,
+    shape: Shape,
+    dtype: str,
+    beta: float = 0.0,
+    fused=None,
+    glu: str | None = None,
 ):
     """(call, relative error) once verified, or (None, the FAIL row): a wrong kernel is never timed. ``fused``:
-    (matmul's epilogue arguments, the float64 transform) for the cumm kernels."""
-    if fused is not None and kernel != CUBLAS:
+    (matmul's epilogue arguments, the float64 transform) for the cumm kernels. ``glu``: the sets are glu_input_sets,
+    ``ref`` the pair's result, the baseline :data:`UNFUSED`."""
+    base = UNFUSED if glu is not None else CUBLAS
+    if fused is not None and kernel != base and fused[1] is not None:
         from .epiref import apply
 
         ref = apply(fused[1], ref)
         ref_norm = float((ref * ref).sum() ** 0.5)
-    if fused is None or kernel == CUBLAS:
+    if glu is not None:
+        call = glu_call(kernel, glu, None if kernel == base else fused[0])
+    elif fused is None or kernel == CUBLAS:
         call = kernel_call(kernel, dtype, beta)
     else:
         call = kernel_call(kernel, dtype, beta, fused[0])
@@ -164,13 +190,14 @@ def _measure_shape(
     warm_s: float = 0.0,
     beta: float = 0.0,
     fused=None,
+    glu: str | None = None,
 ) -> list[Row]:
     """Rows for ``names`` (cuBLAS first) on one shape. The verified calls are timed in ROUNDS interleaved rounds,
     the order rotating every round and reversed every other round (so neither a call's place nor the call before
     it is always the same), each call loaded alone for SETTLE_S before its samples; each row takes the median
     of all its samples: the card's clocks drift under seconds of sustained load and follow the power of what ran
     just before."""
-    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype, beta, fused) for n in names}
+    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype, beta, fused, glu) for n in names}
     live = [n for n in names if prepared[n][0] is not None]
     samples: dict[str, list[float]] = {n: [] for n in live}
     if warm_s > 0 and live:  # an idle card starts at lower clocks: load it before the first samples
@@ -200,7 +227,13 @@ def _measure_shape(
             rows.append(got)
             continue
         row = make_row(
-            n, shape, ms=statistics.median(samples[n]), rel_err=got, runs=len(samples[n]), tolerance=TOLERANCES[dtype]
+            n,
+            shape,
+            ms=statistics.median(samples[n]),
+            rel_err=got,
+            runs=len(samples[n]),
+            tolerance=TOLERANCES[dtype],
+            columns=None if glu is None else 2 * shape[1],  # glu=: the work of the 2N-column product
         )
         if n != CUBLAS and fused is None:  # which kernel and configuration the call ran (auto's choice, tiles)
             from ..api.decision import decision
@@ -245,6 +278,7 @@ def run(
     epilogue: str | None = None,
     activation: str | None = None,
     reference=None,
+    glu: str | None = None,
 ) -> list[Row]:
     """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
     (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first. ``settle_s``: how long each
@@ -257,13 +291,26 @@ def run(
     float16 may reach inf while timed, which costs the same work. TFLOP/s count 2 M N K as for beta = 0.
 
     ``epilogue`` / ``activation``: the cumm kernels run with this fused epilogue (cuBLAS: the plain product, so the
-    ratio is the epilogue's cost plus the kernel's), verified against ``reference`` (cumm/tools/epiref.py)."""
+    ratio is the epilogue's cost plus the kernel's), verified against ``reference`` (cumm/tools/epiref.py).
+
+    ``glu`` (an activation's name): the gated MLP act(x @ w1) * (x @ w3), each shape's N being C's (the output's)
+    columns, so B = cumm.glu_weight(w1, w3) has 2N: the cumm kernels run ``glu=`` (default: the rungs that can, and
+    auto), beside the baseline :data:`UNFUSED` (torch's two products and elementwise, what a user writes unfused) in
+    the same rounds; ratios are against it, TFLOP/s count the 2N-column product. ``epilogue`` / ``activation`` then
+    apply after the pair in the cumm kernels only. Its errors (dtype, rung, N) come before the GPU is touched."""
     from . import epiref as _epiref
 
     _epiref.check_args(epilogue, activation, reference)
     if not (isinstance(settle_s, (int, float)) and 0 <= settle_s <= 60):
         raise ValueError(f"settle_s must be a number of seconds from 0 to 60, got {settle_s!r}")
     beta = check_beta(beta)  # before the GPU is touched: a bad value fails at once, anywhere
+    shapes = None if shapes is None else list(shapes)
+    if glu is not None:
+        from .epiref import check_glu
+
+        check_glu(glu, [dtype], kernels, shapes)
+        if beta != 0.0:
+            raise ValueError(f"beta={beta} with glu=: the unfused baseline has no beta; race glu= with beta 0")
     import cupy
 
     from ..ladder import kernels as _kernels
@@ -276,6 +323,10 @@ def run(
     if dtype not in TOLERANCES:
         raise ValueError(f"dtype must be one of {', '.join(TOLERANCES)}, got {dtype!r}")
     valid = [*_kernels(dtype=dtype), "auto"]
+    if kernels is None and glu is not None:
+        from ..plan.epilogue import glu_rungs
+
+        kernels = [n for n in glu_rungs() if n in valid] + ["auto"]
     kernels = list(_kernels(dtype=dtype)) if kernels is None else list(kernels)
     for k in kernels:
         if k not in valid:
@@ -285,21 +336,38 @@ def run(
 
     fn = _epiref.transform(activation, reference)
     epi = {k: v for k, v in (("epilogue", epilogue), ("activation", activation)) if v is not None}
-    fused = (epi, fn) if fn is not None else None
+    fused = (epi, fn) if fn is not None or glu is not None else None
+    base_name = CUBLAS if glu is None else UNFUSED
     rng = cupy.random.default_rng()
     total = len(shapes) * (len(kernels) + 1)
     bar = _progress(total, total > 3 if progress is None else progress)
     results: list[Row] = []
     try:
         for shape in shapes:
-            sets = input_sets(rng, *shape, dtype=dtype, beta=beta)
-            ref, ref_norm = _reference(*sets[0][:2])
+            if glu is None:
+                sets = input_sets(rng, *shape, dtype=dtype, beta=beta)
+                ref, ref_norm = _reference(*sets[0][:2])
+            else:
+                sets = glu_input_sets(rng, *shape, dtype=dtype)
+                ref, ref_norm = _glu_reference(glu, sets[0])
             bar.set_postfix_str(f"{shape_str(shape)}")
             first = not results
             rows = _measure_shape(
-                [CUBLAS, *kernels], sets, ref, ref_norm, shape, timing, dtype, 0.5 * first, beta=beta, fused=fused
+                [base_name, *kernels],
+                sets,
+                ref,
+                ref_norm,
+                shape,
+                timing,
+                dtype,
+                0.5 * first,
+                beta=beta,
+                fused=fused,
+                glu=glu,
             )
             base = rows[0]
+            if base["status"] != "ok" and glu is not None:
+                raise BenchError(f"the unfused baseline failed at {shape_str(shape)}: {base.get('error')}")
             if base["status"] != "ok":
                 raise BenchError(
                     f"the cuBLAS baseline failed verification at {shape_str(shape)} ({base.get('error')}); "
@@ -372,6 +440,7 @@ def bench(
     epilogue: str | None = None,
     activation: str | None = None,
     reference=None,
+    glu: str | None = None,
 ) -> list[Row]:
     """Time ``kernels`` (names: rungs, registered kernels, "auto"; default all GEMM kernels) beside cuBLAS, as
     ``python -m cumm bench`` does: each result checked against float64 first (a wrong one is a FAIL row with no
@@ -390,6 +459,10 @@ def bench(
     ``epilogue`` (a CUDA snippet over v, row, col) / ``activation``: race a fused epilogue: the cumm kernels run
     with it, checked against ``reference`` (a callable (v, row, col) or an expression, cumm/tools/epiref.py; a named
     activation needs none), cuBLAS runs the plain product beside.
+
+    ``glu`` ("silu", "gelu", "gelu_tanh", "relu"): race the gated MLP act(x @ w1) * (x @ w3) fused,
+    ``cumm.matmul(x, cumm.glu_weight(w1, w3), glu=glu)``, beside torch's unfused two products and elementwise (the
+    "unfused" row, the ratios' baseline); N is the output's columns (B has 2N). See :func:`run`.
     """
     beta = check_beta(beta)
     if isinstance(kernels, str):
@@ -413,6 +486,7 @@ def bench(
         epilogue=epilogue,
         activation=activation,
         reference=reference,
+        glu=glu,
     )
     if plot:
         _draw(rows, plot, baseline=baseline_label(dtype, beta))

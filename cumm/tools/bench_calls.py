@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from ..runtime.timing import n_input_sets
-from .bench_rows import CUBLAS, check_beta
+from .bench_rows import CUBLAS, UNFUSED, check_beta
 
 L2_FALLBACK_BYTES = 60 * 2**20  # H200; used only if the device does not report its L2 size
 
@@ -67,6 +67,62 @@ def input_sets(
         )
         for _ in range(n_sets)
     ]
+
+
+def glu_input_sets(rng, M: int, N: int, K: int, dtype: str, n_sets: int | None = None) -> list[tuple]:
+    """Rotating (A, B, C, W1, W3) sets for a glu= race: A (M x K), W1 and W3 (K x N) random normal, B =
+    cumm.glu_weight(W1, W3) (K x 2N, what the cumm kernels read), C (M x N) uninitialized. The unfused baseline
+    reads A, W1 and W3; the rotation counts those bytes (one side's)."""
+    import cupy
+
+    from ..api.glu import glu_weight
+
+    item = 4 if dtype == "float32" else 2
+    if n_sets is None:
+        l2 = cupy.cuda.Device().attributes.get("L2CacheSize") or L2_FALLBACK_BYTES
+        free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
+        n_sets = n_input_sets(item * (M * K + 2 * K * N), item * (M * K + 4 * K * N + M * N), l2, free)
+    f32, dt = cupy.float32, np_dtype(dtype)
+    sets = []
+    for _ in range(n_sets):
+        a = rng.standard_normal((M, K), dtype=f32).astype(dt)
+        w1 = rng.standard_normal((K, N), dtype=f32).astype(dt)
+        w3 = rng.standard_normal((K, N), dtype=f32).astype(dt)
+        sets.append((a, glu_weight(w1, w3), cupy.empty((M, N), dtype=dt), w1, w3))
+    return sets
+
+
+def glu_call(kernel: str, glu: str, epi: Mapping | None = None) -> Callable:
+    """``call(a, b, c, w1, w3)`` writing the gated product into c: a cumm kernel ("auto" too) with ``glu=`` over
+    b = glu_weight(w1, w3) (and the rest of ``epi``), or for :data:`UNFUSED` the eager torch code a user writes
+    (``act(x @ w1) * (x @ w3)``: two cuBLAS products, the activation and the product of both, into c)."""
+    from ..api import matmul as _api
+
+    if kernel != UNFUSED:
+        kw = dict(epi or {}, glu=glu)
+        return lambda a, b, c, w1, w3: _api.matmul(a, b, kernel=kernel, out=c, **kw)
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        raise BenchError("glu='s baseline is torch's act(x @ w1) * (x @ w3): install torch") from None
+    act = {
+        "silu": F.silu,
+        "gelu": F.gelu,
+        "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
+        "relu": F.relu,
+    }[glu]
+    views: dict = {}
+
+    def call(a, b, c, w1, w3):
+        key = (a.data.ptr, c.data.ptr, w1.data.ptr, w3.data.ptr)
+        t = views.get(key)
+        if t is None:
+            t = views[key] = tuple(torch.from_dlpack(x) for x in (a, c, w1, w3))
+        x, y, t1, t3 = t
+        torch.mul(act(x @ t1), x @ t3, out=y)
+
+    return call
 
 
 def kernel_call(kernel: str, dtype: str = "float32", beta: float = 0.0, epi: Mapping | None = None) -> Callable:
@@ -130,10 +186,10 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float, *, beta: float = 0.
     fresh one)."""
     import cupy
 
-    a, b, c = abc
+    a, b, c = abc[:3]  # (a glu= set: W1 and W3 after them, for the unfused baseline)
     if beta == 0.0:
         c.fill(math.nan)
-        call(a, b, c)
+        call(*abc)
         return float(cupy.linalg.norm(c.astype(cupy.float32).astype(cupy.float64) - ref)) / ref_norm
     rng = cupy.random.default_rng() if rng is None else rng
     scale = c0_scale(a.shape[-1], beta, c.dtype.name)

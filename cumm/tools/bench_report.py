@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from .bench_rows import CUBLAS, Shape, check_beta, product_label, shape_str
+from .bench_rows import CUBLAS, UNFUSED, Shape, check_beta, product_label, shape_str
 
 COLUMNS = ("kernel", "shape", "ms", "TFLOP/s", "% of cuBLAS", "rel. error", "runs", "ran")
 _LEFT = {"kernel", "shape", "ran"}
@@ -44,8 +44,12 @@ def aligned_table(columns: Sequence[str], rows: Sequence[Sequence[str]], left, *
 
 
 def format_table(results: Sequence[Mapping], *, markdown: bool = False) -> str:
-    """Aligned plain text (or a markdown table) of the results, in their order; FAIL reasons below."""
-    out = aligned_table(COLUMNS, [_cells(r) for r in results], _LEFT, markdown=markdown)
+    """Aligned plain text (or a markdown table) of the results, in their order; FAIL reasons below. The ratio
+    column names its baseline: cuBLAS, or for a glu= race the unfused gated MLP ("% of unfused")."""
+    columns = COLUMNS
+    if any(r["kernel"] == UNFUSED for r in results):
+        columns = tuple("% of unfused" if c == "% of cuBLAS" else c for c in COLUMNS)
+    out = aligned_table(columns, [_cells(r) for r in results], _LEFT, markdown=markdown)
     fails = [r for r in results if r["status"] != "ok" and r.get("error")]
     if fails:
         out.append("")
@@ -74,12 +78,15 @@ def build_report(
     dtype: str = "float32",
     settle_s: float | None = None,
     beta: float = 0.0,
+    glu: str | None = None,
 ) -> dict:
-    """The JSON document: device, cc, cupy, cuda, dtype, beta, [settle_s], results, [host_overhead], command.
-    ``beta`` is always recorded (0.0: the plain product C = A @ B)."""
+    """The JSON document: device, cc, cupy, cuda, dtype, beta, [glu], [settle_s], results, [host_overhead],
+    command. ``beta`` is always recorded (0.0: the plain product C = A @ B); ``glu`` when the run raced it."""
     doc = {k: device[k] for k in ("device", "cc", "cupy", "cuda")}
     doc["dtype"] = dtype
     doc["beta"] = check_beta(beta)
+    if glu is not None:
+        doc["glu"] = glu
     if settle_s is not None:
         doc["settle_s"] = settle_s
     doc["results"] = [dict(r) for r in results]
@@ -115,7 +122,15 @@ def format_markdown(doc: Mapping) -> str:
                 else f"`torch.Tensor.addmm_` with the same beta on the same {dtype} arrays (FP32 accumulation)"
             )
         )
+    if doc.get("glu"):
+        baseline = (
+            f"the product timed is the gated MLP `{doc['glu']}(x @ w1) * (x @ w3)` (N: its output's columns), "
+            f"the cumm kernels as `cumm.matmul(x, cumm.glu_weight(w1, w3), glu={doc['glu']!r})` (TFLOP/s of the "
+            f"2N-column product), baseline `unfused`: torch's two products and elementwise on the same {dtype} arrays"
+        )
     title = f"# cumm {dtype} GEMM benchmark" + (f", {product_label(beta)}" if beta != 0.0 else "")
+    if doc.get("glu"):
+        title = f"# cumm {dtype} gated-MLP (glu={doc['glu']}) benchmark"
     out = [
         f"{title}: {doc['device']}",
         "",

@@ -18,6 +18,7 @@ Shape = tuple[int, int, int]
 Row = dict[str, object]
 
 CUBLAS = "cublas"  # the baseline's name in results
+UNFUSED = "unfused"  # glu='s baseline in results: torch's two products and elementwise, act(x @ w1) * (x @ w3)
 
 
 def parse_shape(text: str) -> Shape:
@@ -68,16 +69,18 @@ def make_row(
     cublas_tflops: float | None = None,
     error: str | None = None,
     tolerance: float = TOLERANCES["float32"],
+    columns: int | None = None,
 ) -> Row:
     """One result. A row is "ok" only if it was verified (rel_err < its tolerance) and timed; otherwise it is
-    "FAIL" and carries no time, so a wrong kernel can never show a speed."""
+    "FAIL" and carries no time, so a wrong kernel can never show a speed. ``columns``: the product's columns when
+    they are not C's N (glu=: 2N), for the TFLOP/s."""
     M, N, K = shape
     if rel_err is not None and not math.isfinite(rel_err):
         rel_err, error = None, error or "result contains NaN or Inf"
     ok = error is None and rel_err is not None and rel_err < tolerance and ms is not None
     if not ok and error is None and rel_err is not None:
         error = f"relative error {rel_err:.2e} >= {tolerance:.0e}"
-    tf = tflops(M, N, K, ms) if ok else None
+    tf = tflops(M, N if columns is None else columns, K, ms) if ok else None
     row: Row = {
         "kernel": kernel,
         "M": M,

@@ -10,7 +10,8 @@ multiple (4097), K = 1, K = 7, M = 1, N = 1, operands that are unaligned strided
 product (each product with its own guard bands); for a kernel that reads transposed operands in place
 (``reads_transposed``), column-major A and B (TRANSPOSED_CASES). ``python -m cumm check --kernel-file
 my_kernel.py`` runs it from the shell (``--sanitize``: under compute-sanitizer's memcheck, which also sees writes
-that land beyond the guard bands).
+that land beyond the guard bands). ``glu=`` / ``--glu ACT`` checks the gated form: B = cumm.glu_weight(w1, w3) of 2N
+columns, C of N, against float64 act(x @ w1) * (x @ w3).
 """
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ TRANSPOSED_CASES: tuple[Case, ...] = (
     Case("transposed, K = 7", 264, 129, 7, layout="transposed"),
     Case("batch, transposed", 67, 136, 72, batch=3, layout="transposed"),
 )
+
+
+def glu_case(case: Case) -> Case:
+    """``case`` for a glu= check: N (C's columns; B has 2N) rounded up to a multiple of GLU_BLOCK, glu='s rule."""
+    from ..plan.operands import GLU_BLOCK
+
+    N = -(-case.N // GLU_BLOCK) * GLU_BLOCK
+    if N == case.N:
+        return case
+    return Case(case.name, case.M, N, case.K, case.layout, case.alpha, case.beta, case.batch)
+
+
 LARGE = 2**28  # cases of at least this many multiply-adds are left out under the sanitizer (memcheck is slow)
 
 
@@ -141,11 +154,15 @@ def standard_cases(
     large: bool = True,
     batches: bool = True,
     transposed: bool = False,
+    glu: bool = False,
 ) -> list[Case]:
     """The standard set, or contiguous cases of ``shapes`` (M, N, K); ``large=False`` drops big ones,
-    ``batches=False`` the batched ones; ``transposed=True`` adds the column-major operands (TRANSPOSED_CASES)."""
+    ``batches=False`` the batched ones; ``transposed=True`` adds the column-major operands (TRANSPOSED_CASES);
+    ``glu=True``: the standard set's N rounded up to a multiple of 8 (:func:`glu_case`; given shapes are kept)."""
     if shapes is None:
         cases = [c for c in STANDARD_CASES + (TRANSPOSED_CASES if transposed else ()) if batches or not c.batch]
+        if glu:
+            cases = [glu_case(c) for c in cases]
     else:
         cases = []
         for s in shapes:
@@ -166,6 +183,7 @@ def check(
     epilogue: str | None = None,
     activation: str | None = None,
     reference=None,
+    glu: str | None = None,
 ) -> CheckReport:
     """Run ``kernel`` (a registered name, or its spec) through ``cumm.matmul(..., kernel=kernel, config=config)``
     on the standard odd shapes (or ``shapes``, each M, N, K) in each of ``dtypes`` (default: the spec's), and
@@ -178,11 +196,17 @@ def check(
     ``epilogue`` (a snippet) and ``activation`` run fused (``cumm.matmul(..., epilogue=, activation=)``); the
     expected result is ``reference`` (a callable (v, row, col) or an expression, see cumm/tools/epiref.py) over
     alpha * A @ B, after the activation, before beta * C.
+
+    ``glu`` (an activation's name): each case runs ``cumm.matmul(a, cumm.glu_weight(w1, w3), glu=glu)``, N being C's
+    columns (B has 2N; the standard set's N rounded up to a multiple of 8), against the float64
+    act(alpha * a @ w1) * (alpha * a @ w3), then ``activation`` and ``reference`` over it at C's (row, col), as
+    matmul applies them; a rung without ``KernelSpec.glu``, a float32 dtype or a shape whose N is not a multiple of 8
+    is a ValueError before the GPU is touched.
     """
     from . import epiref as _epiref
 
     _epiref.check_args(epilogue, activation, reference)
-    epi = {k: v for k, v in (("epilogue", epilogue), ("activation", activation)) if v is not None}
+    epi = {k: v for k, v in (("epilogue", epilogue), ("activation", activation), ("glu", glu)) if v is not None}
     from ..ladder import get_spec
     from ..runtime.timing import gpu_unavailable
 
@@ -205,7 +229,10 @@ def check(
         large = not os.environ.get(UNDER_SANITIZER)
     from ..runtime.render import supports_batch
 
-    cases = standard_cases(shapes, large=large, batches=supports_batch(spec), transposed=spec.reads_transposed)
+    cases = standard_cases(
+        shapes, large=large, batches=supports_batch(spec), transposed=spec.reads_transposed, glu=glu is not None
+    )
+    _epiref.check_glu(glu, dtypes, [spec.name], [c.shape for c in cases])  # matmul's rules, before the GPU
     reason = gpu_unavailable()
     if reason:
         raise RuntimeError(
@@ -275,6 +302,26 @@ def _operands(case: Case, dtype, rng):
     return normal(M, K), normal(K, N)
 
 
+def _glu_operands(case: Case, dtype, rng):
+    """(a, b, w1, w3) for a glu= case: w1 and w3 as :func:`_operands` makes B (C's N columns), b =
+    cumm.glu_weight(w1, w3) (2N columns) in the case's layout: contiguous, a view into a buffer with an odd row
+    length, or column-major (nn.Linear's (2N, K) weight interleaved along dim 0, transposed)."""
+    from ..api.glu import glu_weight
+
+    a, w1 = _operands(case, dtype, rng)
+    _, w3 = _operands(case, dtype, rng)
+    if case.layout == "transposed":  # w1, w3 are transposed views: interleave their (N, K) rows, read b in place
+        b = glu_weight(w1.swapaxes(-1, -2), w3.swapaxes(-1, -2), dim=-2).swapaxes(-1, -2)
+    else:
+        b = glu_weight(w1, w3)
+    if case.layout == "view":
+        K, n2 = b.shape
+        buf = rng.standard_normal((K + 2, n2 + 5), dtype="float32").astype(dtype)
+        buf[1:-1, 3 : n2 + 3] = b
+        b = buf[1:-1, 3 : n2 + 3]
+    return a, b, w1, w3
+
+
 def _guarded_out(M: int, N: int, dtype, odd: bool, batch: int = 0):
     """(buffer, C): C an M x N view of the buffer, GUARD_ROWS rows of sentinels above and below, GUARD_COLS
     columns left and at least GUARD_COLS right (a leading dimension that keeps rows 16-byte aligned, or
@@ -337,11 +384,20 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
     row = CheckRow(case.name, case.shape, dtype_name, None, "ok")
     try:
         dtype = _dtype(dtype_name)
-        a, b = _operands(case, dtype, rng)
+        glu = (epi or {}).get("glu")
+        if glu is None:
+            a, b = _operands(case, dtype, rng)
+        else:  # b has 2N columns, C and the reference N
+            a, b, w1, w3 = _glu_operands(case, dtype, rng)
         buf, c = _guarded_out(M, N, dtype, odd=case.layout == "view", batch=case.batch)
         sentinel = buf[(0,) * buf.ndim].copy()
-        ref = _f64(a) @ _f64(b)
-        ref *= case.alpha
+        if glu is None:
+            ref = _f64(a) @ _f64(b)
+            ref *= case.alpha
+        else:
+            from .epiref import glu_pair
+
+            ref = glu_pair(glu, case.alpha * (_f64(a) @ _f64(w1)), case.alpha * (_f64(a) @ _f64(w3)))
         if fused is not None:  # the epilogue: after alpha, before beta * C
             from .epiref import apply
 

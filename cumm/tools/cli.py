@@ -127,8 +127,15 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
         return fail(str(e))
     from . import epiref as _epiref
 
-    try:  # an epilogue that cannot be verified: said before the GPU is touched
+    try:  # an epilogue that cannot be verified, a glu= race cumm cannot run: said before the GPU is touched
         _epiref.check_args(args.epilogue, args.activation, args.reference)
+        if args.glu is not None:
+            if args.grouped:
+                raise ValueError("--glu races a gated MLP's product; --grouped times grouped products: drop one")
+            if args.beta != 0.0:
+                raise ValueError(f"--beta {args.beta:g} with --glu: the unfused baseline has no beta; drop --beta")
+            shapes = ([] if args.sizes is None else _bench.square(args.sizes)) + (args.shapes or [])
+            _epiref.check_glu(args.glu, [args.dtype], args.kernels, shapes)
     except (ValueError, TypeError, SyntaxError) as e:
         return fail(str(e))
     if args.plot:
@@ -194,6 +201,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
             dtype=args.dtype,
             settle_s=args.settle,
             beta=args.beta,
+            glu=args.glu,
         )
     except _bench.BenchError as e:
         return fail(str(e))
@@ -234,6 +242,7 @@ def _suite_conflicts(args: argparse.Namespace) -> None:
             ("--epilogue", args.epilogue is not None),
             ("--activation", args.activation is not None),
             ("--reference", args.reference is not None),
+            ("--glu", args.glu is not None),
             ("--plot", args.plot is not None),
             ("--overhead", args.overhead),
         )
@@ -285,8 +294,8 @@ def _run_suite(args: argparse.Namespace, command: str, fail) -> int:
 
 
 def _epilogue_args(args: argparse.Namespace) -> dict:
-    """--epilogue, --activation, --reference as cumm.bench / cumm.check keywords (only those given)."""
-    names = ("epilogue", "activation", "reference")
+    """--epilogue, --activation, --reference, --glu as cumm.bench / cumm.check keywords (only those given)."""
+    names = ("epilogue", "activation", "reference", "glu")
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
@@ -314,8 +323,13 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
         args.subparser.error("check runs a named kernel, not auto")
     from . import epiref as _epiref
 
-    try:  # an epilogue that cannot be verified: said before the GPU is touched
+    try:  # an epilogue that cannot be verified, a glu= check cumm cannot run: said before the GPU is touched
         _epiref.check_args(args.epilogue, args.activation, args.reference)
+        if args.glu is not None:
+            from ..ladder import get_spec
+
+            for k in kernels:
+                _epiref.check_glu(args.glu, get_spec(k).dtypes, [k], args.shapes)
     except (ValueError, TypeError, SyntaxError) as e:
         print(f"cumm check: {e}", file=sys.stderr)
         return 1

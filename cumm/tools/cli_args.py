@@ -371,6 +371,24 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
             help="the epilogue's float64 meaning: a Python expression over v, row, col with cp, exp, tanh, erf, "
             "sqrt, maximum, e.g. 'v / (1 + exp(-v))'",
         )
+    b.add_argument(
+        "--glu",
+        default=None,
+        choices=("silu", "gelu", "gelu_tanh", "relu"),
+        help="race the gated MLP ACT(x @ w1) * (x @ w3) fused, cumm.matmul(x, cumm.glu_weight(w1, w3), glu=ACT), "
+        "beside torch's unfused two products and elementwise (the 'unfused' row: ratios are against it; needs "
+        "torch). Shapes' N is the OUTPUT's columns, so B has 2N (N a multiple of 8; TFLOP/s count the 2N-column "
+        "product); fp16 or bf16 (--dtype), the rungs with KernelSpec.glu (default: those and auto); --activation "
+        "and --epilogue apply after the pair",
+    )
+    c.add_argument(
+        "--glu",
+        default=None,
+        choices=("silu", "gelu", "gelu_tanh", "relu"),
+        help="check the kernel with glu=ACT: B = cumm.glu_weight(w1, w3) of 2N columns, C of N (--shapes' N is "
+        "C's width, a multiple of 8; the standard set's N rounded up to one), against float64 "
+        "ACT(x @ w1) * (x @ w3), then --activation / --reference over it; rungs with KernelSpec.glu, fp16 and bf16",
+    )
     for sp in (b, t, c):
         sp.add_argument(
             "--kernel-file",

@@ -7,21 +7,71 @@ snippet on the host, so the user gives its meaning as a reference (a Python call
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 from ..plan.epilogue import ACTIVATIONS
 
 
-def _named(activation: str) -> Callable:
-    import cupy
-    from cupyx.scipy.special import erf
+def _named(activation: str, xp=None) -> Callable:
+    """The activation in float64 over arrays of ``xp`` (cupy, the default, or numpy: a CPU can check it)."""
+    if xp is None:
+        import cupy as xp
+    if xp.__name__ == "cupy":
+        from cupyx.scipy.special import erf
+    else:
+        erf = xp.vectorize(math.erf, otypes=[xp.float64])
 
     return {
-        "relu": lambda v: cupy.maximum(v, 0.0),
+        "relu": lambda v: xp.maximum(v, 0.0),
         "gelu": lambda v: 0.5 * v * (1.0 + erf(v / math.sqrt(2.0))),
-        "gelu_tanh": lambda v: 0.5 * v * (1.0 + cupy.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3))),
-        "silu": lambda v: v / (1.0 + cupy.exp(-v)),
+        "gelu_tanh": lambda v: 0.5 * v * (1.0 + xp.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3))),
+        "silu": lambda v: v / (1.0 + xp.exp(-v)),
     }[activation]
+
+
+def glu_pair(glu: str, gate, up):
+    """glu='s value in float64 before the rest of the epilogue: act(gate) * up, gate = alpha * x @ w1 and
+    up = alpha * x @ w3 (cupy or numpy arrays)."""
+    import numpy
+
+    xp = numpy if isinstance(gate, numpy.ndarray) else None
+    return _named(glu, xp)(gate) * up
+
+
+def check_glu(
+    glu: str | None,
+    dtypes: Sequence[str],
+    kernels: Sequence[str] | None = None,
+    shapes: Iterable[Sequence[int]] | None = None,
+) -> None:
+    """ValueError, before the GPU is touched, for a ``glu=`` that cumm check / bench cannot run: not an
+    activation's name, a dtype no glu= rung takes, a named rung without ``KernelSpec.glu``, a shape whose N (C's
+    columns; B has 2N) breaks glu='s pairing rule. Each message is matmul's own (cumm/plan/epilogue.py,
+    cumm/plan/operands.py glu_columns)."""
+    if glu is None:
+        return
+    from types import SimpleNamespace
+
+    from ..ladder import get_spec
+    from ..plan import epilogue as _epilogue
+    from ..plan.operands import glu_columns
+
+    _epilogue.check_glu_name(glu)
+    rungs = _epilogue.glu_rungs()
+    takes = sorted({d for n in rungs for d in get_spec(n).dtypes})
+    for k in kernels or ():
+        if k != "auto" and not get_spec(k).glu:
+            _epilogue.glu_route(k, False, takes[0], 90, False)  # raises: the rungs that do
+    for d in dtypes:
+        if d not in takes:
+            raise ValueError(f"{_epilogue.glu_unsupported(d)}: pass dtype {' or '.join(map(repr, takes))}")
+    for s in shapes or ():
+        M, N, K = s
+        try:
+            glu_columns(SimpleNamespace(ndim=2, shape=(K, 2 * N)), 2 * N)
+        except ValueError as e:
+            where = f"shape {M}x{N}x{K} with glu= (N = {N} is C's width, B has 2N = {2 * N} columns)"
+            raise ValueError(f"{where}: {e}") from None
 
 
 def check_args(epilogue: str | None, activation: str | None, reference) -> None:
