@@ -291,3 +291,16 @@ def test_bench_glu_default_kernels_and_epilogue(sm90):
     )
     assert [r["kernel"] for r in rows] == ["unfused", *E.glu_rungs(), "auto"]
     assert all(r["status"] == "ok" for r in rows), rows
+
+
+def test_reference_expression_survives_an_import_from_c():
+    """An extension module that imports lazily from C (PyImport_Import, as CuPy did compiling an elementwise kernel
+    inside a reference expression on the GPU: KeyError '__import__') looks __import__ up in the eval frame's
+    builtins: the reference's scope keeps it."""
+    import ctypes
+
+    from cumm.tools import epiref
+
+    imp = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(("PyImport_Import", ctypes.pythonapi))
+    f = epiref.transform(None, "v(row)")  # the expression calls the C function from its own frame
+    assert f(imp, "json", None).__name__ == "json"

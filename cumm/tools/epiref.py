@@ -102,8 +102,13 @@ def transform(activation: str | None, reference) -> Callable | None:
         code = compile(reference, "<reference>", "eval")
         names = dict(cp=cupy, exp=cupy.exp, tanh=cupy.tanh, erf=erf, sqrt=cupy.sqrt, maximum=cupy.maximum)
 
+        # The user's own expression, with no builtins but __import__: an extension module that imports lazily
+        # from C (PyImport_Import) looks __import__ up in the builtins of the frame it runs in, this one (CuPy did,
+        # compiling an elementwise kernel: KeyError '__import__').
+        scope = {"__builtins__": {"__import__": __import__}}
+
         def ref(v, row, col):
-            return eval(code, {"__builtins__": {}}, dict(names, v=v, row=row, col=col))  # the user's own expression
+            return eval(code, scope, dict(names, v=v, row=row, col=col))
 
     else:
         ref = reference
