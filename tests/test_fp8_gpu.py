@@ -261,3 +261,168 @@ def test_block_scaled_error_with_and_without_promotion(K):
         f"block (fine scales) {fine:.3e}"
     )
     assert promo < FP8_TOLERANCE and fine < FP8_TOLERANCE and abs(promo - tensor) < 1e-3
+
+
+# ---- FP8 output: C = cast(v * scale_result), saturating (include/fp8_out.cuh) -----------------------------------
+
+
+def run_fp8(a, b, sa, sb, fmt, sr=None, out=None, **kw):
+    """scaled_matmul into an FP8 C poisoned with 0xFF bytes (NaN in both formats) first."""
+    if out is None:
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.uint8, device="cuda").view(fmt)
+    out.view(torch.uint8).fill_(0xFF)
+    c = cumm.scaled_matmul(a, b, sa, sb, out_dtype=fmt, out=out, scale_result=sr, **kw)
+    torch.cuda.synchronize()
+    assert c is out
+    return c
+
+
+def cast_ref(r, sr, fmt):
+    """The float64 result r times scale_result, saturated to the format's largest finite value (as cuBLAS's FP8
+    epilogue and cvt.rn.satfinite; NaN stays NaN), rounded to FP8 by torch's own cast."""
+    s = 1.0 if sr is None else sr.double()
+    return (r * s).clamp(-FMAX[fmt], FMAX[fmt]).to(fmt)
+
+
+def ulps(c, r):
+    """Per element: how many FP8 values apart c and r are (ordered sign-magnitude codes; +0 and -0 alike)."""
+
+    def order(x):
+        u = x.view(torch.uint8).to(torch.int32)
+        return torch.where(u >= 128, -(u - 128), u)
+
+    return (order(c) - order(r)).abs()
+
+
+def assert_fp8_close(c, want, what="", frac=0.01):
+    """Equal bytes for most elements (all but ``frac``), at most 1 ulp of the FP8 format elsewhere (FP32 sums on the
+    other side of a rounding boundary than float64's), NaN exactly where want has NaN."""
+    cn, wn = c.float().isnan(), want.float().isnan()
+    assert torch.equal(cn, wn), (what, int(cn.sum()), int(wn.sum()))
+    d = ulps(c, want)[~wn]
+    off = int((d > 0).sum())
+    assert d.numel() == 0 or (int(d.max()) <= 1 and off <= max(2, frac * d.numel())), (what, int(d.max()), off)
+    return off
+
+
+def fitting_scale(r, fmt, over=0.5):
+    """A scale_result that brings r's largest magnitude to ``over`` times the format's largest finite value."""
+    return (over * FMAX[fmt] / r.abs().max().clamp(min=1e-30)).float().reshape(())
+
+
+FP8_OUT_SHAPES = [(1, 1, 16), (1, 1, 1), (37, 24, 48), (33, 65, 7), (127, 131, 257), (4097, 264, 272)]
+FP8_OUT_SHAPES += [(4097, 256, 272), (64, 4097, 48), (300, 512, 1000)]
+
+
+@pytest.mark.parametrize("fmt", [E4, E5])
+@pytest.mark.parametrize("rowwise", [False, True])
+@pytest.mark.parametrize("shape", FP8_OUT_SHAPES)
+def test_fp8_out_against_float64(shape, rowwise, fmt):
+    """Per-tensor and per-row / per-column scales, both FP8 outputs, odd shapes (N not on 16 bytes: byte stores;
+    K not a multiple of 16: the padded copy), against the float64 product scaled and cast by torch."""
+    M, N, K = shape
+    a, b, sa, sb = operands(M, N, K, rowwise=rowwise)
+    r = ref(a, b, sa, sb)
+    sr = fitting_scale(r, fmt)
+    c = run_fp8(a, b, sa, sb, fmt, sr)
+    off = assert_fp8_close(c, cast_ref(r, sr, fmt), shape)
+    print(f"fp8 out {fmt} {shape} rowwise {rowwise}: {off} of {M * N} 1 ulp off")
+
+
+@pytest.mark.parametrize("fmt", [E4, E5])
+@pytest.mark.parametrize("over", [0.5, 4.0])
+@pytest.mark.parametrize("fmts", [(E4, E4), (E4, E5), (E5, E4)])
+def test_fp8_out_against_torch_scaled_mm(fmts, over, fmt):
+    """Byte for byte (at most 1 ulp) against torch._scaled_mm(..., out_dtype=FP8, scale_result=) on the same
+    inputs (per-tensor scales: what cuBLAS takes with an FP8 C); over = 4: a quarter of the range overflows, which
+    both saturate to the format's largest finite value (the semantics this follows)."""
+    a, b, sa, sb = operands(512, 384, 1024, *fmts)
+    r = ref(a, b, sa, sb)
+    sr = fitting_scale(r, fmt, over)
+    c = run_fp8(a, b, sa, sb, fmt, sr)
+    assert_fp8_close(c, cast_ref(r, sr, fmt), ("float64", fmts, over, fmt))
+    if over > 1:
+        assert int((c.float().abs() == FMAX[fmt]).sum()) > c.numel() // 20
+    try:
+        t = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, scale_result=sr, out_dtype=fmt)
+    except RuntimeError as e:  # (cuBLAS takes some format triples only)
+        pytest.skip(f"torch._scaled_mm refuses {fmts} -> {fmt}: {str(e)[:120]}")
+    tf = t.float()
+    sat = int((tf.abs() == FMAX[fmt]).sum())
+    print(f"torch FP8 out {fmt} over {over}: {sat} at +-max, {int(tf.isnan().sum())} NaN, {int(tf.isinf().sum())} inf")
+    off = assert_fp8_close(c, t, ("torch", fmts, over, fmt))
+    print(f"  cumm vs torch: {off} of {c.numel()} 1 ulp off")
+
+
+@pytest.mark.parametrize("fmt", [E4, E5])
+@pytest.mark.parametrize("kernel_config", [("fp8_wgmma", None), *[("fp8_wgmma", c) for c in _named("fp8_wgmma")[1:]]])
+def test_fp8_out_named_configurations(kernel_config, fmt):
+    """Every named configuration of the per-tensor rung with an FP8 C (fast_accum's 128 x 256 tiles, one and
+    three consumer warpgroups), rows past a tile, an N that is not on 16 bytes."""
+    kernel, config = kernel_config
+    a, b, sa, sb = operands(385, 300, 1000, rowwise=True)
+    r = ref(a, b, sa, sb)
+    sr = fitting_scale(r, fmt)
+    c = run_fp8(
+        a,
+        b,
+        sa,
+        sb,
+        fmt,
+        sr,
+        kernel=kernel,
+        config=config,
+        use_fast_accum=config is not None and config.get("PROMO") == 0,
+    )
+    fast = config is not None and config.get("PROMO") == 0  # (FP8 accumulators over the whole K: more off by 1)
+    assert_fp8_close(c, cast_ref(r, sr, fmt), (config, fmt), 0.05 if fast else 0.01)
+
+
+@pytest.mark.parametrize("fmt", [E4, E5])
+@pytest.mark.parametrize("config", _named("fp8_block_scaled"))
+@pytest.mark.parametrize("shape", [(1, 1, 16), (37, 24, 48), (129, 300, 1000), (4097, 264, 272)])
+def test_fp8_out_block_scaled(shape, config, fmt):
+    """DeepSeek-V3 block scales with an FP8 C, every named configuration (no_promotion with uniform scales, where
+    it is right), against float64."""
+    uniform = config is not None and config.get("PROMO") == 0
+    a, b, sa, sb, r = block_operands(*shape, uniform=uniform)
+    sr = fitting_scale(r, fmt)
+    c = run_fp8(a, b, sa, sb, fmt, sr, kernel="fp8_block_scaled", config=config)
+    if uniform:  # (the whole K in the tensor core's accumulators: not the float64 sums' rounding; 4 % off)
+        w = cast_ref(r, sr, fmt)
+        assert torch.equal(c.float().isnan(), w.float().isnan()) and int(ulps(c, w).max()) <= 2
+        return
+    assert_fp8_close(c, cast_ref(r, sr, fmt), (shape, config, fmt))
+
+
+def test_fp8_out_scale_result_defaults_to_one_and_is_read_per_call():
+    """No scale_result: 1 (torch's default); a cached call with another scale_result tensor reads it; an odd out
+    pointer (byte stores) and a row pitch past N."""
+    a, b, sa, sb = operands(200, 160, 512)
+    r = ref(a, b, sa, sb)
+    s = fitting_scale(r, E4, 0.9)
+    sa2 = sa * s  # (the scale folded into A's: the result fits without scale_result)
+    assert_fp8_close(run_fp8(a, b, sa2, sb, E4), cast_ref(r * s.double(), None, E4), "no scale_result")
+    for k in (0.25, 1.0):
+        sr = torch.tensor(k, device="cuda")
+        assert_fp8_close(run_fp8(a, b, sa2, sb, E4, sr), cast_ref(r * s.double(), sr, E4), k)
+    big = torch.full((200, 171), 0xFF, dtype=torch.uint8, device="cuda")
+    out = big[:, 1:161].view(E4)  # pointer 1 byte in, pitch 171
+    c = run_fp8(a, b, sa, sb, E4, s, out=out)
+    assert_fp8_close(c, cast_ref(r, s, E4), "odd out")
+    assert (big[:, 0] == 0xFF).all() and (big[:, 161:] == 0xFF).all()  # nothing written outside out
+
+
+def test_fp8_out_nan_and_saturation():
+    """A NaN input row gives a NaN row (NaN stays NaN through the saturating cast); infinite scale_result
+    saturates every finite nonzero value to +-max; a NaN scale_result makes every element NaN."""
+    a, b, sa, sb = operands(256, 256, 512)
+    a = a.clone()
+    a.view(torch.uint8)[7, 100] = 0x7F
+    for fmt in (E4, E5):
+        c = run_fp8(a, b, sa, sb, fmt, torch.tensor(1.0, device="cuda")).float()
+        assert c[7].isnan().all() and not c[8].isnan().any()
+        c = run_fp8(a, b, sa, sb, fmt, torch.tensor(float("inf"), device="cuda")).float()
+        assert (c[8].abs() == FMAX[fmt]).all() and c[7].isnan().all()
+        c = run_fp8(a[8:], b, sa, sb, fmt, torch.tensor(float("nan"), device="cuda")).float()
+        assert c.isnan().all()
