@@ -46,8 +46,17 @@ def main() -> None:
             e.record()
             e.synchronize()
             times[name].append(s.elapsed_time(e) / args.reps)
+    # what each FP8 C is: the fraction of elements equal to cast(v * s), cast(v / s), cast(v), v the same
+    # library's FP32 result (saturating casts by torch)
     t = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, scale_result=sr, out_dtype=E4)
     c = cumm.scaled_matmul(a, b, sa, sb, out_dtype=E4, scale_result=sr)
+    t32 = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.float32)
+    c32 = cumm.scaled_matmul(a, b, sa, sb, out_dtype=torch.float32)
+    cast = lambda v: v.clamp(-448, 448).to(E4).float()  # noqa: E731
+    for name, q, v in (("torch", t, t32), ("cumm", c, c32)):
+        qf = q.float()
+        fr = [(cast(w) == qf).float().mean().item() for w in (v * sr, v / sr, v)]
+        print(f"{name} e4m3 out == cast(v * s) {fr[0]:.6f}, cast(v / s) {fr[1]:.6f}, cast(v) {fr[2]:.6f}")
     same = (c.view(torch.uint8) == t.view(torch.uint8)).float().mean().item()
     print(f"{torch.cuda.get_device_name()}, {M}x{N}x{K}, median of {args.rounds} interleaved rounds of {args.reps}")
     ref = statistics.median(times["torch e4m3 out"])
