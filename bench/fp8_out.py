@@ -3,6 +3,7 @@ e4m3 (1 byte an element) and in bf16, median of interleaved rounds timed by CUDA
 
     python3 bench/fp8_out.py                      # 8192 x 8192 x 8192
     python3 bench/fp8_out.py --shape 4096x4096x4096 --rounds 9 --reps 20
+    compute-sanitizer --tool memcheck python3 bench/fp8_out.py --sanitize   # small odd shapes, no timing
 """
 
 from __future__ import annotations
@@ -15,12 +16,31 @@ import torch
 import cumm
 
 
+def sanitize() -> None:
+    """Both FP8 outputs of both rungs on odd shapes (byte stores, partial tiles), out of an odd pointer too."""
+    from cumm.tools.bench_fp8 import operands
+
+    for M, N, K in ((127, 131, 137), (65, 200, 16), (1, 1, 1), (300, 129, 256)):
+        for block in (False, True):
+            a, b, sa, sb = operands(M, N, K, block)
+            for fmt in (torch.float8_e4m3fn, torch.float8_e5m2):
+                cumm.scaled_matmul(a, b, sa, sb, out_dtype=fmt, scale_result=torch.tensor(0.5, device="cuda"))
+                big = torch.empty(M, N + 3, dtype=torch.uint8, device="cuda")
+                cumm.scaled_matmul(a, b, sa, sb, out_dtype=fmt, out=big[:, 1 : N + 1].view(fmt))
+    torch.cuda.synchronize()
+    print("sanitize runs done")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shape", default="8192x8192x8192")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--sanitize", action="store_true")
     args = p.parse_args()
+    if args.sanitize:
+        sanitize()
+        return
     M, N, K = map(int, args.shape.split("x"))
     E4 = torch.float8_e4m3fn
     a = torch.randn(M, K, device="cuda").to(E4)
