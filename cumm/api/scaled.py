@@ -189,7 +189,7 @@ def scaled_matmul(
     or FP8 (torch.float8_e4m3fn / torch.float8_e5m2: one byte an element, the next FP8 layer's input) with
     ``scale_result`` (a float32 one-element CUDA tensor; none: 1, as torch._scaled_mm's) by which the FP32 result
     is multiplied before its cast, rounded to nearest even and saturated to the format's largest finite value (448,
-    57344) as cuBLAS does; NaN stays NaN. scale_result with a 16- or 32-bit out_dtype is an error (torch ignores
+    57344; cvt.rn.satfinite); NaN stays NaN. scale_result with a 16- or 32-bit out_dtype is an error (torch ignores
     it). ``out``: a row-major (M, N) tensor of out_dtype to write. ``use_fast_accum``: keep the whole K in the tensor
     core's FP8 accumulators (faster, less accurate) instead of promoting every 128-deep block into FP32 registers
     (per-tensor scales only; block scales always promote). Formats: e4m3 or e5m2 for each operand, all four pairs

@@ -7,9 +7,10 @@
 //   function-like macro that prepends it to the template's parameter list (CUMM_FP8_OUT_KERNEL: the name).
 // - The template's store, cumm_fp8_store<MT, TN, VEC, TMA>(epi, d, C, ...), becomes CummFp8Out's, which reads the
 //   scale and converts pairs: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89+) rounds two floats to nearest even and
-//   packs them into 16 bits. Saturating, as cuBLAS's FP8 epilogue does (and .satfinite is the only form PTX has for
-//   these conversions): a value past the format's largest finite one (e4m3: 448, e5m2: 57344), infinities
-//   included, becomes that value with its sign; NaN stays NaN.
+//   packs them into 16 bits. Saturating (.satfinite: the only form PTX has of these conversions from f32; CUTLASS's
+//   converters use it; cuBLAS's own overflow handling is not measured, docs/beyond.md): a value past the format's
+//   largest finite one (e4m3: 448, e5m2: 57344), infinities included, becomes that value with its sign; NaN stays
+//   NaN.
 // - Direct stores: the wgmma fragment holds column pairs (2 t4, 2 t4 + 1) of rows g and g + 8, so a thread stores
 //   2-byte pairs (when C is 16-byte aligned with ldc % 16 == 0, VEC_C; else bytes) and a quad's four pairs make 8
 //   consecutive bytes. C is 1 byte an element (a quarter of the FP32 output's, half of bf16's), so these stores are
