@@ -173,6 +173,71 @@ def test_api_errors(args, kw, err, match):
         _call(*args, **kw)
 
 
+SR = FakeTensor((), "float32")  # a scale_result
+
+
+@pytest.mark.parametrize(
+    ("kw", "err", "match"),
+    [
+        ({"scale_result": SR}, TypeError, r"scale_result scales an FP8 output.*writes bfloat16: drop scale_result"),
+        ({"scale_result": SR, "out_dtype": "float32"}, TypeError, r"writes float32.*or pass an FP8 out_dtype"),
+        ({"scale_result": 2.0, "out_dtype": E4}, TypeError, r"one-element torch CUDA tensor, got float: pass torch"),
+        ({"scale_result": FakeTensor((), "bfloat16"), "out_dtype": E5}, TypeError, "scale_result must be float32"),
+        ({"scale_result": FakeTensor((2,), "float32"), "out_dtype": E4}, ValueError, r"one element.*shape \(2,\)"),
+        ({"scale_result": FakeTensor((), "float32", cuda=False), "out_dtype": E4}, TypeError, "on a CUDA device"),
+        ({"scale_result": FakeTensor((1,), "float32", device=1), "out_dtype": E4}, ValueError, "on cuda:1"),
+        ({"out_dtype": E4, "out": FakeTensor((64, 32), "bfloat16")}, ValueError, "pass an out of float8_e4m3fn"),
+        ({"out_dtype": E4, "out": FakeTensor((64, 32), E5)}, ValueError, "or out_dtype=torch.float8_e5m2"),
+        ({"out": FakeTensor((64, 32), E4)}, ValueError, r"out_dtype is bfloat16 \(the default\).*float8_e4m3fn"),
+        ({"out_dtype": E4, "out": FakeTensor((64, 33), E4)}, ValueError, r"\(64, 32\) float8_e4m3fn tensor"),
+    ],
+)
+def test_fp8_out_errors(kw, err, match):
+    """FP8 output: scale_result only with an FP8 out_dtype, as torch takes it (a float32 one-element CUDA tensor on
+    the operands' device); an out of another dtype names the fix. Each before anything touches the GPU."""
+    with pytest.raises(err, match=match):
+        _call(A, B, **kw)
+
+
+def test_fp8_out_decisions():
+    """An FP8 out_dtype without scale_result is scaled by 1 (torch's default); FP8 C is stored directly (EPI = 0,
+    over a configuration or tuned entry that says 1), OUT 3 (e4m3) or 4 (e5m2)."""
+    for out, code in ((E4, 3), (E5, 4)):
+        assert plan.out_name(out) == out
+        plan.check_scale_result(out, False)
+        plan.check_scale_result(out, True)
+        for rung in FP8_RUNGS:
+            cfg, _ = plan.configure(REGISTRY[rung], E4, E5, out, 4096, 4096, False, 132)
+            assert (cfg["OUT"], cfg["EPI"], cfg["FB"]) == (code, 0, 1)
+            cfg, why = plan.configure(REGISTRY[rung], E4, E4, out, 4096, 4096, False, 132, {"EPI": 1})
+            assert cfg["EPI"] == 0 and why == "config"
+    with pytest.raises(cumm.ConfigError, match="FP8 outputs .* are stored directly: EPI = 0"):
+        REGISTRY["fp8_wgmma"].resolve({"OUT": 3, "EPI": 1})
+
+
+def test_fp8_out_rendering():
+    """Only FP8-out variants render include/fp8_out.cuh (scale_result their kernel's first parameter, their stores
+    cvt.rn.satfinite); every other variant's source is what it was (the rungs' templates and headers are untouched:
+    tests/test_tune.py's shipped tables keep their hashes). A template that does not store through cumm_fp8_store
+    cannot take FP8 out: a ConfigError on the host, never a kernel that writes something else."""
+    import dataclasses
+
+    from cumm.runtime.render import render
+
+    for rung in FP8_RUNGS:
+        spec = REGISTRY[rung]
+        for out in range(5):
+            name, src = render(spec, spec.resolve({"OUT": out, "EPI": int(out < 3)}))
+            fp8 = out >= 3
+            assert ('#line 1 "include/fp8_out.cuh"' in src) == fp8 and f"OUT{out}" in name
+            assert ("cumm_scale_result" in src) == fp8 and (f"#define CUMM_FP8_OUT_KERNEL {name}" in src) == fp8
+            if fp8:
+                assert src.index("include/fp8_out.cuh") < src.index(spec.template)
+    other = dataclasses.replace(REGISTRY["fp8_wgmma"], source='extern "C" __global__ void CUMM_KERNEL() {}')
+    with pytest.raises(cumm.ConfigError, match="cannot store FP8 output"):
+        render(other, other.resolve({"OUT": 4, "EPI": 0}))
+
+
 def test_block_scales_refuse_fast_accum():
     with pytest.raises(ValueError, match="block scales always promote"):
         _call(FakeTensor((64, 300), E4), FakeTensor((300, 200), E4), (64, 3), (2, 3), use_fast_accum=True)
@@ -199,11 +264,30 @@ VARIANTS = [
         dict(EPI=0, BN=64),
     ]
 ]
+# FP8 output (OUT 3: e4m3, 4: e5m2; EPI = 0): every format pair, and both outputs in every named configuration
+FP8_OUT_VARIANTS = [
+    (k, cfg)
+    for k in FP8_RUNGS
+    for cfg in [
+        *(dict(FA=fa, FB=fb, OUT=o, EPI=0) for fa, fb, o in itertools.product((0, 1), (0, 1), (3, 4))),
+        *(dict(REGISTRY[k].configs[n], OUT=o, EPI=0) for n in REGISTRY[k].configs for o in (3, 4)),
+        dict(EPI=0, BN=64, OUT=3),
+    ]
+]
 
 
 @pytest.mark.parametrize(("kernel", "config"), VARIANTS, ids=[f"{k}-{c}" for k, c in VARIANTS])
 def test_fp8_variants_compile_without_spills(kernel, config):
     k = cumm.compile(kernel, config, "sm_90")
+    assert k.arch == "sm_90a" and k.spill_bytes == 0, (k.registers, k.spill_bytes, k.log)
+    assert b"\x7fELF" == k.cubin[:4]
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+@pytest.mark.parametrize(("kernel", "config"), FP8_OUT_VARIANTS, ids=[f"{k}-{c}" for k, c in FP8_OUT_VARIANTS])
+def test_fp8_out_variants_compile_without_spills(kernel, config, aligned):
+    """C aligned (2-byte pair stores) or not (bytes), for sm_90a, no spills."""
+    k = cumm.compile(kernel, config, "sm_90", aligned=aligned)
     assert k.arch == "sm_90a" and k.spill_bytes == 0, (k.registers, k.spill_bytes, k.log)
     assert b"\x7fELF" == k.cubin[:4]
 

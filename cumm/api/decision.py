@@ -44,6 +44,7 @@ def scaled_decision(
     *,
     out_dtype=None,
     out=None,
+    scale_result=None,
     use_fast_accum: bool = False,
     kernel: str = "auto",
     config: Mapping[str, int] | None = None,
@@ -51,6 +52,6 @@ def scaled_decision(
     """What the earlier runs of ``scaled_matmul`` with these arguments ran: "<rung> <non-default parameters>
     (<where the configuration came from>)", e.g. "fp8_wgmma BM=64 WGS=1 NUM_THREADS=256 STAGES=8 (tuned at
     512x512x512)" or "fp8_block_scaled (defaults)"; "" if not known."""
-    key = _scaled._key(a, b, scale_a, scale_b, out, out_dtype, use_fast_accum, kernel, config)
+    key = _scaled._key(a, b, scale_a, scale_b, out, out_dtype, use_fast_accum, kernel, config, scale_result)
     call = _scaled._calls.get(key) if key is not None else None
     return call.ran if call is not None else ""

@@ -1,5 +1,6 @@
 """cumm.scaled_matmul: C = (a @ b) scaled, for FP8 (float8_e4m3fn / float8_e5m2) torch CUDA tensors, FP32
-accumulation, C bfloat16, float16 or float32 (the FP8 rungs 17_fp8_wgmma and 18_fp8_block_scaled).
+accumulation, C bfloat16, float16, float32, or FP8 times scale_result (the FP8 rungs 17_fp8_wgmma and
+18_fp8_block_scaled; an FP8 C through include/fp8_out.cuh).
 
 Only torch tensors: CuPy has no FP8 dtype (ml_dtypes' float8 types are numpy dtypes CuPy cannot allocate or view),
 so a CuPy array is refused with that reason. The decisions (formats, scale layout, rung, configuration, copies) are
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 
 import cupy
 
+from ..core.dtypes import FP8
 from ..ladder.common import scale_pitch
 from ..plan import scaled as _plan
 from ..plan import store as _store
@@ -54,6 +56,27 @@ def _check_scale(s, name: str, dev: int) -> None:
         raise ValueError(f"{name} is on cuda:{s.get_device()} and the operands on cuda:{dev}")
 
 
+def _check_scale_result(s, dev: int) -> None:
+    """scale_result as torch._scaled_mm takes it: a float32 tensor of one element on the operands' device."""
+    fix = "pass torch.tensor(s, dtype=torch.float32, device='cuda') (one element)"
+    if type(s).__module__.split(".")[0] != "torch" or not hasattr(s, "numel"):
+        raise TypeError(f"scale_result must be a float32 one-element torch CUDA tensor, got {type(s).__name__}: {fix}")
+    if not getattr(s, "is_cuda", False):
+        raise TypeError(f"scale_result must be on a CUDA device, got one on {getattr(s, 'device', '?')}: pass .cuda()")
+    if _dtype_name(s) != "float32":
+        raise TypeError(f"scale_result must be float32, got {_dtype_name(s)}: pass scale_result.float()")
+    if s.numel() != 1:
+        raise ValueError(
+            f"scale_result must have one element (one scale for the whole output, as torch._scaled_mm's), got shape "
+            f"{tuple(s.shape)}: {fix}"
+        )
+    if s.get_device() != dev:
+        raise ValueError(f"scale_result is on cuda:{s.get_device()} and the operands on cuda:{dev}: move it there")
+
+
+_ones: dict = {}  # device -> a float32 1 there: the scale_result of an FP8 output without one (as torch's default)
+
+
 def _k_major(x, rows: int, K: int, ptr: int, ld: int, inner: int):
     """x's rows (rows x K, K-major) as the copy engine reads them: (tensor, pointer, pitch) in place when
     plan.readable, else a zero-padded copy (rows x round_up(K, 16) bytes; zeros add nothing)."""
@@ -72,7 +95,7 @@ _CALLS_MAX = 1024
 _store.on_change(_calls.clear)  # a tuned table changed: configurations are decided again
 
 
-def _key(a, b, sa, sb, out, out_dtype, fast: bool, kernel: str, config) -> tuple | None:
+def _key(a, b, sa, sb, out, out_dtype, fast: bool, kernel: str, config, sr=None) -> tuple | None:
     """Everything the checks and decisions of a call depend on but its pointers (of which only the 16-byte
     alignment: whether the copy engine reads an operand in place, whether C is stored by TMA), or None when the
     call is not cached (not torch tensors, a missing scale, an unhashable argument: the checked path says why)."""
@@ -86,6 +109,10 @@ def _key(a, b, sa, sb, out, out_dtype, fast: bool, kernel: str, config) -> tuple
             if type(out).__module__ != "torch":
                 return None
             parts += (out.dtype, out.shape, out.stride(), out.device, out.data_ptr() & 15)
+        if sr is not None:
+            if type(sr).__module__ != "torch":
+                return None
+            parts += ("scale_result", sr.dtype, sr.shape, sr.device)
         key = (*parts, out is None, out_dtype, fast, kernel, None if config is None else tuple(sorted(config.items())))
         hash(key)
         return key
@@ -97,15 +124,18 @@ class _Call:
     """A scaled_matmul call's decisions for one key and its launch (runtime.launch.Launch: the arguments packed
     once, the maps kept per pointer in the tensor-map arena); a call with the same key only launches."""
 
-    __slots__ = ("launch", "M", "N", "K", "dev", "out_dtype", "device", "copy_a", "copy_b", "copy_s", "ran")
+    __slots__ = ("launch", "M", "N", "K", "dev", "out_dtype", "device", "copy_a", "copy_b", "copy_s", "one", "ran")
 
-    def __init__(self, launch: Launch, dims, dev: int, out_dtype, device, copy_a: bool, copy_b: bool, copy_s: bool):
+    def __init__(
+        self, launch: Launch, dims, dev: int, out_dtype, device, copy_a: bool, copy_b: bool, copy_s: bool, one=None
+    ):
         self.launch, (self.M, self.N, self.K), self.dev = launch, dims, dev
         self.out_dtype, self.device, self.copy_a, self.copy_b = out_dtype, device, copy_a, copy_b
         self.copy_s = copy_s  # block scales of A not stored K-block-major as the copy engine reads them: a copy
+        self.one = one  # an FP8 C's scale_result when the call gives none (a float32 1), else None
         self.ran = ""  # what runs, for cumm.api.decision.scaled_decision: rung, parameters, where they came from
 
-    def __call__(self, a, b, sa, sb, out):
+    def __call__(self, a, b, sa, sb, sr, out):
         import torch
 
         M, N, K = self.M, self.N, self.K
@@ -124,11 +154,14 @@ class _Call:
         if self.copy_s:
             sa = k_block_major(sa, M)
         stream = torch.cuda.current_stream(self.dev).cuda_stream
+        # (the sixth pointer, scale_result's, is read by FP8-out kernels only)
+        pr = sr.data_ptr() if sr is not None else self.one.data_ptr() if self.one is not None else 0
+        ps = (pa, pb, out.data_ptr(), sa.data_ptr(), sb.data_ptr(), pr)
         if cupy.cuda.runtime.getDevice() != self.dev:
             with cupy.cuda.Device(self.dev):
-                self.launch((pa, pb, out.data_ptr(), sa.data_ptr(), sb.data_ptr()), stream)
+                self.launch(ps, stream)
         else:
-            self.launch((pa, pb, out.data_ptr(), sa.data_ptr(), sb.data_ptr()), stream)
+            self.launch(ps, stream)
         del a_, b_, sa  # (the copies live on the stream's allocator until the kernel has read them)
         return out
 
@@ -141,6 +174,7 @@ def scaled_matmul(
     *,
     out_dtype=None,
     out=None,
+    scale_result=None,
     use_fast_accum: bool = False,
     kernel: str = "auto",
     config: Mapping[str, int] | None = None,
@@ -151,8 +185,12 @@ def scaled_matmul(
     N) (per row of a, per column of b; either may also be one element), or DeepSeek-V3's block scales: ``scale_a``
     (M, ceil(K/128)) per 1 x 128 block of a, ``scale_b`` (ceil(N/128), ceil(K/128)) per 128 x 128 block of b (any
     strides; ``scale_a`` stored K-block-major, strides (1, P) with P = M rounded up to 4, is read in place, any
-    other layout copied so on each call). ``out_dtype``: torch.bfloat16 (default), torch.float16 or torch.float32;
-    ``out``: a row-major (M, N) tensor of that dtype to write. ``use_fast_accum``: keep the whole K in the tensor
+    other layout copied so on each call). ``out_dtype``: torch.bfloat16 (default), torch.float16, torch.float32,
+    or FP8 (torch.float8_e4m3fn / torch.float8_e5m2: one byte an element, the next FP8 layer's input) with
+    ``scale_result`` (a float32 one-element CUDA tensor; none: 1, as torch._scaled_mm's) by which the FP32 result
+    is multiplied before its cast, rounded to nearest even and saturated to the format's largest finite value (448,
+    57344; cvt.rn.satfinite); NaN stays NaN. scale_result with a 16- or 32-bit out_dtype is an error (torch ignores
+    it). ``out``: a row-major (M, N) tensor of out_dtype to write. ``use_fast_accum``: keep the whole K in the tensor
     core's FP8 accumulators (faster, less accurate) instead of promoting every 128-deep block into FP32 registers
     (per-tensor scales only; block scales always promote). Formats: e4m3 or e5m2 for each operand, all four pairs
     (torch._scaled_mm refuses e5m2 @ e5m2; Hopper's wgmma has it).
@@ -165,18 +203,20 @@ def scaled_matmul(
     The first call with a given key (dtypes, shapes, strides, devices, 16-byte alignment of every tensor,
     out_dtype, use_fast_accum, kernel, config) runs every check and decision; later ones launch (a few us).
     """
-    key = _key(a, b, scale_a, scale_b, out, out_dtype, use_fast_accum, kernel, config)
+    key = _key(a, b, scale_a, scale_b, out, out_dtype, use_fast_accum, kernel, config, scale_result)
     call = _calls.get(key) if key is not None else None
     if call is None:
-        call = _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum, kernel, config)
+        call = _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum, kernel, config, scale_result)
         if key is not None:
             if len(_calls) >= _CALLS_MAX:
                 _calls.clear()
             _calls[key] = call
-    return call(a, b, scale_a, scale_b, out)
+    return call(a, b, scale_a, scale_b, scale_result, out)
 
 
-def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kernel: str, config) -> _Call:
+def _checked(
+    a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kernel: str, config, scale_result=None
+) -> _Call:
     """Every check and decision of a call: its _Call."""
     _check_tensor(a, "a")
     _check_tensor(b, "b")
@@ -198,13 +238,21 @@ def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kerne
     if use_fast_accum and layout == "block":
         raise ValueError("use_fast_accum applies to per-tensor / row / column scales; block scales always promote")
     on = _plan.out_name(None if out_dtype is None else _dtype_name_of(out_dtype))
+    _plan.check_scale_result(on, scale_result is not None)
+    if scale_result is not None:
+        _check_scale_result(scale_result, dev)
     if out is not None:
         _check_tensor(out, "out")
         if _dtype_name(out) != on or tuple(out.shape) != (M, N) or out.stride(1) != 1 or out.get_device() != dev:
+            fix = ""
+            if _dtype_name(out) != on:
+                fix = f": out_dtype is {on} ({'the default' if out_dtype is None else 'given'}); pass an out of {on}"
+                if _dtype_name(out) in _plan.SCALED_OUT:
+                    fix += f" or out_dtype=torch.{_dtype_name(out)}"
             raise ValueError(
                 f"out must be a row-major (unit column stride) ({M}, {N}) {on} tensor on cuda:{dev}, got "
                 f"{_dtype_name(out)} of shape {tuple(out.shape)}, strides {tuple(out.stride())} on "
-                f"cuda:{out.get_device()}"
+                f"cuda:{out.get_device()}{fix}"
             )
     spec = _plan.choose(kernel, da, db, layout)
     cc = compute_capability(dev)
@@ -233,11 +281,20 @@ def _checked(a, b, scale_a, scale_b, out_dtype, out, use_fast_accum: bool, kerne
             pitch = scale_pitch(M)
             copy_s = not (sa.stride(0) == 1 and sa.stride(1) == pitch and sa.data_ptr() % _plan.TMA_ALIGN == 0)
             steps, steps_b = (1, pitch), (sb.stride(0), sb.stride(1))
-        # M N K C ldc sa (steps) sb (steps), then the maps of A, B, C; the call's pointers: A, B, C, sa, sb
+        # M N K C ldc sa (steps) sb (steps), then the maps of A, B, C; the call's pointers: A, B, C, sa, sb, and
+        # scale_result, which an FP8 C's kernel takes first (include/fp8_out.cuh)
         lay = (M, N, K, None, ldc, None, *steps, None, *steps_b)
+        order = (2, 3, 4)
+        one = None
+        if on in FP8:
+            lay, order = (None, *lay), (5, *order)
+            if scale_result is None:
+                one = _ones.get(dev)
+                if one is None:
+                    one = _ones[dev] = torch.ones((), dtype=torch.float32, device=a.device)
         grid = min(spec.grid(cfg, M, N, K)[0], sms)
-        launch = Launch(kern, grid, spec.threads(cfg), spec.smem(cfg), lay, maps=tuple(maps), order=(2, 3, 4))
-    call = _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b, copy_s)
+        launch = Launch(kern, grid, spec.threads(cfg), spec.smem(cfg), lay, maps=tuple(maps), order=order)
+    call = _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b, copy_s, one)
     base = spec.default_config(cc)
     diff = " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
     call.ran = " ".join(x for x in (spec.name, diff, f"({why})") if x)

@@ -8,7 +8,8 @@ HALF = ("float16", "bfloat16")  # inputs rounded to 11 or 8 significant bits, FP
 # FP8 (torch's names): cumm.scaled_matmul's inputs only, with scales; matmul refuses them. A spec may declare them.
 FP8 = ("float8_e4m3fn", "float8_e5m2")
 SPEC_DTYPES = DTYPES + FP8
-SCALED_OUT = ("bfloat16", "float16", "float32")  # what scaled_matmul writes (FP32 accumulation)
+# What scaled_matmul writes (FP32 accumulation); FP8 (one byte an element) times scale_result, as torch._scaled_mm
+SCALED_OUT = ("bfloat16", "float16", "float32", *FP8)
 # FP8 of either format: bench's and tune's --dtype fp8, and the tuned tables' dtype of the FP8 rungs' entries (a tiling
 # tuned on e4m3 x e4m3 with bfloat16 out, stored without the formats: it serves every format pair and output)
 FP8_DTYPE = "fp8"

@@ -197,12 +197,17 @@ def warptile_block(c):
 # The FP8 rungs (17_fp8_wgmma, 18_fp8_block_scaled): operand formats and C's type are configuration parameters (FA,
 # FB, OUT: cumm/kernels/include/fp8.cuh), so each variant is its own rendered kernel.
 FP8_FORMATS = ("float8_e4m3fn", "float8_e5m2")  # FA, FB = the index
-FP8_OUTPUTS = ("bfloat16", "float16", "float32")  # OUT = the index
+# OUT = the index; 3 and 4 (FP8, with scale_result) render include/fp8_out.cuh (cumm.runtime.render.fp8_out)
+FP8_OUTPUTS = ("bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2")
 FP8_SLAB = 128  # K per stage: one 128-byte swizzled row of FP8 (the kernels' 128; a block scale's depth)
 FP8_CONSTRAINTS = [
     C("FA in (0, 1) and FB in (0, 1)", "FA and FB pick A's and B's format: 0 float8_e4m3fn, 1 float8_e5m2"),
-    C("OUT in (0, 1, 2)", "OUT picks C's type: 0 bfloat16, 1 float16, 2 float32"),
+    C(
+        "OUT in (0, 1, 2, 3, 4)",
+        "OUT picks C's type: 0 bfloat16, 1 float16, 2 float32, 3 float8_e4m3fn, 4 float8_e5m2 (times scale_result)",
+    ),
     C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for 16-bit outputs)"),
+    C("OUT < 3 or EPI == 0", "FP8 outputs (OUT = 3, 4) are stored directly: EPI = 0 (include/fp8_out.cuh)"),
     # setmaxnreg (sm90_fp8.cuh): 232 registers a consumer thread beside the producer's 40, 160 beside 32 with three
     C("WGS in (1, 2, 3)", "one, two or three consumer warpgroups"),
     C(

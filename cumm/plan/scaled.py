@@ -50,6 +50,17 @@ def out_name(out_dtype: str | None) -> str:
     return out_dtype
 
 
+def check_scale_result(out: str, given: bool) -> None:
+    """scale_result (the factor C is multiplied by before its cast to FP8, as torch._scaled_mm's) belongs to an FP8
+    ``out`` only: TypeError naming the fix otherwise. (An FP8 out without one is scaled by 1, as torch's.)"""
+    if given and out not in FP8:
+        raise TypeError(
+            f"scale_result scales an FP8 output before its cast (out_dtype=torch.float8_e4m3fn or "
+            f"torch.float8_e5m2); this call writes {out}: drop scale_result (torch._scaled_mm ignores it for "
+            f"{out}), or pass an FP8 out_dtype"
+        )
+
+
 def scale_layout(M: int, N: int, K: int, sa_shape: tuple, sb_shape: tuple) -> str:
     """ "tensor" (each scale one number, or scale_a (M, 1) per row of A, scale_b (1, N) per column of B: as
     torch._scaled_mm) or "block" (scale_a (M, ceil(K/128)) per 1 x 128 block of A, scale_b (ceil(N/128),
@@ -110,15 +121,17 @@ def configure(
     K: int = 1,
     device: tuple[str, int] | None = None,
 ) -> tuple[dict[str, int], str]:
-    """(the configuration, where it came from): the formats and C's type (FA, FB, OUT) over ``config`` when given
-    ("config"); else, for use_fast_accum=False on ``device`` (GPU name, compute capability), the rung's tuned entry
-    for the nearest tuned shape (:func:`tuned`; "tuned at MxNxK"); else the spec's "fast_accum" configuration for
-    use_fast_accum=True ("fast_accum"), three consumer warpgroups of 192 x 128 tiles ("three_warpgroups_192x128")
-    for a promoted product of at least MANY_ROUNDS rounds of them, one consumer warpgroup of 64-row tiles (its
-    "one_warpgroup_64x128") when 128-row tiles would leave more than half the multiprocessors idle, or the defaults
-    ("defaults")."""
+    """(the configuration, where it came from): the formats and C's type (FA, FB, OUT; EPI = 0 for an FP8 C) over
+    ``config`` when given ("config"); else, for use_fast_accum=False on ``device`` (GPU name, compute capability),
+    the rung's tuned entry for the nearest tuned shape (:func:`tuned`; "tuned at MxNxK"); else the spec's
+    "fast_accum" configuration for use_fast_accum=True ("fast_accum"), three consumer warpgroups of 192 x 128 tiles
+    ("three_warpgroups_192x128") for a promoted product of at least MANY_ROUNDS rounds of them, one consumer
+    warpgroup of 64-row tiles (its "one_warpgroup_64x128") when 128-row tiles would leave more than half the
+    multiprocessors idle, or the defaults ("defaults")."""
     codes = FP8_FORMATS.index(da), FP8_FORMATS.index(db), FP8_OUTPUTS.index(out)
     fixed = dict(zip(FORMAT_FIELDS, codes, strict=True))
+    if out in FP8:
+        fixed["EPI"] = 0  # FP8 C is stored directly (include/fp8_out.cuh): no staging tile, no C map
     if config is not None:
         return spec.resolve({**dict(config), **fixed}), "config"
     entry = tuned(spec, M, N, K, sms, device) if device is not None and not fast_accum else None

@@ -15,6 +15,7 @@ import re
 from importlib import resources
 from typing import NamedTuple
 
+from ..core.errors import ConfigError
 from ..core.spec import Config, KernelSpec
 
 COMMON_HEADER = "include/common.cuh"
@@ -54,6 +55,9 @@ class Variant(NamedTuple):
 ALIGNED = Variant()
 # An epilogue variant renders include/epilogue.cuh after the headers and the epilogue's function before the template.
 EPILOGUE_HEADER = "include/epilogue.cuh"
+# An FP8 rung's variant with FP8 output (OUT = 3: e4m3, 4: e5m2; include/fp8.cuh) renders include/fp8_out.cuh just
+# before the template: its stores and its scale_result parameter, the rung's own template and headers unchanged.
+FP8_HEADER, FP8_OUT_HEADER, FP8_OUT_FIRST = "include/fp8.cuh", "include/fp8_out.cuh", 3
 
 
 def variant(flags: tuple[int, ...]) -> Variant:
@@ -179,10 +183,23 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
             lines.append("#define CUMM_EPI_SM90 1")
         parts = [*parts[:-1], (EPILOGUE_HEADER, template_text(EPILOGUE_HEADER))]
         parts += [(f"cumm epilogue function ({epi.label})", epi.definition()), spec_parts(spec)[-1]]
+    if fp8_out(spec, cfg):
+        if "cumm_fp8_store<" not in code_text(parts[-1][1]):
+            raise ConfigError(
+                f"kernel {spec.name!r} cannot store FP8 output (OUT = {cfg['OUT']}): its template does not store C "
+                "through cumm_fp8_store (include/sm90_fp8.cuh), which include/fp8_out.cuh replaces; use OUT 0-2"
+            )
+        lines.append(f"#define CUMM_FP8_OUT_KERNEL {name}")
+        parts = [*parts[:-1], (FP8_OUT_HEADER, template_text(FP8_OUT_HEADER)), parts[-1]]
     for f, text in parts:
         lines.append(line_directive(f))
         lines.append(text)
     return name, "\n".join(lines)
+
+
+def fp8_out(spec: KernelSpec, cfg: Config) -> bool:
+    """Whether ``cfg`` is an FP8 rung's variant that writes FP8 (OUT >= 3): its kernel takes scale_result first."""
+    return FP8_HEADER in spec.headers and cfg.get("OUT", 0) >= FP8_OUT_FIRST
 
 
 SNIPPET_FILE = "cumm epilogue snippet"  # the #line name of a user's snippet (cumm.plan.epilogue.Epilogue)

@@ -1,0 +1,78 @@
+// fp8_out.cuh: FP8 output for the FP8 rungs (17_fp8_wgmma, 18_fp8_block_scaled): C = cast(v * scale_result), one
+// byte an element, e4m3 (OUT = 3) or e5m2 (OUT = 4), v the FP32 result after the rung's scales: the fused "cast to
+// FP8 with a scale" of a model's next FP8 layer (torch._scaled_mm(..., scale_result=, out_dtype=float8)).
+// Rendered only for those variants (cumm/runtime/render.py), after the spec's headers and before the template, so
+// the rungs' templates and headers -- and every other variant's source, hash and tuned entries -- stay as they were:
+// - The kernel gains a first parameter, scale_result (a device pointer to one float32): CUMM_KERNEL becomes a
+//   function-like macro that prepends it to the template's parameter list (CUMM_FP8_OUT_KERNEL: the name).
+// - The template's store, cumm_fp8_store<MT, TN, VEC, TMA>(epi, d, C, ...), becomes CummFp8Out's, which reads the
+//   scale and converts pairs: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89+) rounds two floats to nearest even and
+//   packs them into 16 bits. Saturating (.satfinite: the only form PTX has of these conversions from f32; CUTLASS's
+//   converters use it; cuBLAS's own overflow handling is not measured, docs/beyond.md): a value past the format's
+//   largest finite one (e4m3: 448, e5m2: 57344), infinities included, becomes that value with its sign; NaN stays
+//   NaN.
+// - Direct stores: the wgmma fragment holds column pairs (2 t4, 2 t4 + 1) of rows g and g + 8, so a thread stores
+//   2-byte pairs (when C is 16-byte aligned with ldc % 16 == 0, VEC_C; else bytes) and a quad's four pairs make 8
+//   consecutive bytes. C is 1 byte an element (a quarter of the FP32 output's, half of bf16's), so these stores are
+//   a small part of a product's time; the TMA store (the 16-bit rungs' CummTmaEpilogue) would need an 8-bit
+//   staging layout: boxes of 64 rows x 128 bytes (128 columns, one 128-byte swizzled row each), the pairs written
+//   into it as 16-bit words, and a C map of bytes (UINT8) -- a second version, measured against this one. EPI = 0
+//   (spec constraint): no staging tile in shared memory, no C map.
+// The template's C is cumm_out_t* (16-bit: fp8.cuh leaves OUT_F32 and CUMM_BF16 at 0 for OUT >= 3); it holds the
+// byte pointer and is only ever read as bytes here.
+#if OUT != 3 && OUT != 4
+#error "fp8_out.cuh stores FP8: OUT = 3 (float8_e4m3fn) or 4 (float8_e5m2)"
+#endif
+#if EPI
+#error "FP8 outputs are stored directly: EPI = 0"
+#endif
+#if OUT == 3
+#define CUMM_FP8_C "e4m3x2"
+#else
+#define CUMM_FP8_C "e5m2x2"
+#endif
+
+// Two floats as two FP8 values in 16 bits, lo in the low byte (the lower column), saturating; NaN stays NaN.
+__device__ __forceinline__ unsigned short cumm_f2fp8x2(float lo, float hi) {
+    unsigned short r;
+    asm("cvt.rn.satfinite." CUMM_FP8_C ".f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+struct CummFp8Out {
+    const float* scale;  // scale_result: one float32 on the device
+
+    // A warpgroup's tile (MT m64 blocks of TN columns, rows row0.., columns col0..) to C (bytes, ldc bytes a row)
+    // as FP8 of v * scale; rows past M and columns past N are not stored. (TMA and the epilogue object: the
+    // template's arguments, unused: EPI = 0.)
+    template <int MT, int TN, int VEC, int TMA, class Epi>
+    __device__ __forceinline__ void store(Epi&, const float (&d)[MT][TN / 2], cumm_out_t* __restrict__ C, int ldc,
+                                          int M, int N, int row0, int col0, int warp, int g, int t4) const {
+        const float s = __ldg(scale);
+        unsigned char* const c = reinterpret_cast<unsigned char*>(C);
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = row0 + m * 64 + warp * 16 + g + 8 * h;
+                if (row >= M) continue;
+                unsigned char* const crow = c + (i64)row * ldc;
+#pragma unroll
+                for (int j = 0; j < TN / 8; ++j) {
+                    const int col = col0 + 8 * j + 2 * t4;
+                    const unsigned short q = cumm_f2fp8x2(d[m][4 * j + 2 * h] * s, d[m][4 * j + 2 * h + 1] * s);
+                    if (VEC && col + 1 < N) {  // (col even, C and ldc on 16 bytes: a 2-byte aligned pair)
+                        *reinterpret_cast<unsigned short*>(crow + col) = q;
+                    } else {
+                        if (col < N) crow[col] = (unsigned char)(q & 0xffu);
+                        if (col + 1 < N) crow[col + 1] = (unsigned char)(q >> 8);
+                    }
+                }
+            }
+    }
+};
+
+// The template's store and kernel name, as above (scale_result: the kernel's first parameter).
+#define cumm_fp8_store CummFp8Out{cumm_scale_result}.store
+#undef CUMM_KERNEL
+#define CUMM_KERNEL(...) CUMM_FP8_OUT_KERNEL(const float* __restrict__ cumm_scale_result, __VA_ARGS__)
