@@ -239,6 +239,28 @@ def test_same_bucket_prefers_the_faster_kernel(cache):
     assert len(_store.tuned_entries(GPU, CC)) == 2
 
 
+def test_retuning_the_race_winner_alone_keeps_its_race(cache):
+    """`tune --kernel K` at a shape K won a race at: a faster configuration of K keeps the race (auto still trusts
+    K over the top rung); a slower one, another template, or a new race replace it as they are."""
+    key = "NVIDIA H200|sm_90|warptile|float32|4096x4096x4096"
+    race = {"warptile": "h1", "wgmma_tf32x3": "h2", "double_buffer": "h3"}
+
+    def saved(**over):
+        _store.save_entries([_entry("warptile", **over)])
+        return json.loads((cache / "tuned.json").read_text())["entries"][key]
+
+    assert saved(tflops=40.0, template_hash="h1", raced=race)["raced"] == race
+    got = saved(tflops=41.0, template_hash="h1", raced={"warptile": "h1"})
+    assert got["raced"] == race and got["tflops"] == 41.0  # faster, same template: the race kept
+    assert saved(tflops=42.0, template_hash="h1")["raced"] == race  # (an entry without a race record: the same)
+    assert saved(tflops=30.0, template_hash="h1", raced={"warptile": "h1"})["raced"] == {"warptile": "h1"}
+    saved(tflops=40.0, template_hash="h1", raced=race)
+    assert saved(tflops=45.0, template_hash="h9", raced={"warptile": "h9"})["raced"] == {"warptile": "h9"}
+    saved(tflops=40.0, template_hash="h1", raced=race)
+    new_race = {"warptile": "h1", "tf32x3": "h4"}
+    assert saved(tflops=45.0, template_hash="h1", raced=new_race)["raced"] == new_race
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Persistence
 # ----------------------------------------------------------------------------------------------------------

@@ -273,13 +273,34 @@ def _locked(path: Path):
                     fcntl.flock(lf.fileno(), fcntl.LOCK_UN)
 
 
+def _with_kept_race(current: Mapping | None, new: dict) -> dict:
+    """``new``, with the race ``current`` (the entry it replaces) won, when ``new`` raced only its own rung (a
+    ``tune --kernel`` run), with the same template, and ran at least as fast: a faster configuration of the race's
+    winner wins that race too. Without it, re-tuning a lower rung alone dropped the record auto needs to trust its
+    win over the top rung (plan/auto.py ``_raced``), and auto went back to the heuristic's rung."""
+    won = current.get("raced") if current else None
+    mine = new.get("raced")
+    if (
+        isinstance(won, dict)
+        and (mine is None or set(mine) <= {new["kernel"]})
+        and current["kernel"] == new["kernel"]
+        and current.get("template_hash") == new.get("template_hash")
+        and new.get("ms") is not None
+        and current.get("ms") is not None
+        and new["ms"] <= current["ms"]
+    ):
+        new["raced"] = {**won, **(mine or {})}
+    return new
+
+
 def save_entries(
     entries: Iterable[Mapping], path: str | os.PathLike | None = None, drop_keys: Iterable[str] = ()
 ) -> Path:
     """Merge ``entries`` into the table at ``path`` (default: the user's ``tuned.json``), atomically.
 
     Under an exclusive lock on ``<path>.lock``: read the current file, drop ``drop_keys``, add the
-    entries (same key = replaced), write a temporary file in the same directory and ``os.replace`` it.
+    entries (same key = replaced, a race the replaced entry won kept: ``_with_kept_race``), write a temporary file
+    in the same directory and ``os.replace`` it.
     A corrupt current file is kept aside as ``<path>.corrupt`` and replaced.
     """
     path = Path(path) if path is not None else user_table_path()
@@ -293,7 +314,8 @@ def save_entries(
         for k in drop_keys:
             current.pop(k, None)
         for e in entries:
-            current[entry_key(e)] = dict(e)
+            k = entry_key(e)
+            current[k] = _with_kept_race(current.get(k), dict(e))
         doc = {"schema": SCHEMA, "entries": dict(sorted(current.items()))}
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
