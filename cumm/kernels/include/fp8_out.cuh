@@ -11,13 +11,13 @@
 //   converters use it; cuBLAS's own overflow handling is not measured, docs/beyond.md): a value past the format's
 //   largest finite one (e4m3: 448, e5m2: 57344), infinities included, becomes that value with its sign; NaN stays
 //   NaN.
-// - Direct stores: the wgmma fragment holds column pairs (2 t4, 2 t4 + 1) of rows g and g + 8, so a thread stores
-//   2-byte pairs (when C is 16-byte aligned with ldc % 16 == 0, VEC_C; else bytes) and a quad's four pairs make 8
-//   consecutive bytes. C is 1 byte an element (a quarter of the FP32 output's, half of bf16's), so these stores are
-//   a small part of a product's time; the TMA store (the 16-bit rungs' CummTmaEpilogue) would need an 8-bit
-//   staging layout: boxes of 64 rows x 128 bytes (128 columns, one 128-byte swizzled row each), the pairs written
-//   into it as 16-bit words, and a C map of bytes (UINT8) -- a second version, measured against this one. EPI = 0
-//   (spec constraint): no staging tile in shared memory, no C map.
+// - Direct stores, through sm90.cuh's cumm_store_rows (the 16-bit stores' walk): the wgmma fragment holds column
+//   pairs (2 t4, 2 t4 + 1) of rows g and g + 8, so a thread stores 2-byte pairs (when C is 16-byte aligned with
+//   ldc % 16 == 0, VEC_C; else bytes) and a quad's four pairs make 8 consecutive bytes. C is 1 byte an element (half
+//   of bf16's), yet these stores cost more than the bytes save (H200, 8192^3: 0.968 ms against the bf16 C's 0.872
+//   by the TMA store): the TMA store would need an 8-bit staging layout, boxes of 64 rows x 128 bytes (128
+//   columns, one 128-byte swizzled row each), the pairs written into it as 16-bit words, and a C map of bytes
+//   (UINT8). EPI = 0 (spec constraint): no staging tile in shared memory, no C map.
 // The template's C is cumm_out_t* (16-bit: fp8.cuh leaves OUT_F32 and CUMM_BF16 at 0 for OUT >= 3); it holds the
 // byte pointer and is only ever read as bytes here.
 #if OUT != 3 && OUT != 4
@@ -49,26 +49,17 @@ struct CummFp8Out {
     __device__ __forceinline__ void store(Epi&, const float (&d)[MT][TN / 2], cumm_out_t* __restrict__ C, int ldc,
                                           int M, int N, int row0, int col0, int warp, int g, int t4) const {
         const float s = __ldg(scale);
-        unsigned char* const c = reinterpret_cast<unsigned char*>(C);
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = row0 + m * 64 + warp * 16 + g + 8 * h;
-                if (row >= M) continue;
-                unsigned char* const crow = c + (i64)row * ldc;
-#pragma unroll
-                for (int j = 0; j < TN / 8; ++j) {
-                    const int col = col0 + 8 * j + 2 * t4;
-                    const unsigned short q = cumm_f2fp8x2(d[m][4 * j + 2 * h] * s, d[m][4 * j + 2 * h + 1] * s);
-                    if (VEC && col + 1 < N) {  // (col even, C and ldc on 16 bytes: a 2-byte aligned pair)
-                        *reinterpret_cast<unsigned short*>(crow + col) = q;
-                    } else {
-                        if (col < N) crow[col] = (unsigned char)(q & 0xffu);
-                        if (col + 1 < N) crow[col + 1] = (unsigned char)(q >> 8);
-                    }
+        cumm_store_rows<MT, TN / 2>(
+            d, reinterpret_cast<unsigned char*>(C), 0, ldc, M, row0, col0, warp, g, t4,
+            [&](unsigned char* crow, int col, float x, float y) {
+                const unsigned short q = cumm_f2fp8x2(x * s, y * s);
+                if (VEC && col + 1 < N) {  // (col even, C and ldc on 16 bytes: a 2-byte aligned pair)
+                    *reinterpret_cast<unsigned short*>(crow + col) = q;
+                } else {
+                    if (col < N) crow[col] = (unsigned char)(q & 0xffu);
+                    if (col + 1 < N) crow[col + 1] = (unsigned char)(q >> 8);
                 }
-            }
+            });
     }
 };
 
