@@ -14,6 +14,7 @@ import pytest
 from cumm.tools import bench as _bench
 from cumm.tools import cli as _cli
 from cumm.tools import suite as _suite
+from cumm.tools import suite_report as _report
 
 from .test_bench import DEVICE
 
@@ -153,34 +154,34 @@ def fake_suite_results() -> list[dict]:
 
 
 def test_summary_geomean_and_minimum():
-    (s,) = _suite.summarize(fake_suite_results())
+    (s,) = _report.summarize(fake_suite_results())
     assert s["kernel"] == "auto" and s["shapes"] == 5 and s["failed"] == 1
     assert s["geomean"] == pytest.approx((1.0 * 0.5 * 2.0 * 0.9) ** 0.25)
     assert s["min"] == 0.5 and s["min_shape"] == "l1" and s["max"] == 2.0
     assert s["categories"]["llm"] == pytest.approx(1.0) and s["categories"]["odd"] is None
-    assert _suite.geomean([]) is None
+    assert _report.geomean([]) is None
 
 
 def test_table_ends_with_geomean_and_minimum():
-    text = _suite.format_table(fake_suite_results(), "bfloat16")
+    text = _report.format_table(fake_suite_results(), "bfloat16")
     lines = text.splitlines()
     assert lines[0].startswith("shape") and "x cuBLAS" in lines[0] and "cuBLAS error" in lines[0]
     assert "cublas" not in [line.split()[3] for line in lines[2:7]]  # cuBLAS is folded into each row
     assert "FAIL auto o1" in text
     assert lines[-2].startswith("auto bfloat16 vs cuBLAS over 4 shapes, 1 FAIL: geomean 0.974x, minimum 0.500x (l1)")
     assert lines[-1].startswith("  geomean per category: square 1.000x, llm 1.000x, decode 0.900x")
-    md = _suite.format_table(fake_suite_results(), "bfloat16", markdown=True)
+    md = _report.format_table(fake_suite_results(), "bfloat16", markdown=True)
     assert md.startswith("| shape") and "**auto bfloat16 vs cuBLAS" in md
 
 
 def test_report_and_markdown():
     suite = _suite.parse(_doc(_sq()), "t.json")
-    doc = _suite.build_report(
+    doc = _report.build_report(
         fake_suite_results(), suite, device=DEVICE, dtype="float16", settle_s=0.1, repeat=20, seconds=95.0, command="c"
     )
     assert doc["summary"][0]["min_shape"] == "l1" and doc["suite"]["shapes"] == 1 and doc["dtype"] == "float16"
     json.dumps(doc, allow_nan=False)
-    md = _suite.format_markdown(doc)
+    md = _report.format_markdown(doc)
     assert md.startswith("# cumm float16 shape suite `t`: NVIDIA H200") and "took 95 s" in md
     assert "torch.matmul" in md and "Command: `c`" in md and "geomean" in md
 
@@ -201,27 +202,27 @@ def test_runs_combine_to_the_median_ratio():
     runs = [_with_ratios(base, 1.0), _with_ratios(base, 0.9), _with_ratios(base, 1.2)]
     runs[1][1]["rel_err"] = 5e-3  # the worst error of the runs is kept
     runs[2][3]["ran"] = "wgmma_ws BN=64"  # a shape whose pick differed between runs says so
-    rows = _suite.combine(runs)
+    rows = _report.combine(runs)
     assert [(r["shape"], r["kernel"]) for r in rows] == [(r["shape"], r["kernel"]) for r in base]
     s1 = rows[1]
     assert s1["ratio"] == pytest.approx(1.0) and s1["ratios"] == pytest.approx([1.0, 0.9, 1.2])
     assert s1["tflops"] == pytest.approx(100.0) and s1["rel_err"] == 5e-3
     assert rows[3]["ratio"] == pytest.approx(0.5) and rows[3]["ran"].endswith(" / wgmma_ws BN=64")
     assert rows[-1]["status"] == "FAIL" and rows[-1]["ratio"] is None  # FAILed in every run
-    (s,) = _suite.summarize(rows)
+    (s,) = _report.summarize(rows)
     assert s["min"] == pytest.approx(0.5) and s["failed"] == 1
     one_fail = [_with_ratios(base, 1.0), _with_ratios(base, 1.0)]
     one_fail[1][1] = dict(one_fail[1][1], status="FAIL", ratio=None, tflops=None, error="relative error 1")
-    assert _suite.combine(one_fail)[1]["status"] == "FAIL"  # a FAIL in any run FAILs the shape
-    assert _suite.combine([base])[1] == base[1]
+    assert _report.combine(one_fail)[1]["status"] == "FAIL"  # a FAIL in any run FAILs the shape
+    assert _report.combine([base])[1] == base[1]
     with pytest.raises(ValueError, match="at least one run"):
-        _suite.combine([])
-    text = _suite.format_table(rows, "bfloat16", runs=3)
+        _report.combine([])
+    text = _report.format_table(rows, "bfloat16", runs=3)
     assert "per run" in text.splitlines()[0] and "1.000 / 0.900 / 1.200" in text
     suite = _suite.parse(_doc(_sq()), "t.json")
-    doc = _suite.build_report(rows, suite, device=DEVICE, dtype="bfloat16", settle_s=0.1, repeat=20, runs=3)
+    doc = _report.build_report(rows, suite, device=DEVICE, dtype="bfloat16", settle_s=0.1, repeat=20, runs=3)
     json.dumps(doc, allow_nan=False)
-    md = _suite.format_markdown(doc)
+    md = _report.format_markdown(doc)
     assert doc["runs"] == 3 and "ran 3 times" in md and "median of the 3 runs' ratios" in md
 
 
@@ -422,7 +423,7 @@ def test_suite_runner_on_the_gpu(dtype):
     # auto's decision was recorded (a batched call that copies an operand, B a transposed view here for float32, is
     # not kept in matmul's call cache, so there is no decision to report: "")
     assert rows[1]["ran"] and isinstance(rows[3]["ran"], str)
-    (s,) = _suite.summarize(rows)
+    (s,) = _report.summarize(rows)
     assert s["failed"] == 0 and math.isfinite(s["geomean"]) and s["min"] <= s["geomean"] <= s["max"]
 
 

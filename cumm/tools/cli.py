@@ -260,6 +260,7 @@ def _run_suite(args: argparse.Namespace, command: str, fail) -> int:
 
     from . import bench as _bench
     from . import suite as _suite_mod
+    from . import suite_report as _report
 
     t0 = time.perf_counter()
     try:
@@ -267,8 +268,8 @@ def _run_suite(args: argparse.Namespace, command: str, fail) -> int:
             _suite_mod.run(args.suite, args.kernels, dtype=args.dtype, repeat=args.repeat, settle_s=args.settle)
             for _ in range(args.runs)
         ]
-        results = _suite_mod.combine(runs)
-        doc = _suite_mod.build_report(
+        results = _report.combine(runs)
+        doc = _report.build_report(
             results,
             args.suite,
             device=_bench.device_info(),
@@ -281,12 +282,12 @@ def _run_suite(args: argparse.Namespace, command: str, fail) -> int:
         )
     except (ValueError, RuntimeError) as e:  # BenchError is a RuntimeError
         return fail(str(e))
-    print(_suite_mod.format_table(results, args.dtype, runs=args.runs))
+    print(_report.format_table(results, args.dtype, runs=args.runs))
     if args.json:
         _bench.write_json(args.json, doc)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(_suite_mod.format_markdown(doc))
+            f.write(_report.format_markdown(doc))
     failed = sum(r["status"] != "ok" for r in results)
     if failed:
         return fail(f"{failed} run(s) FAILed verification or could not run (see the table)")
