@@ -33,6 +33,7 @@ import statistics
 import sys
 
 import cumm
+from cumm.runtime.timing import torch_rounds_ms
 
 GATE = "v = v * (1.0f / (1.0f + __expf(-v))) * aux[row * ld_aux + col];"
 SILU = "v = v / (1.0f + __expf(-v));"
@@ -128,19 +129,10 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
     if bad:
         print(f"{M}x{N}x{K}: results off: {[(n, errors[n]) for n in bad]}", file=sys.stderr)
         return 1
-    times = {name: [] for name in variants}
     for f in variants.values():  # warm-up (compiles)
         f()
     torch.cuda.synchronize()
-    for _ in range(args.rounds):
-        for name, f in variants.items():
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(args.iters):
-                f()
-            e.record()
-            e.synchronize()
-            times[name].append(s.elapsed_time(e) / args.iters)
+    times = torch_rounds_ms({k: lambda i, f=f: f() for k, f in variants.items()}, args.rounds, args.iters)
     med = {n: statistics.median(t) for n, t in times.items()}
     flop = 2.0 * M * N * K
     plain = med["cumm"]

@@ -14,6 +14,7 @@ import statistics
 import torch
 
 import cumm
+from cumm.runtime.timing import torch_rounds_ms
 
 
 def sanitize() -> None:
@@ -56,16 +57,7 @@ def main() -> None:
     for f in runs.values():
         f()
     torch.cuda.synchronize()
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(args.rounds):
-        for name, f in runs.items():
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(args.reps):
-                f()
-            e.record()
-            e.synchronize()
-            times[name].append(s.elapsed_time(e) / args.reps)
+    times = torch_rounds_ms({k: lambda i, f=f: f() for k, f in runs.items()}, args.rounds, args.reps)
     # what each FP8 C is: the fraction of elements equal to cast(v * s), cast(v / s), cast(v), v the same
     # library's FP32 result (saturating casts by torch)
     t = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, scale_result=sr, out_dtype=E4)

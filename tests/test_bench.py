@@ -305,6 +305,47 @@ def test_progress_without_tqdm(monkeypatch):
     bar.close()
 
 
+def test_torch_rounds_time_bursts_in_turn(monkeypatch):
+    """The FP8 and epilogue benchmarks' timing: per round each name's burst of reps calls fn(0..reps-1) between two
+    torch events, names in turn, milliseconds per call (torch faked: none here)."""
+    import types
+
+    from cumm.runtime import timing as _timing
+
+    log, clock = [], [0.0]
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+            self.t = None
+
+        def record(self):
+            self.t = clock[0]
+            log.append("record")
+
+        def synchronize(self):
+            log.append("sync")
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(Event=Event)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+
+    def call(name, ms):
+        def fn(i):
+            log.append((name, i))
+            clock[0] += ms
+
+        return fn
+
+    times = _timing.torch_rounds_ms({"a": call("a", 2.0), "b": call("b", 5.0)}, rounds=2, reps=3)
+    assert times == {"a": [2.0, 2.0], "b": [5.0, 5.0]}
+    burst = lambda n: ["record", (n, 0), (n, 1), (n, 2), "record", "sync"]  # noqa: E731
+    assert log == burst("a") + burst("b") + burst("a") + burst("b")
+
+
 def test_hold_runs_the_call_back_to_back_for_the_time_given(monkeypatch):
     """The settle (bench and tuner): calls 0, 1, 2, ... in order, synchronized every few, for about the time given."""
     import time

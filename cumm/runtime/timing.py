@@ -7,7 +7,9 @@ Three ways to time, each for its question:
 * :func:`back_to_back_ms`: many launches queued behind a spinning kernel, so they start back to back and no
   timed launch waits for the host (the tuner; device time of calls far shorter than their host side);
 * :func:`host_us`: wall-clock time per call on the host, the GPU synchronized at both ends (what a Python
-  loop of calls costs a user).
+  loop of calls costs a user);
+* :func:`torch_rounds_ms`: torch-side calls (FP8, cuBLASLt's epilogues, torch.compile) in interleaved rounds of
+  back-to-back bursts, on torch's stream and events (the FP8 and epilogue benchmarks).
 
 GPU-free helpers (how many input sets to rotate, how many runs fit a budget) are plain arithmetic.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 DEFAULT_WARMUP = 3
 DEFAULT_REPEAT = 20
@@ -175,3 +177,22 @@ def host_us(fn: Callable[[], object], calls: int, warmup: int) -> float:
         fn()
     cupy.cuda.Device().synchronize()
     return (time.perf_counter() - t0) / calls * 1e6
+
+
+def torch_rounds_ms(fns: Mapping[str, Callable[[int], object]], rounds: int, reps: int) -> dict[str, list[float]]:
+    """Per name, the milliseconds per call of ``rounds`` bursts of ``reps`` calls ``fn(i)`` (i = 0 .. reps - 1:
+    rotate input sets with it), the names taking turns each round, timed by torch CUDA events on torch's current
+    stream (where the calls run). No warm-up: call each once first."""
+    import torch
+
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for i in range(reps):
+                fn(i)
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) / reps)
+    return times

@@ -10,6 +10,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from ..runtime.timing import torch_rounds_ms
+
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096), (2048, 2048, 2048), (128, 7168, 16384))
 COLUMNS = ("bf16", "fp8 promo1", "fp8_wgmma", "fp8 fast", "torch", "torch fast", "block promo1", "block")
 
@@ -59,19 +61,10 @@ def _row(M: int, N: int, K: int, rounds: int, reps: int) -> dict:
     }
     c, t = fns["fp8_wgmma"](0).float(), fns["torch"](0).float()
     rel = ((c - t).norm() / t.norm()).item()
-    times: dict[str, list[float]] = {k: [] for k in COLUMNS}
     for k in COLUMNS:
         fns[k](0)  # compiled and cached before the timing
-    for _ in range(rounds):
-        for k in COLUMNS:
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-            ev[0].record()
-            for i in range(reps):
-                fns[k](i)
-            ev[1].record()
-            ev[1].synchronize()
-            times[k].append(ev[0].elapsed_time(ev[1]) / reps * 1e-3)
-    tf = {k: 2 * M * N * K / statistics.median(v) / 1e12 for k, v in times.items()}
+    times = torch_rounds_ms({k: fns[k] for k in COLUMNS}, rounds, reps)
+    tf = {k: 2 * M * N * K / (statistics.median(v) * 1e-3) / 1e12 for k, v in times.items()}
     return {"shape": [M, N, K], "tflops": tf, "rel_vs_torch": rel}
 
 
