@@ -13,6 +13,7 @@ import sys
 
 from ..core.dtypes import FP8_DTYPE
 from ..ladder import gemm_kernels
+from ..plan.epilogue import ACTIVATIONS
 from ..runtime import timing as _timing
 
 DESCRIPTION = (
@@ -361,7 +362,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         sp.add_argument(
             "--activation",
             default=None,
-            choices=("relu", "gelu", "gelu_tanh", "silu"),
+            choices=tuple(ACTIVATIONS),
             help="run the cumm kernels with this fused activation (before --epilogue)",
         )
         sp.add_argument(
@@ -374,7 +375,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b.add_argument(
         "--glu",
         default=None,
-        choices=("silu", "gelu", "gelu_tanh", "relu"),
+        choices=tuple(ACTIVATIONS),
         help="race the gated MLP ACT(x @ w1) * (x @ w3) fused, cumm.matmul(x, cumm.glu_weight(w1, w3), glu=ACT), "
         "beside torch's unfused two products and elementwise (the 'unfused' row: ratios are against it; needs "
         "torch). Shapes' N is the OUTPUT's columns, so B has 2N (N a multiple of 8; TFLOP/s count the 2N-column "
@@ -384,7 +385,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     c.add_argument(
         "--glu",
         default=None,
-        choices=("silu", "gelu", "gelu_tanh", "relu"),
+        choices=tuple(ACTIVATIONS),
         help="check the kernel with glu=ACT: B = cumm.glu_weight(w1, w3) of 2N columns, C of N (--shapes' N is "
         "C's width, a multiple of 8; the standard set's N rounded up to one), against float64 "
         "ACT(x @ w1) * (x @ w3), then --activation / --reference over it; rungs with KernelSpec.glu, fp16 and bf16",
