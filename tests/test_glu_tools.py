@@ -149,7 +149,7 @@ def test_cli_help_says_n_is_the_outputs_width(command, capsys):
     with pytest.raises(SystemExit):
         _cli.main([command, "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "--glu {relu,gelu,gelu_tanh,silu}" in out
+    assert "--glu {silu,gelu,gelu_tanh,relu}" in out
     assert ("OUTPUT's columns, so B has 2N" if command == "bench" else "--shapes' N is C's width") in out
 
 

@@ -13,7 +13,6 @@ import sys
 
 from ..core.dtypes import FP8_DTYPE
 from ..ladder import gemm_kernels
-from ..plan.epilogue import ACTIVATIONS
 from ..runtime import timing as _timing
 
 DESCRIPTION = (
@@ -362,7 +361,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         sp.add_argument(
             "--activation",
             default=None,
-            choices=tuple(ACTIVATIONS),
+            choices=("relu", "gelu", "gelu_tanh", "silu"),
             help="run the cumm kernels with this fused activation (before --epilogue)",
         )
         sp.add_argument(
@@ -375,7 +374,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b.add_argument(
         "--glu",
         default=None,
-        choices=tuple(ACTIVATIONS),
+        choices=("silu", "gelu", "gelu_tanh", "relu"),
         help="race the gated MLP ACT(x @ w1) * (x @ w3) fused, cumm.matmul(x, cumm.glu_weight(w1, w3), glu=ACT), "
         "beside torch's unfused two products and elementwise (the 'unfused' row: ratios are against it; needs "
         "torch). Shapes' N is the OUTPUT's columns, so B has 2N (N a multiple of 8; TFLOP/s count the 2N-column "
@@ -385,7 +384,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     c.add_argument(
         "--glu",
         default=None,
-        choices=tuple(ACTIVATIONS),
+        choices=("silu", "gelu", "gelu_tanh", "relu"),
         help="check the kernel with glu=ACT: B = cumm.glu_weight(w1, w3) of 2N columns, C of N (--shapes' N is "
         "C's width, a multiple of 8; the standard set's N rounded up to one), against float64 "
         "ACT(x @ w1) * (x @ w3), then --activation / --reference over it; rungs with KernelSpec.glu, fp16 and bf16",
