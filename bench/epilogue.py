@@ -9,6 +9,8 @@ For each M x N x K (x: M x K, w: K x N, b: N, all bf16 torch tensors): every var
 (every variant once per round, ``--iters`` back-to-back calls timed with CUDA events), the median per variant:
 
 - ``cumm``: the plain product ``cumm.matmul(x, w)``
+- ``cumm wgmma_pingpong``: the plain product on the rung auto runs most fused epilogues on (its tiles for the
+  shape), so a fused epilogue's cost can be read against its own rung's plain product too
 - ``cumm bias+gelu``: ``cumm.matmul(x, w, bias=b, activation="gelu")``
 - ``cumm snippet silu``: ``epilogue="v = v / (1.0f + __expf(-v));"`` (no operand)
 - ``cumm snippet gate``: the issue's ``v * sigmoid(v) * aux[row * ld_aux + col]`` with an M x N bf16 aux
@@ -59,6 +61,7 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
     wt = w.t()
     variants = {
         "cumm": lambda: cumm.matmul(x, w),
+        "cumm wgmma_pingpong": lambda: cumm.matmul(x, w, kernel="wgmma_pingpong"),
         "cumm bias+gelu": lambda: cumm.matmul(x, w, bias=b, activation="gelu"),
         "cumm bias+gelu_tanh": lambda: cumm.matmul(x, w, bias=b, activation="gelu_tanh"),
         "cumm snippet silu": lambda: cumm.matmul(x, w, epilogue=SILU),

@@ -3,6 +3,8 @@ of the operands the epilogue reads), each result checked against float64.
 
     compute-sanitizer --tool memcheck python3 bench/epilogue_sanitize.py
     compute-sanitizer --tool racecheck python3 bench/epilogue_sanitize.py --kernels wgmma_ws
+    compute-sanitizer --tool racecheck python3 bench/epilogue_sanitize.py --kernels wgmma_pingpong \
+        --config BM=128,BN=192,STAGES=4
 
 CuPy's memory pool is off: each operand (bias, residual, aux) is its own allocation, so a read past its end is
 reported.
@@ -26,6 +28,7 @@ RUNGS = {
     "wgmma_tf32x3": "float32",
     "mma_swizzled_pipeline": "bfloat16",
     "wgmma_ws": "bfloat16",
+    "wgmma_pingpong": "bfloat16",
 }
 
 
@@ -45,7 +48,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--kernels", default=",".join(RUNGS))
     p.add_argument("--shapes", default="129x256x65,257x131x300")
+    p.add_argument("--config", default="", help="overrides of every kernel's default tiles, e.g. BN=192,STAGES=4")
     args = p.parse_args(argv)
+    config = {k: int(v) for k, v in (kv.split("=") for kv in args.config.split(",") if kv)}
     rng = cupy.random.default_rng(1)
     worst = 0.0
     for kernel in args.kernels.split(","):
@@ -60,10 +65,12 @@ def main(argv=None) -> int:
                 res = rng.standard_normal(batch + (M, N), dtype="float32").astype(_dt(dt))
                 aux = rng.standard_normal((M, N), dtype="float32")
                 p64 = _f64(a) @ _f64(b)
-                got = cumm.matmul(a, b, kernel=kernel, config={}, bias=bias, activation="relu", residual=res)
+                got = cumm.matmul(a, b, kernel=kernel, config=config, bias=bias, activation="relu", residual=res)
                 ref = cupy.maximum(p64 + _f64(bias), 0) + _f64(res)
                 e1 = float(cupy.linalg.norm(_f64(got) - ref) / cupy.linalg.norm(ref))
-                got = cumm.matmul(a, b, kernel=kernel, config={}, epilogue="v = v * aux[row * ld_aux + col];", aux=aux)
+                got = cumm.matmul(
+                    a, b, kernel=kernel, config=config, epilogue="v = v * aux[row * ld_aux + col];", aux=aux
+                )
                 ref = p64 * _f64(aux)
                 e2 = float(cupy.linalg.norm(_f64(got) - ref) / cupy.linalg.norm(ref))
                 print(f"{kernel} {dt} {batch}{M}x{N}x{K}: named {e1:.2e} snippet {e2:.2e}", flush=True)

@@ -146,13 +146,14 @@ def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
     a rung that runs the batch in one launch and takes an epilogue, then fallback_route, for every rung, dtype,
     batch, depth and epilogue kind, as decide asked them one at a time."""
     monkeypatch.setattr(E, "compute_capability", lambda dev: cc)
+    monkeypatch.setattr(E, "multiprocessors", lambda dev: 132)
     plain = E.Epilogue("v += bias[col];", "", (("bias", "float32"),), "bias")
     matrix = dataclasses.replace(plain, reads_matrix=True)
 
     def one_by_one(kernel, auto, batch, dt, K, epi):
         routed = E.route(kernel, "auto" if auto else kernel, None)
         if auto and not epi.reads_matrix:
-            routed = E.short_k_route(routed, K, dt, cc)
+            routed = E.short_k_route(routed, K, dt, cc, 4096, 4096, 132)
         if batch and auto and not REGISTRY[routed].batches:
             able = [
                 n
@@ -171,15 +172,18 @@ def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
                     want = one_by_one(kernel, auto, batch, dt, K, epi)
                 except ValueError as e:
                     with pytest.raises(ValueError, match=re.escape(str(e))):
-                        E.routes(kernel, auto, None, batch, dt, 0, K, epi)
+                        E.routes(kernel, auto, None, batch, dt, 0, (4096, 4096, K), epi)
                     continue
-                got = E.routes(kernel, auto, None, batch, dt, 0, K, epi)
+                got = E.routes(kernel, auto, None, batch, dt, 0, (4096, 4096, K), epi)
                 assert got == want, (kernel, auto, batch, dt, K, epi.reads_matrix)
-    # the short-K route itself, on the H200: wgmma_pingpong in the top rung's place at K <= 2048
+    # the short-K route itself, on the H200: wgmma_pingpong in the top rung's place at K <= 2048, and deeper where
+    # its 128 x 192 tiles fill the rounds (8192 x 14336) but not where they leave a round short (4096^3)
     if cc == 90:
-        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, 1024, plain)[0] == "wgmma_pingpong"
-        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, 1024, matrix)[0] == "wgmma_ws"
-        assert E.routes("wgmma_ws", False, None, (), "bfloat16", 0, 1024, plain)[0] == "wgmma_ws"  # named: kept
+        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), plain)[0] == "wgmma_pingpong"
+        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), matrix)[0] == "wgmma_ws"
+        assert E.routes("wgmma_ws", False, None, (), "bfloat16", 0, (4096, 4096, 1024), plain)[0] == "wgmma_ws"
+        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (8192, 14336, 4096), plain)[0] == "wgmma_pingpong"
+        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 4096), plain)[0] == "wgmma_ws"
 
 
 def test_snippet_compile_error_names_its_line():

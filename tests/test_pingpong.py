@@ -26,7 +26,9 @@ CONFIGS = [
     dict(BM=128, BN=64, STAGES=8, GM=4),
     dict(BM=64, BN=64, STAGES=8),
     dict(BM=64, BN=192, STAGES=5, EPI=0),
+    dict(BM=128, BN=192, STAGES=4),  # the wide tiles: 192 accumulators a thread under setmaxnreg 240
 ]
+WIDE = dict(BM=128, BN=192, STAGES=4)
 
 
 def _id(c) -> str:
@@ -44,7 +46,7 @@ def test_compiles_without_spills(config):
     [
         (dict(BM=192), r"BM is 64 or 128"),
         (dict(BN=96), r"BN % 64 == 0"),
-        (dict(BM=128, BN=256), r"more than 128 spill"),
+        (dict(BM=128, BN=256), r"more than 192 spill"),
         (dict(NUM_THREADS=256), r"NUM_THREADS is 384"),
         (dict(STAGES=1), r"at least two stages"),
         (dict(EPI=2), r"EPI is 0"),
@@ -129,19 +131,38 @@ def test_a_batch_of_transposed_keys(config, dt, rng, sm90):
         assert _err(out2[z], ref) <= 1.5 * _err(_cublas(x[z], w), ref) + 1e-7
 
 
+def test_wide_tiles_where_their_rounds_cost_no_more():
+    """_wide_tiles (shape_config): 128 x 192 where its rounds cost at most 5 % more than 128 x 128's and K >= 512;
+    the deep-K epilogue route (epilogue_shapes) follows it."""
+    spec = cumm.kernel_spec(NAME)
+    d = dict(spec.defaults)
+    wide = {"BN": 192, "STAGES": 4}
+    assert spec.shape_config(d, 8192, 14336, 1024, 132) == wide  # 4800 tiles against 7168: 1.009x
+    assert spec.shape_config(d, 8192, 4096, 4096, 132) == wide  # 11 rounds against 16: 1.031x
+    assert spec.shape_config(d, 512, 5120, 5120, 132) == wide  # one round of 108 against two of 160
+    assert spec.shape_config(d, 4096, 4096, 4096, 132) == {}  # 6 rounds of 704 against 8 of 1024: 1.125x
+    assert spec.shape_config(d, 2048, 4096, 14336, 132) == {}
+    assert spec.shape_config(d, 32 * 4096, 4096, 128, 132) == {}  # K = 128: the stores decide
+    assert spec.shape_config(dict(d, BN=64), 8192, 14336, 1024, 132) == {}  # a configuration given: kept
+    assert spec.epilogue_shapes(8192, 14336, 4096, 132) and not spec.epilogue_shapes(4096, 4096, 4096, 132)
+    spec.check(dict(d, **wide))  # it fits: 4 stages and the staging tiles in 227 KB
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("config", [None, WIDE], ids=_id)
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh", "silu"])
-def test_fused_bias_and_activation(act, rng, sm90):
-    """The epilogue hook on both of its store paths (the TMA store, and the direct stores of a tile whose columns
-    end off 16 bytes: N = 1001, b's rows padded) against float64, beside cuBLAS's error on the plain product."""
+def test_fused_bias_and_activation(act, config, rng, sm90):
+    """The epilogue hook on both of its store paths (the TMA store, a chunk at a time, with tiles wholly inside C
+    and edge tiles; and the direct stores of a tile whose columns end off 16 bytes: N = 1001, b's rows padded)
+    against float64, beside cuBLAS's error on the plain product."""
     import cupy
 
     from .test_epilogue import _acts, _f64
 
-    for M, N, K in [(777, 1536, 1000), (257, 1001, 520)]:
+    for M, N, K in [(777, 1536, 1000), (257, 1001, 520), (300, 1000, 600)]:
         a, b = _operands(rng, M, N, K, "bfloat16")
         bias = cupy.asarray(rng.standard_normal(N, dtype="float32")).astype(a.dtype)
         out = cupy.full((M, N), math.nan, dtype=a.dtype)
-        cumm.matmul(a, b, kernel=NAME, bias=bias, activation=act, out=out)
+        cumm.matmul(a, b, kernel=NAME, config=config, bias=bias, activation=act, out=out)
         ref = _acts()[act](_ref(a, b) + _f64(bias)[None, :])
         assert _err(out, ref) <= 1.5 * _err(_cublas(a, b), _ref(a, b)) + 1e-7

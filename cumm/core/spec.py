@@ -158,6 +158,9 @@ class KernelSpec:
     # kernel="auto" runs it for a product with a fused epilogue (bias=, activation=, epilogue=) at most this deep
     # (K) where it would run its dtype's top rung; 0: never (cumm/plan/epilogue.py, short_k_route).
     epilogue_max_k: int = 0
+    # Deeper than epilogue_max_k, the products it still takes in place of the top rung: called with (rows, N, K,
+    # multiprocessors), a batch's rows being nb M (cumm/plan/epilogue.py, short_k_route); None: none.
+    epilogue_shapes: Callable[[int, int, int, int], bool] | None = None
     # Runs batched products in one launch (cumm.runtime.render.supports_batch: its template moves its pointers to
     # its product, or it walks the batch's tiles): set once when the spec is registered (cumm.ladder.registry.add).
     batches: bool = field(default=False, init=False, repr=False)
@@ -191,6 +194,8 @@ class KernelSpec:
             v = getattr(self, fname)
             if type(v) is not int or v < 0:
                 raise ValueError(f"{self.name}: {fname} must be an int >= 0 (0: no limit / never), got {v!r}")
+        if self.epilogue_shapes is not None and not callable(self.epilogue_shapes):
+            raise ValueError(f"{self.name}: epilogue_shapes must be a callable (rows, N, K, multiprocessors) or None")
         if self.split_k and "BK" not in self.defaults:
             raise ValueError(f"{self.name}: split_k needs a BK parameter (the slab depth slices are made of)")
         for cc, over in self.cc_defaults.items():

@@ -89,7 +89,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     kernel, config, split_k = _choose(spec, config, 1 if batch else split_k, dt, M, N, K, dev, nb if batch else 0)
     rerouted = None  # (with an epilogue, the rung for it should the rung's fallback not take it)
     if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
-        routed, rerouted = _epi.routes(kernel, auto, None if batch else split_arg, batch, dt, dev, K, epilogue)
+        shape = (nb * M if batch else M, N, K)
+        routed, rerouted = _epi.routes(kernel, auto, None if batch else split_arg, batch, dt, dev, shape, epilogue)
         kernel, config, split_k = routed, config if routed == kernel else None, None
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):

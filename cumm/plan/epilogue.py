@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..ladder import REGISTRY, gemm_kernels
+from ..runtime.driver import multiprocessors
 from ..runtime.render import SNIPPET_FILE, variant
 from .operands import GLU_BLOCK, compute_capability
 
@@ -296,30 +297,37 @@ def route(kernel: str, requested: str, split_k):
     return able[-1]
 
 
-def short_k_route(kernel: str, K: int, dtype: str, cc: int) -> str:
-    """auto's rung for a fused epilogue K deep: in place of a top rung (``kernel``), the last rung whose spec's
-    ``epilogue_max_k`` is at least K, takes ``dtype`` and runs on ``cc`` (wgmma_pingpong: its epilogue runs under
-    the other warpgroup's mainloop, where the top rung's runs between two mainloops); else ``kernel``."""
+def short_k_route(kernel: str, K: int, dtype: str, cc: int, rows: int = 0, N: int = 0, sms: int = 0) -> str:
+    """auto's rung for a fused epilogue K deep: in place of a top rung (``kernel``), the last rung that takes
+    ``dtype``, runs on ``cc`` and takes the product: its spec's ``epilogue_max_k`` is at least K, or its
+    ``epilogue_shapes`` says so for (``rows``, ``N``, K, ``sms``) (wgmma_pingpong: its epilogue runs under the other
+    warpgroup's mainloop, where the top rung's runs between two mainloops); else ``kernel``."""
     if not REGISTRY[kernel].top:  # a tuned entry's own rung (few rows, deep K) keeps the call
         return kernel
-    able = [
-        n
-        for n in gemm_kernels()
-        if K <= REGISTRY[n].epilogue_max_k and dtype in REGISTRY[n].dtypes and REGISTRY[n].supports(cc)
-    ]
+
+    def takes(s) -> bool:
+        deep = s.epilogue_shapes is not None and rows > 0 and s.epilogue_shapes(rows, N, K, sms)
+        return K <= s.epilogue_max_k or deep
+
+    able = [n for n in gemm_kernels() if dtype in REGISTRY[n].dtypes and REGISTRY[n].supports(cc)]
+    able = [n for n in able if takes(REGISTRY[n])]
     return able[-1] if able else kernel
 
 
-def routes(kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str, dev: int, K: int, epi: Epilogue):
+def routes(
+    kernel: str, auto: bool, split_k, batch: tuple[int, ...], dtype: str, dev: int, shape: tuple[int, int, int], epi
+):
     """(the rung an epilogue call runs: :func:`route` of ``kernel``, auto's choice or the caller's, for auto at
-    depth ``K`` :func:`short_k_route` of it; for a batch under auto, a rung that runs the batch in one launch; and
+    ``shape`` (rows, N, K; a batch's rows nb M) :func:`short_k_route` of it; for a batch under auto, a rung that runs
+    the batch in one launch; and
     :func:`fallback_route` of that rung): every question decide asks of this module, asked at once. Not the short-K
     route for an epilogue that reads an M x N operand (``epi.reads_matrix``): there wgmma_pingpong ran slower than
     the top rung (H200, bf16 8192 x 14336 x 1024, the snippet v * sigmoid(v) * aux[row, col]: 0.616 against 0.557
     ms; the gated MLP's second product, reading h: 1.028 against 0.907 ms for both products)."""
     routed = route(kernel, "auto" if auto else kernel, split_k)
     if auto and not epi.reads_matrix:
-        routed = short_k_route(routed, K, dtype, compute_capability(dev))
+        rows, N, K = shape
+        routed = short_k_route(routed, K, dtype, compute_capability(dev), rows, N, multiprocessors(dev))
     if epi.glu and not REGISTRY[routed].glu:
         routed = glu_route(routed, auto, dtype, compute_capability(dev), bool(batch))
     if batch and auto and not REGISTRY[routed].batches:

@@ -74,8 +74,10 @@ __device__ __forceinline__ float cumm_relu(float v) { return fmaxf(v, 0.0f); }
 // 16-bit C (tc16.cuh's cumm_out_t): activations computed to below C's rounding rather than to FP32's.
 #if defined(CUMM_MMA_T)
 #define CUMM_EPI_C16 (sizeof(cumm_out_t) == 2)
+#define CUMM_EPI_BF16C (CUMM_EPI_C16 && CUMM_BF16)  // bfloat16 C (8 bits of mantissa)
 #else
 #define CUMM_EPI_C16 false
+#define CUMM_EPI_BF16C false
 #endif
 // Exact GELU 0.5 v (1 + erf(v / sqrt 2)). Where C is 16-bit: erfc(|x|) = q(t) exp(-x^2), t = 1 / (1 + p |x|)
 // (Abramowitz & Stegun 7.1.26, absolute error 1.5e-7: far below C's rounding), two MUFU and ~12 instructions
@@ -96,14 +98,38 @@ __device__ __forceinline__ float cumm_gelu(float v) {
         return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     }
 }
-// 0.5 v (1 + tanh u) = v sigmoid(2 u): one exp and one fast division (__fdividef, MUFU.RCP), no cancellation
-// of 1 + tanh u for negative v (tanhf costs ~20 instructions an element). Exact to a few FP32 ulp: every C.
-__device__ __forceinline__ float cumm_gelu_tanh(float v) {
-    const float u2 = 1.5957691216057308f * fmaf(0.044715f * v, v * v, v);  // 2 u
-    return __fdividef(v, 1.0f + __expf(-u2));
+// tanh.approx.f32: one MUFU.TANH. Measured on the H200 over -12..12: relative error under 1e-5 (the PTX ISA
+// promises 2^-11).
+__device__ __forceinline__ float cumm_tanh_approx(float x) {
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
-// __fdividef: IEEE `/` is a reciprocal, a check and a called slow path per element (FCHK + CALL in the SASS)
-__device__ __forceinline__ float cumm_silu(float v) { return __fdividef(v, 1.0f + __expf(-v)); }
+// 0.5 v (1 + tanh u), u = sqrt(2 / pi) (v + 0.044715 v^3). The MUFU pipe (16 an SM a cycle) bounds a fused GELU in
+// the wgmma tiles, so the MUFU count per element decides. bfloat16 C: h + h tanh u (h = v / 2), one MUFU.TANH and
+// four FMA-pipe instructions; tanh's 1e-5 stays within C's 1.5 units of last place even where 1 + tanh u cancels
+// (v < 0). float16 C's units are 8x finer: there that tail was 6.8 units off, so float16 and float C keep
+// v sigmoid(2 u) = one exp and one fast division (__fdividef, MUFU.RCP), exact to a few FP32 ulp with no
+// cancellation (tanhf costs ~20 instructions an element).
+__device__ __forceinline__ float cumm_gelu_tanh(float v) {
+    if constexpr (CUMM_EPI_BF16C) {
+        const float h = 0.5f * v;
+        return fmaf(h, cumm_tanh_approx(v * fmaf(0.0356774081f, v * v, 0.7978845608f)), h);
+    } else {
+        const float u2 = 1.5957691216057308f * fmaf(0.044715f * v, v * v, v);  // 2 u
+        return __fdividef(v, 1.0f + __expf(-u2));
+    }
+}
+// silu v sigmoid(v): for bfloat16 C h + h tanh h (h = v / 2: one MUFU, as gelu_tanh's); else __fdividef (IEEE `/`
+// is a reciprocal, a check and a called slow path per element: FCHK + CALL in the SASS)
+__device__ __forceinline__ float cumm_silu(float v) {
+    if constexpr (CUMM_EPI_BF16C) {
+        const float h = 0.5f * v;
+        return fmaf(h, cumm_tanh_approx(h), h);
+    } else {
+        return __fdividef(v, 1.0f + __expf(-v));
+    }
+}
 
 // The epilogue itself: defined by the renderer after this header (named epilogues and snippets alike).
 __device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,
@@ -114,9 +140,17 @@ __device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int
 // own block that the scheduler cannot overlap with the next one: the exp, reciprocal and loads of 128 elements a
 // thread ran one after another (wgmma_ws, bf16, 8192 x 14336: +0.25 ms for a one-line silu, +0.65 ms for
 // bias + GELU); without it they interleave.
+// CLAMP = false: the caller knows the element is inside (a whole tile), so an operand's address is a base plus a
+// constant per element rather than its own clamped 64-bit sum (bias alone spilled 1,728 bytes in
+// wgmma_pingpong's 128 x 192 tiles with every address clamped: the loads the scheduler starts early each held one).
+template <bool CLAMP = true>
 __device__ __forceinline__ float cumm_epi_at(const CummAlpha& al, float acc, int row, int col, int z) {
     float v = al.a * acc;
-    cumm_epi_user(v, min(row, al.M - 1), min(col, al.N - 1), z, al);
+    if constexpr (CLAMP) {
+        row = min(row, al.M - 1);
+        col = min(col, al.N - 1);
+    }
+    cumm_epi_user(v, row, col, z, al);
     return v;
 }
 
@@ -193,20 +227,32 @@ __device__ __forceinline__ void cumm_store_one(cumm_out_t* __restrict__ row, int
 // columns 8 j + 2 t4 (+ 1) in d[m][4 j + 2 h (+ 1)].
 // In place: the kernels' accumulators are their own non-const arrays, dead once stored (a second array of MT * R
 // floats spilled under wgmma_ws's 232 registers).
+template <int MT, int R, bool CLAMP>
+__device__ __forceinline__ void cumm_epi_tile_(float (&d)[MT][R], const CummAlpha& al, int row0, int col0, int z,
+                                               int warp, int g, int t4) {
+    // column by column: a per-column operand (bias) is read once and dead after its column's 2 MT elements (rows
+    // outermost, ptxas spilled 204 bytes in wgmma_pingpong's 128 x 192 tiles with bias + gelu_tanh)
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int m = 0; m < MT; ++m)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    d[m][4 * j + 2 * h + i] = cumm_epi_at<CLAMP>(al, d[m][4 * j + 2 * h + i],
+                                                                 row0 + m * 64 + warp * 16 + g + 8 * h,
+                                                                 col0 + 8 * j + 2 * t4 + i, z);
+}
+// A tile wholly inside C (one warp-uniform test) runs the epilogue unclamped, an edge tile clamped.
 template <int MT, int R>
 __device__ __forceinline__ void cumm_epi_tile(const float (&dc)[MT][R], const CummAlpha& al, int row0, int col0,
                                               int z, int warp, int g, int t4) {
     float(&d)[MT][R] = const_cast<float(&)[MT][R]>(dc);
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int j = 0; j < R / 4; ++j)
-#pragma unroll
-                for (int i = 0; i < 2; ++i)
-                    d[m][4 * j + 2 * h + i] = cumm_epi_at(al, d[m][4 * j + 2 * h + i], row0 + m * 64 + warp * 16 + g + 8 * h,
-                                                          col0 + 8 * j + 2 * t4 + i, z);
+    if (row0 + MT * 64 <= al.M && col0 + 2 * R <= al.N)
+        cumm_epi_tile_<MT, R, false>(d, al, row0, col0, z, warp, g, t4);
+    else
+        cumm_epi_tile_<MT, R, true>(d, al, row0, col0, z, warp, g, t4);
 }
 
 #ifndef CUMM_EPI_GLU
@@ -218,14 +264,43 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
     cumm_store_tile<MT, R, VEC>(d, C, coff, ldc, M, N, row0, col0, warp, g, t4, 1.0f, beta);
 }
 
-// The TMA-store path: the same epilogue on the registers, then the unchanged staging and copy-engine store.
+// The TMA-store path: the same epilogue on the registers, a staging chunk (64 rows x 128 columns) at a time just
+// before the chunk is converted (CummTmaEpilogue::store's hook), then the unchanged staging and copy-engine store:
+// a chunk's math runs while the copy engine reads the previous chunk out of the staging buffer.
+struct CummEpiChunk {
+    const CummAlpha& al;
+    int row0, col0, z, warp, g, t4;
+    template <bool CLAMP, int MT, int R>
+    __device__ __forceinline__ void run(float (&d)[MT][R], int m, int half) const {
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    const int j = half * 16 + jj;
+                    if (j < R / 4)
+                        d[m][4 * j + 2 * h + i] = cumm_epi_at<CLAMP>(al, d[m][4 * j + 2 * h + i],
+                                                                     row0 + m * 64 + warp * 16 + g + 8 * h,
+                                                                     col0 + 8 * j + 2 * t4 + i, z);
+                }
+    }
+    template <int MT, int R>
+    __device__ __forceinline__ void operator()(const float (&dc)[MT][R], int m, int half) const {
+        float(&d)[MT][R] = const_cast<float(&)[MT][R]>(dc);
+        if (row0 + MT * 64 <= al.M && col0 + 2 * R <= al.N)  // the tile wholly inside C (warp-uniform)
+            run<false>(d, m, half);
+        else
+            run<true>(d, m, half);
+    }
+};
 template <int MT, int TN, int B3D>
 struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
     using CummTmaEpilogue<MT, TN, B3D>::store;
     __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z,
                                           const CummAlpha& al, float beta) {
-        cumm_epi_tile<MT, TN / 2>(d, al, row0, bn0, z, this->warp, this->g, this->t4);
-        CummTmaEpilogue<MT, TN, B3D>::store(d, bn0, row0, z, 1.0f, beta);
+        CummTmaEpilogue<MT, TN, B3D>::store(d, bn0, row0, z, 1.0f, beta,
+                                            CummEpiChunk{al, row0, bn0, z, this->warp, this->g, this->t4});
     }
 };
 #else   // ---- GLU: pairs of 8-column blocks -------------------------------------------------------------

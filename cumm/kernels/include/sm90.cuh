@@ -774,6 +774,11 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
 // copy engine can write: VEC_C); else its direct stores (cumm_store_tile).
 #define CUMM_EPI_TMA (EPI && VEC_C && !OUT_F32)
 
+struct CummNoPre {  // CummTmaEpilogue::store's default chunk hook: nothing
+    template <class D>
+    __device__ __forceinline__ void operator()(const D&, int, int) const {}
+};
+
 // The TMA-store epilogue (16-bit C, 16-byte aligned, ldc % 8 == 0): the warpgroup writes its 64-row blocks to a
 // 16 KB staging buffer, 128 columns at a time (a last 64 when TN (the tile's columns) % 128 == 64), as 64 x 64 boxes in the
 // 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8): the 8 rows of a warp's stores hit different banks),
@@ -800,13 +805,17 @@ struct CummTmaEpilogue {
         if (TN >= 128) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + 64, row0, z, bar);
     }
 
+    // pre(d, m, half): run on a chunk's registers before they are converted (a fused epilogue, a chunk at a time:
+    // its temporaries never share the registers with the whole tile's)
+    template <class Pre = CummNoPre>
     __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z, float alpha,
-                                          float beta) {
+                                          float beta, Pre pre = {}) {
 #pragma unroll
         for (int m = 0; m < MT; ++m)
 #pragma unroll
             for (int half = 0; half < (TN + 127) / 128; ++half) {
                 const int nb = TN - half * 128 >= 128 ? 2 : 1;  // 64-column boxes in this chunk
+                pre(d, m, half);
                 // thread (warp, g, t4)'s pair of columns j of row r: 4-byte word t4 of 16-byte chunk j % 8 (of box
                 // j / 8), swizzled
                 auto at = [&](int jj, int r) {

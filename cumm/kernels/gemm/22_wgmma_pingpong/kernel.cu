@@ -12,9 +12,10 @@
 // - The turns also keep the stage ring in order: a warpgroup waits on a slab's full barrier only after every
 //   earlier slab was waited on, so a parity wait never sees a phase two rounds old (each warpgroup consumes every
 //   other tile's slabs: slab kt of item i sits at ring position i KT + kt).
-// - The cost: a warpgroup's tile must fit its own registers (BM x BN <= 128 x 128), and 128 x 128 tiles read
-//   more of A and B from L2 per FLOP than 14's 128 x 256 (at 4096^3 such tiles ran 0.88x in 14 itself): a rung
-//   for short K and heavy epilogues, not for squares.
+// - The cost: a warpgroup's tile must fit its own registers, and 128 x 128 tiles read more of A and B from L2 per
+//   FLOP than 14's 128 x 256 (at 4096^3 such tiles ran 0.88x in 14 itself). 128 x 192 tiles (192 accumulators a
+//   thread: the consumers take 240 registers by setmaxnreg, the producer 24) read a quarter less per FLOP; the
+//   spec takes them where their rounds of tiles cost no more (spec.py, _wide_tiles).
 // Host: as 14 (maps for A: dims K x M, box 64 x BM; B: dims N x K, box 64 x 64; C: dims N x M, box 64 x 64, all
 // 128-byte swizzle; transposed operands read in place through CUMM_TA / CUMM_TB's maps), CL = 1, whole tiles (no
 // stream-K). Grid: min(tiles, multiprocessors) blocks of 384 threads (a producer and two consumer warpgroups).
@@ -33,7 +34,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     CUMM_KERNEL(CUMM_PP_ARGS, const __grid_constant__ CummTmap tmA, const __grid_constant__ CummTmap tmB,
                 const __grid_constant__ CummTmap tmC) {
     constexpr int MT = BM / 64, SB = (BM + BN) * 128;  // m64 blocks of a tile (all one warpgroup's); stage bytes
-    static_assert(MT * 64 == BM && BN % 64 == 0 && BM * BN <= 128 * 128, "a warpgroup's tile in its registers");
+    static_assert(MT * 64 == BM && BN % 64 == 0 && BM * BN <= 128 * 192, "a warpgroup's tile in its registers");
+    constexpr bool BIG = BM * BN > 128 * 128;  // 192 accumulators a thread: 240 registers, the producer 24
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = cumm_smem_u32(smem_raw), base = (raw + 1023) & ~1023u;  // swizzle atoms: 1024-aligned
     unsigned char* const sm = smem_raw + (base - raw);
@@ -61,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     }
     __syncthreads();
 
-    if (cumm_ws_producer<40, 232>(tid)) {
+    if (cumm_ws_producer<BIG ? 24 : 40, BIG ? 240 : 232>(tid)) {
         if (tid == 0) {
             int it = 0;  // slabs issued, over all the block's tiles
             int t, k0, k1;
