@@ -68,13 +68,17 @@ def test_raced_not_the_top_rung():
 
 
 def test_auto_runs_it_for_a_fused_epilogue_at_short_k():
-    """In place of the top rung, at K <= 2048 (its spec's epilogue_max_k); a tuned entry's own rung keeps the call."""
+    """In place of the top rung, at K <= 2048 (its spec's epilogue_max_k) and deeper where its spec's
+    epilogue_shapes says so; a tuned entry's own rung keeps the call."""
     from cumm.plan.epilogue import short_k_route
 
     assert cumm.kernel_spec(NAME).epilogue_max_k == 2048
     for dt in HALF:
         assert short_k_route("wgmma_ws", 2048, dt, 90) == NAME
         assert short_k_route("wgmma_ws", 2049, dt, 90) == "wgmma_ws"
+        # deeper: where its 128 x 192 tiles fill the rounds (spec.epilogue_shapes)
+        assert short_k_route("wgmma_ws", 4096, dt, 90, 8192, 14336, 132) == NAME
+        assert short_k_route("wgmma_ws", 4096, dt, 90, 4096, 4096, 132) == "wgmma_ws"
         assert short_k_route("wgmma_swap_ab", 1024, dt, 90) == "wgmma_swap_ab"
         assert short_k_route("mma_swizzled_pipeline", 1024, dt, 80) == "mma_swizzled_pipeline"  # sm_90a only
 

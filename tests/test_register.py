@@ -294,6 +294,9 @@ def test_spec_field_errors(tmp_path):
         for bad in (-1, "2048", 1.5):
             with pytest.raises(ValueError, match=f"{field} must be an int >= 0"):
                 naive_like("x", copy_naive(tmp_path), **{field: bad})
+    with pytest.raises(ValueError, match="epilogue_shapes must be a callable"):
+        naive_like("x", copy_naive(tmp_path), epilogue_shapes=2048)
+    assert naive_like("x", copy_naive(tmp_path), epilogue_shapes=lambda m, n, k, s: k <= 4096).epilogue_shapes
     with pytest.raises(TypeError, match="takes a cumm.KernelSpec"):
         cumm.register(dict(name="x"))
 
