@@ -326,10 +326,11 @@ def routes(
 ):
     """(the rung an epilogue call runs: :func:`route` of ``kernel``, auto's choice or the caller's, for auto at
     ``shape`` (rows, N, K; a batch's rows nb M) :func:`short_k_route` of it; for a batch under auto, a rung that runs
-    the batch in one launch; and :func:`fallback_route` of that rung): every question decide asks of this module, asked at once. Not the short-K
-    route for an epilogue that reads an M x N operand (``epi.reads_matrix``): there wgmma_pingpong ran slower than
-    the top rung (H200, bf16 8192 x 14336 x 1024, the snippet v * sigmoid(v) * aux[row, col]: 0.616 against 0.557
-    ms; the gated MLP's second product, reading h: 1.028 against 0.907 ms for both products)."""
+    the batch in one launch; and :func:`fallback_route` of that rung): every question decide asks of this module, asked
+    at once. Not the short-K route for an epilogue that reads an M x N operand (``epi.reads_matrix``): there
+    wgmma_pingpong ran slower than the top rung (H200, bf16 8192 x 14336 x 1024, the snippet v * sigmoid(v) *
+    aux[row, col]: 0.616 against 0.557 ms; the gated MLP's second product, reading h: 1.028 against 0.907 ms for
+    both products)."""
     routed = route(kernel, "auto" if auto else kernel, split_k)
     if auto and not epi.reads_matrix:
         rows, N, K = shape
