@@ -144,12 +144,20 @@ def test_cli_parses_glu():
             build_parser().parse_args([*cmd, "--glu", "swish"])
 
 
+def test_cli_activation_names_are_the_epilogues():
+    """cli_args keeps its own copy (no CuPy at argument parsing): the same names, in ACTIVATIONS' order."""
+    from cumm.plan.epilogue import ACTIVATIONS
+    from cumm.tools.cli_args import ACTIVATION_NAMES
+
+    assert ACTIVATION_NAMES == tuple(ACTIVATIONS)
+
+
 @pytest.mark.parametrize("command", ["bench", "check"])
 def test_cli_help_says_n_is_the_outputs_width(command, capsys):
     with pytest.raises(SystemExit):
         _cli.main([command, "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "--glu {silu,gelu,gelu_tanh,relu}" in out
+    assert "--glu {relu,gelu,gelu_tanh,silu}" in out
     assert ("OUTPUT's columns, so B has 2N" if command == "bench" else "--shapes' N is C's width") in out
 
 

@@ -15,6 +15,11 @@ from ..core.dtypes import FP8_DTYPE
 from ..ladder import gemm_kernels
 from ..runtime import timing as _timing
 
+# The named activations (--activation, --glu): plan/epilogue.py ACTIVATIONS' keys, in its order. Not imported from
+# there: that module imports CuPy, and --help, --version and argument errors must work without it
+# (tests/test_glu_tools.py keeps the two equal).
+ACTIVATION_NAMES = ("relu", "gelu", "gelu_tanh", "silu")
+
 DESCRIPTION = (
     "cumm: GEMM kernels written as CUDA source templates and compiled at run time by NVRTC through CuPy, in "
     "FP32, 3xTF32, float16 and bfloat16, a ladder from a naive kernel to Hopper wgmma; cumm.matmul(a, b) "
@@ -361,7 +366,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         sp.add_argument(
             "--activation",
             default=None,
-            choices=("relu", "gelu", "gelu_tanh", "silu"),
+            choices=ACTIVATION_NAMES,
             help="run the cumm kernels with this fused activation (before --epilogue)",
         )
         sp.add_argument(
@@ -374,7 +379,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     b.add_argument(
         "--glu",
         default=None,
-        choices=("silu", "gelu", "gelu_tanh", "relu"),
+        choices=ACTIVATION_NAMES,
         help="race the gated MLP ACT(x @ w1) * (x @ w3) fused, cumm.matmul(x, cumm.glu_weight(w1, w3), glu=ACT), "
         "beside torch's unfused two products and elementwise (the 'unfused' row: ratios are against it; needs "
         "torch). Shapes' N is the OUTPUT's columns, so B has 2N (N a multiple of 8; TFLOP/s count the 2N-column "
@@ -384,7 +389,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     c.add_argument(
         "--glu",
         default=None,
-        choices=("silu", "gelu", "gelu_tanh", "relu"),
+        choices=ACTIVATION_NAMES,
         help="check the kernel with glu=ACT: B = cumm.glu_weight(w1, w3) of 2N columns, C of N (--shapes' N is "
         "C's width, a multiple of 8; the standard set's N rounded up to one), against float64 "
         "ACT(x @ w1) * (x @ w3), then --activation / --reference over it; rungs with KernelSpec.glu, fp16 and bf16",
