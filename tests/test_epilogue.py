@@ -115,6 +115,23 @@ def test_epilogue_compiles_offline(kernel, dt, batched):
     assert k.registers > 0
 
 
+@pytest.mark.parametrize(
+    "kernel,dt,act",
+    [("double_buffer", "float32", a) for a in E.ACTIVATIONS]
+    + [("wgmma_pingpong", "bfloat16", "gelu_tanh"), ("wgmma_pingpong", "bfloat16", "silu")]
+    + [("wgmma_ws", "float16", "gelu_tanh")],
+)
+def test_named_activation_first_compiles_offline(kernel, dt, act):
+    """A named activation is the accumulator's first expression (act_ab / act_a, include/epilogue.cuh), in every
+    C dtype's form (bfloat16 C's halved gelu_tanh / silu, the others')."""
+    spec = REGISTRY[kernel]
+    flags = (1, 1, 1, 0, 0 if dt == "float32" else R.dtype_flag(dt, dt))
+    for bias in (None, _Fake((7,))):
+        epi, _ = _build(bias=bias, activation=act)
+        assert epi.first.startswith(E.ACTIVATIONS[act] + ("_ab(" if bias else "_a("))
+        assert compile_offline(spec, spec.resolve(None, 90), "sm_90", E.with_flags(flags, epi)).registers > 0
+
+
 def test_tf32x3_takes_no_epilogue():
     assert E.route("tf32x3", "auto", None) == "double_buffer"
     with pytest.raises(ValueError, match="does not take an epilogue"):
@@ -234,11 +251,20 @@ def test_build_none():
 
 def test_build_named_order_and_operands():
     epi, ops = _build(bias=_Fake((7,)), activation="gelu", residual=_Fake((5, 7), "float16"))
-    assert epi.named == "v += bias[col]; v = cumm_gelu(v); v += residual[(i64)row * ld_residual + col];"
+    # bias and activation are one expression of the accumulator (alpha and the bias in its first instruction)
+    assert epi.first == "cumm_gelu_ab(acc, cumm_al.a, bias[col])"
+    assert epi.named == "v += residual[(i64)row * ld_residual + col];"
     assert epi.operands == (("bias", "float32"), ("residual", "float16"))
     assert [(ld, bs) for _, ld, bs in ops] == [(0, 0), (7, 0)]
     epi, _ = _build(bias=_Fake((5, 1)))
-    assert epi.named == "v += bias[row];"
+    assert epi.named == "v += bias[row];" and epi.first == ""
+    epi, _ = _build(bias=_Fake((5, 1)), activation="silu")
+    assert epi.first == "cumm_silu_ab(acc, cumm_al.a, bias[row])" and epi.named == ""
+    epi, _ = _build(activation="gelu_tanh")
+    assert epi.first == "cumm_gelu_tanh_a(acc, cumm_al.a)"
+    # with glu= the activation is a statement on the pair's value (alpha already applied)
+    epi, _ = _build(N=16, bias=_Fake((8,)), activation="relu", glu="silu")
+    assert epi.first == "" and epi.named == "v += bias[col]; v = cumm_relu(v);"
     epi, _ = _build(bias=_Fake((1, 7)))
     assert epi.named == "v += bias[col];"
     epi, ops = _build(M=5, N=7, batch=(3,), residual=_Fake((3, 5, 7)))

@@ -8,6 +8,8 @@ element of C, in this order::
     v = alpha * acc
     v += bias[col] (1-D bias of N, or (1, N))  or  v += bias[row] ((M, 1) bias)
     v = act(v)                                 (relu, gelu (exact, erf), gelu_tanh, silu)
+      (with an activation these three are one expression, act_ab(acc, alpha, bias): include/epilogue.cuh folds
+      gelu_tanh's and silu's halving of v into the first FFMA for bfloat16 C)
     v += residual[row, col]                    (a matrix like C: (M, N), or (..., M, N) of the batch)
     <the user's snippet>                       (reads v, row, col, z and each named operand x as x[i], ld_x)
     C = v + beta * C, cast to C's dtype
@@ -59,10 +61,17 @@ class Epilogue:
     reads_matrix: bool = False
     # glu=: the gate columns' activation (a device function of ACTIVATIONS' values), "" for none
     glu: str = ""
+    # v from the accumulator acc (an expression over acc and cumm_al): "" is alpha * acc; a named activation is
+    # act_ab(acc, alpha, bias) / act_a(acc, alpha) (include/epilogue.cuh), and ``named`` then holds what follows it
+    first: str = ""
 
     @property
     def digest(self) -> str:
-        text = repr((self.named, self.snippet, self.operands) + ((self.glu,) if self.glu else ()))
+        text = repr(
+            (self.named, self.snippet, self.operands)
+            + ((self.glu,) if self.glu else ())
+            + ((("first", self.first),) if self.first else ())
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def columns(self, N: int) -> int:
@@ -79,21 +88,27 @@ class Epilogue:
         return _HEAD + _OP * max(1, self.nops)
 
     def definition(self) -> str:
-        """The device function cumm_epi_user (include/epilogue.cuh): operand accessors, then the named statements,
-        then the snippet under ``#line 1 "cumm epilogue snippet"`` (NVRTC's messages give the snippet's own line)."""
-        lines = [
-            "__device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,",
-            "                                              const CummAlpha& cumm_al) {",
-        ]
+        """The device functions cumm_epi_first (v from the accumulator: ``first``, or alpha * acc) and cumm_epi_user
+        (include/epilogue.cuh): operand accessors, then the named statements, then the snippet under
+        ``#line 1 "cumm epilogue snippet"`` (NVRTC's messages give the snippet's own line)."""
+        head = []
         for k, (name, dt) in enumerate(self.operands):
             ctype, bf = OPERAND_DTYPES[dt]
-            lines.append(f"    const auto {name} = cumm_epi_in<{ctype}, {bf}>(cumm_al, {k}, z);")
-            lines.append(f"    const i64 ld_{name} = cumm_al.op[{k}].ld;")
-            lines.append(f"    (void){name};")
-            lines.append(f"    (void)ld_{name};")
-        lines.append("    (void)row;")
-        lines.append("    (void)col;")
-        lines.append("    (void)z;")
+            head.append(f"    const auto {name} = cumm_epi_in<{ctype}, {bf}>(cumm_al, {k}, z);")
+            head.append(f"    const i64 ld_{name} = cumm_al.op[{k}].ld;")
+            head.append(f"    (void){name};")
+            head.append(f"    (void)ld_{name};")
+        head += ["    (void)row;", "    (void)col;", "    (void)z;"]
+        lines = [
+            "__device__ __forceinline__ float cumm_epi_first(float acc, const int row, const int col, const int z,",
+            "                                                const CummAlpha& cumm_al) {",
+            *(head if self.first else head[-3:]),
+            f"    return {self.first or 'cumm_al.a * acc'};",
+            "}",
+            "__device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,",
+            "                                              const CummAlpha& cumm_al) {",
+            *head,
+        ]
         if self.named:
             lines.append("    " + self.named)
         if self.snippet:
@@ -204,11 +219,18 @@ def build(
 
             x = cupy.ascontiguousarray(arrays[-1][0])
             arrays[-1] = (x, 0, 0)
-        named.append(f"v += bias[{per}];")
-    if activation is not None:
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation={activation!r}; it must be one of {sorted(ACTIVATIONS)} or None")
-        named.append(f"v = {ACTIVATIONS[activation]}(v);")
+        bias_at = f"bias[{per}]"
+    first = ""
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(f"activation={activation!r}; it must be one of {sorted(ACTIVATIONS)} or None")
+    if activation is not None and glu is None:  # (a GLU's v is the pair's, alpha applied: statements on it)
+        act = ACTIVATIONS[activation]
+        first = f"{act}_ab(acc, cumm_al.a, {bias_at})" if bias is not None else f"{act}_a(acc, cumm_al.a)"
+    else:
+        if bias is not None:
+            named.append(f"v += {bias_at};")
+        if activation is not None:
+            named.append(f"v = {ACTIVATIONS[activation]}(v);")
     if residual is not None:
         add("residual", residual, lambda x: _matrix_layout(x, "residual", M, N, batch))
         named.append("v += residual[(i64)row * ld_residual + col];")
@@ -257,7 +279,7 @@ def build(
         if p
     )
     reads_matrix = residual is not None or any(getattr(x, "ndim", 1) > 1 for x in extra.values())
-    epi = Epilogue(" ".join(named), epilogue or "", tuple(ops), label, reads_matrix, ACTIVATIONS.get(glu, ""))
+    epi = Epilogue(" ".join(named), epilogue or "", tuple(ops), label, reads_matrix, ACTIVATIONS.get(glu, ""), first)
     return epi, tuple(arrays)
 
 

@@ -13,8 +13,9 @@
 // clamped row / column, unstored: operands are read in range),
 // once per element of C, after the whole sum (split-K partials never get it: the plan does not split).
 //
-// Order per element: v = alpha * acc; cumm_epi_user(v, row, col, z) (the renderer's: named epilogues and a
-// user's snippet alike); then C = v + beta * C, cast to C's dtype.
+// Order per element: v = cumm_epi_first(acc, row, col, z) (alpha * acc, or with a named activation
+// act(alpha * acc + bias) in one piece); cumm_epi_user(v, row, col, z) (the renderer's: the other named statements
+// and a user's snippet); then C = v + beta * C, cast to C's dtype.
 //
 // A GLU variant (glu=: the renderer defines CUMM_EPI_GLU as the activation) pairs the product's columns first:
 // they come in 8-column blocks, gate then up (cumm.glu_weight interleaves w1 and w3 so), and C has half of them,
@@ -111,10 +112,14 @@ __device__ __forceinline__ float cumm_tanh_approx(float x) {
 // (v < 0). float16 C's units are 8x finer: there that tail was 6.8 units off, so float16 and float C keep
 // v sigmoid(2 u) = one exp and one fast division (__fdividef, MUFU.RCP), exact to a few FP32 ulp with no
 // cancellation (tanhf costs ~20 instructions an element).
+// cumm_gelu_tanh_h(h) = gelu_tanh(2 h), bfloat16 C's form: u = h (2 c0 + 8 c1 h^2) is v (c0 + c1 v^2) with every
+// rounding scaled by a power of two, so the same bits as from v.
+__device__ __forceinline__ float cumm_gelu_tanh_h(float h) {
+    return fmaf(h, cumm_tanh_approx(h * fmaf(8.0f * 0.0356774081f, h * h, 2.0f * 0.7978845608f)), h);
+}
 __device__ __forceinline__ float cumm_gelu_tanh(float v) {
     if constexpr (CUMM_EPI_BF16C) {
-        const float h = 0.5f * v;
-        return fmaf(h, cumm_tanh_approx(v * fmaf(0.0356774081f, v * v, 0.7978845608f)), h);
+        return cumm_gelu_tanh_h(0.5f * v);
     } else {
         const float u2 = 1.5957691216057308f * fmaf(0.044715f * v, v * v, v);  // 2 u
         return __fdividef(v, 1.0f + __expf(-u2));
@@ -122,16 +127,46 @@ __device__ __forceinline__ float cumm_gelu_tanh(float v) {
 }
 // silu v sigmoid(v): for bfloat16 C h + h tanh h (h = v / 2: one MUFU, as gelu_tanh's); else __fdividef (IEEE `/`
 // is a reciprocal, a check and a called slow path per element: FCHK + CALL in the SASS)
+__device__ __forceinline__ float cumm_silu_h(float h) { return fmaf(h, cumm_tanh_approx(h), h); }
 __device__ __forceinline__ float cumm_silu(float v) {
     if constexpr (CUMM_EPI_BF16C) {
-        const float h = 0.5f * v;
-        return fmaf(h, cumm_tanh_approx(h), h);
+        return cumm_silu_h(0.5f * v);
     } else {
         return __fdividef(v, 1.0f + __expf(-v));
     }
 }
 
+// act(a acc + b) and act(a acc): a named activation taking alpha (and a bias) in its first instruction
+// (cumm_epi_first, and a GLU's gate). The activations that start by halving their argument (gelu_tanh and silu
+// for bfloat16 C, their _h forms) take h = (a / 2) acc + b / 2 in one FFMA: the bits of halving a acc + b (a power
+// of two), one FMUL an element fewer (an element's epilogue is ~8 issued instructions, and the issued
+// instructions are what a fused epilogue costs the other warpgroup's mainloop: docs/beyond.md).
+#define CUMM_ACT_AB(f)                                                                                        \
+    __device__ __forceinline__ float f##_ab(float acc, float a, float b) { return f(fmaf(a, acc, b)); }       \
+    __device__ __forceinline__ float f##_a(float acc, float a) { return f(a * acc); }
+#define CUMM_ACT_AB_HALF(f)                                                                                   \
+    __device__ __forceinline__ float f##_ab(float acc, float a, float b) {                                    \
+        if constexpr (CUMM_EPI_BF16C) return f##_h(fmaf(acc, 0.5f * a, 0.5f * b));                            \
+        else return f(fmaf(a, acc, b));                                                                       \
+    }                                                                                                         \
+    __device__ __forceinline__ float f##_a(float acc, float a) {                                              \
+        if constexpr (CUMM_EPI_BF16C) return f##_h(acc * (0.5f * a));                                         \
+        else return f(a * acc);                                                                               \
+    }
+CUMM_ACT_AB(cumm_relu)
+CUMM_ACT_AB(cumm_gelu)
+CUMM_ACT_AB_HALF(cumm_gelu_tanh)
+CUMM_ACT_AB_HALF(cumm_silu)
+#undef CUMM_ACT_AB
+#undef CUMM_ACT_AB_HALF
+#define CUMM_CAT_(a, b) a##b
+#define CUMM_CAT(a, b) CUMM_CAT_(a, b)
+
 // The epilogue itself: defined by the renderer after this header (named epilogues and snippets alike).
+// cumm_epi_first: v from the accumulator (alpha * acc, or a named activation's act(alpha * acc + bias) in one
+// piece); cumm_epi_user: the statements on v after it.
+__device__ __forceinline__ float cumm_epi_first(float acc, const int row, const int col, const int z,
+                                                const CummAlpha& cumm_al);
 __device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,
                                               const CummAlpha& cumm_al);
 
@@ -145,11 +180,11 @@ __device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int
 // wgmma_pingpong's 128 x 192 tiles with every address clamped: the loads the scheduler starts early each held one).
 template <bool CLAMP = true>
 __device__ __forceinline__ float cumm_epi_at(const CummAlpha& al, float acc, int row, int col, int z) {
-    float v = al.a * acc;
     if constexpr (CLAMP) {
         row = min(row, al.M - 1);
         col = min(col, al.N - 1);
     }
+    float v = cumm_epi_first(acc, row, col, z, al);
     cumm_epi_user(v, row, col, z, al);
     return v;
 }
@@ -264,34 +299,40 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
     cumm_store_tile<MT, R, VEC>(d, C, coff, ldc, M, N, row0, col0, warp, g, t4, 1.0f, beta);
 }
 
-// The TMA-store path: the same epilogue on the registers, a staging chunk (64 rows x 128 columns) at a time just
-// before the chunk is converted (CummTmaEpilogue::store's hook), then the unchanged staging and copy-engine store:
-// a chunk's math runs while the copy engine reads the previous chunk out of the staging buffer.
+// The TMA-store path: the same epilogue on the registers, a staging chunk's columns at a time just before the
+// chunk is converted (CummTmaEpilogue::store's hook), then the unchanged staging and copy-engine store: a chunk's
+// math runs while the copy engine reads the previous chunk out of the staging buffer. The hook is called per
+// (m64 block, column half); at block 0 it runs every block's rows of the half (the later calls find them done),
+// column by column, so a per-column operand (bias) is read once for the 2 MT elements of a thread's column
+// instead of once per block.
 struct CummEpiChunk {
     const CummAlpha& al;
     int row0, col0, z, warp, g, t4;
     template <bool CLAMP, int MT, int R>
-    __device__ __forceinline__ void run(float (&d)[MT][R], int m, int half) const {
+    __device__ __forceinline__ void run(float (&d)[MT][R], int half) const {
 #pragma unroll
         for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
+            for (int i = 0; i < 2; ++i)
 #pragma unroll
-                for (int i = 0; i < 2; ++i) {
-                    const int j = half * 16 + jj;
-                    if (j < R / 4)
-                        d[m][4 * j + 2 * h + i] = cumm_epi_at<CLAMP>(al, d[m][4 * j + 2 * h + i],
-                                                                     row0 + m * 64 + warp * 16 + g + 8 * h,
-                                                                     col0 + 8 * j + 2 * t4 + i, z);
-                }
+                for (int m = 0; m < MT; ++m)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int j = half * 16 + jj;
+                        if (j < R / 4)
+                            d[m][4 * j + 2 * h + i] = cumm_epi_at<CLAMP>(al, d[m][4 * j + 2 * h + i],
+                                                                         row0 + m * 64 + warp * 16 + g + 8 * h,
+                                                                         col0 + 8 * j + 2 * t4 + i, z);
+                    }
     }
     template <int MT, int R>
     __device__ __forceinline__ void operator()(const float (&dc)[MT][R], int m, int half) const {
+        if (m != 0) return;  // (done at block 0)
         float(&d)[MT][R] = const_cast<float(&)[MT][R]>(dc);
         if (row0 + MT * 64 <= al.M && col0 + 2 * R <= al.N)  // the tile wholly inside C (warp-uniform)
-            run<false>(d, m, half);
+            run<false>(d, half);
         else
-            run<true>(d, m, half);
+            run<true>(d, half);
     }
 };
 template <int MT, int TN, int B3D>
@@ -308,7 +349,7 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
 // rows: the pair is in its registers, and the pairs of a tile form the fragment of a tile of R / 4 column blocks
 // at column col0 / 2 of C, which the unchanged stores write (bounds: CummAlpha's M and N, C's).
 __device__ __forceinline__ float cumm_epi_glu(const CummAlpha& al, float gate, float up, int row, int col, int z) {
-    float v = CUMM_EPI_GLU(al.a * gate) * (al.a * up);
+    float v = CUMM_CAT(CUMM_EPI_GLU, _a)(gate, al.a) * (al.a * up);
     cumm_epi_user(v, min(row, al.M - 1), min(col, al.N - 1), z, al);
     return v;
 }
