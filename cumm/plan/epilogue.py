@@ -64,9 +64,6 @@ class Epilogue:
     # v from the accumulator acc (an expression over acc and cumm_al): "" is alpha * acc; a named activation is
     # act_ab(acc, alpha, bias) / act_a(acc, alpha) (include/epilogue.cuh), and ``named`` then holds what follows it
     first: str = ""
-    # operands read once per column ("col") or row ("row") of C, as (index, "col" | "row"): their lines of a tile are
-    # prefetched into L1 at its start (cumm_epi_prefetch)
-    per_tile: tuple[tuple[int, str], ...] = ()
 
     @property
     def digest(self) -> str:
@@ -74,7 +71,6 @@ class Epilogue:
             (self.named, self.snippet, self.operands)
             + ((self.glu,) if self.glu else ())
             + ((("first", self.first),) if self.first else ())
-            + ((("per_tile", self.per_tile),) if self.per_tile else ())
         )
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -103,20 +99,7 @@ class Epilogue:
             head.append(f"    (void){name};")
             head.append(f"    (void)ld_{name};")
         head += ["    (void)row;", "    (void)col;", "    (void)z;"]
-        fetch = []
-        for k, per in self.per_tile:
-            item = 4 if self.operands[k][1] == "float32" else 2
-            first, n = (
-                ("col0", "min(cols, cumm_al.N - col0)") if per == "col" else ("row0", "min(rows, cumm_al.M - row0)")
-            )
-            fetch.append(
-                f"    cumm_epi_prefetch_span<{item}>(cumm_al.op[{k}].p, (i64)z * cumm_al.op[{k}].bs + {first}, {n}, t);"
-            )
         lines = [
-            "__device__ __forceinline__ void cumm_epi_prefetch(const CummAlpha& cumm_al, int row0, int col0, int rows,",
-            "                                                  int cols, int z, int t) {",
-            *(fetch or ["    (void)cumm_al, (void)row0, (void)col0, (void)rows, (void)cols, (void)z, (void)t;"]),
-            "}",
             "__device__ __forceinline__ float cumm_epi_first(float acc, const int row, const int col, const int z,",
             "                                                const CummAlpha& cumm_al) {",
             *(head if self.first else head[-3:]),
@@ -207,7 +190,6 @@ def build(
         check_glu_name(glu)
         N //= 2  # the epilogue's operands are shaped like C
     named, ops, arrays = [], [], []
-    per_tile = ()
 
     def add(name, x, layout):
         x = as_cupy(x, name)
@@ -238,7 +220,6 @@ def build(
             x = cupy.ascontiguousarray(arrays[-1][0])
             arrays[-1] = (x, 0, 0)
         bias_at = f"bias[{per}]"
-        per_tile = ((len(ops) - 1, per),)
     first = ""
     if activation is not None and activation not in ACTIVATIONS:
         raise ValueError(f"activation={activation!r}; it must be one of {sorted(ACTIVATIONS)} or None")
@@ -298,9 +279,7 @@ def build(
         if p
     )
     reads_matrix = residual is not None or any(getattr(x, "ndim", 1) > 1 for x in extra.values())
-    epi = Epilogue(
-        " ".join(named), epilogue or "", tuple(ops), label, reads_matrix, ACTIVATIONS.get(glu, ""), first, per_tile
-    )
+    epi = Epilogue(" ".join(named), epilogue or "", tuple(ops), label, reads_matrix, ACTIVATIONS.get(glu, ""), first)
     return epi, tuple(arrays)
 
 

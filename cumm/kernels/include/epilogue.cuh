@@ -169,20 +169,6 @@ __device__ __forceinline__ float cumm_epi_first(float acc, const int row, const 
                                                 const CummAlpha& cumm_al);
 __device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,
                                               const CummAlpha& cumm_al);
-// cumm_epi_prefetch(al, row0, col0, rows, cols, z, t): at the start of a tile (rows x cols at row0, col0 of product
-// z; t: the warpgroup's thread), the lines of a per-column or per-row operand (a named bias) into L1, so the
-// epilogue's loads after the mainloop find them there rather than an L2 round trip away (wgmma_ws runs its epilogue
-// between two mainloops, where that latency is not hidden). Empty for the others.
-__device__ __forceinline__ void cumm_epi_prefetch(const CummAlpha& cumm_al, int row0, int col0, int rows, int cols,
-                                                  int z, int t);
-
-// Elements [first, first + n) of a vector of ITEM-byte elements at p: thread t prefetches its 128-byte line.
-template <int ITEM>
-__device__ __forceinline__ void cumm_epi_prefetch_span(const void* p, i64 first, int n, int t) {
-    const unsigned long long a = reinterpret_cast<unsigned long long>(p) + first * ITEM;
-    const unsigned long long line = (a & ~127ull) + 128ull * t;
-    if (n > 0 && line < a + (unsigned long long)n * ITEM) asm volatile("prefetch.global.L1 [%0];" ::"l"(line));
-}
 
 // Branch-free: an element past M or N (a tile's edge, whose value no store writes) runs the epilogue at the last
 // row / column instead of being skipped. A branch per element (`if (row < M && col < N)`) made every element its

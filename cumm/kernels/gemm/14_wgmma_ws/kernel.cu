@@ -168,9 +168,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         // tile stores nothing.
         const bool ctma = CUMM_EPI_TMA && (N % 8 == 0 || o.y + BN <= N) && !(walk.piece(t) && k1 < KT);
         if (ctma && beta != 0.0f && tid % 128 == 0) epi.prefetch(o.y, o.x + wrow, z);
-#if CUMM_EPI  // a fused epilogue's bias lines into L1 while the mainloop runs (include/epilogue.cuh)
-        cumm_epi_prefetch(alpha, o.x + wrow, o.y, MT * 64, BN, z, tid % 128);
-#endif
         float d[MT][BN / 2];
 #pragma unroll
         for (int m = 0; m < MT; ++m)

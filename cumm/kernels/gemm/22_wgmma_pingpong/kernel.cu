@@ -91,9 +91,6 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         // the TMA store takes tiles whose columns end on a 16-byte boundary (as in 14)
         const bool ctma = CUMM_EPI_TMA && (N % 8 == 0 || o.y + BN <= N);
         if (ctma && beta != 0.0f && tid % 128 == 0) epi.prefetch(o.y, o.x, z);
-#if CUMM_EPI  // a fused epilogue's bias lines into L1 while the mainloop runs (include/epilogue.cuh)
-        cumm_epi_prefetch(alpha, o.x, o.y, BM, BN, z, tid % 128);
-#endif
         float d[MT][BN / 2];
 #pragma unroll
         for (int m = 0; m < MT; ++m)
