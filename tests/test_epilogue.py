@@ -664,3 +664,33 @@ def test_edge_tiles_read_operands_in_range(rng, M, N, request):
     r = cupy.arange(M, dtype=cupy.float64)[:, None] - cupy.arange(N, dtype=cupy.float64)[None, :]
     ref = (_f64(a) @ _f64(b)) * _f64(g) + r
     assert _rel(out, ref) < _tol("bfloat16", ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "kernel,config,dt",
+    [
+        ("wgmma_ws", {}, "bfloat16"),
+        ("wgmma_pingpong", {"BM": 128, "BN": 192, "STAGES": 4}, "bfloat16"),
+        ("wgmma_pingpong", {}, "float16"),
+    ],
+)
+@pytest.mark.parametrize("act", ["gelu_tanh", "silu"])
+def test_named_activation_same_bits_as_statements(rng, kernel, config, dt, act, request):
+    """A named bias + activation is one expression of the accumulator (act_ab: alpha and bfloat16 C's halving in the
+    first FFMA): the same bits as the statements it replaces, v = alpha acc; v += bias; v = act(v), written as a
+    snippet, on an odd shape with alpha != 1 (the halving is exact)."""
+    import cupy
+
+    request.getfixturevalue("sm90")
+    M, N, K = 127, 131, 136
+    a = cupy.asarray(rng.standard_normal((M, K), dtype="float32").astype(_dt(dt)))
+    b = cupy.asarray(_b(rng, K, N, dt))
+    bias = cupy.asarray(rng.standard_normal((N,), dtype="float32").astype(_dt(dt)))
+    got = [cupy.full((M, N), math.nan, dtype="float32").astype(_dt(dt)) for _ in range(2)]
+    cumm.matmul(a, b, kernel=kernel, config=config, out=got[0], alpha=0.75, bias=bias, activation=act)
+    snip = f"v = cumm_{act}(v + bb[col]);"
+    cumm.matmul(a, b, kernel=kernel, config=config, out=got[1], alpha=0.75, epilogue=snip, operands={"bb": bias})
+    assert cupy.array_equal(got[0].view(cupy.uint16), got[1].view(cupy.uint16))
+    ref = _acts()[act](0.75 * (_f64(a) @ _f64(b)) + _f64(bias)[None, :])
+    assert _rel(got[0], ref) < _tol(dt, ref)
