@@ -73,7 +73,7 @@ def main(argv=None) -> int:
                 )
                 ref = p64 * _f64(aux)
                 e2 = float(cupy.linalg.norm(_f64(got) - ref) / cupy.linalg.norm(ref))
-                # a per-column bias (its lines prefetched at a tile's start) with gelu_tanh (one expression)
+                # a per-column bias with gelu_tanh (one expression of the accumulator: act_ab, include/epilogue.cuh)
                 bcol = rng.standard_normal((N,), dtype="float32").astype(_dt(dt))
                 got = cumm.matmul(a, b, kernel=kernel, config=config, bias=bcol, activation="gelu_tanh")
                 u = p64 + _f64(bcol)

@@ -132,6 +132,15 @@ def test_named_activation_first_compiles_offline(kernel, dt, act):
         assert compile_offline(spec, spec.resolve(None, 90), "sm_90", E.with_flags(flags, epi)).registers > 0
 
 
+def test_named_activation_with_an_operand_named_acc_compiles():
+    """An operand the user names `acc` beside a named activation: the accumulator's parameter is cumm_acc (cumm_
+    names are refused for operands), so nothing is declared twice."""
+    spec = REGISTRY["double_buffer"]
+    epi, _ = _build(bias=_Fake((7,)), activation="relu", epilogue="v += acc[col];", operands={"acc": _Fake((7,))})
+    assert "acc" in dict(epi.operands)
+    assert compile_offline(spec, spec.resolve(None, 90), "sm_90", E.with_flags((1, 1, 1, 0, 0), epi)).registers > 0
+
+
 def test_tf32x3_takes_no_epilogue():
     assert E.route("tf32x3", "auto", None) == "double_buffer"
     with pytest.raises(ValueError, match="does not take an epilogue"):
@@ -252,16 +261,16 @@ def test_build_none():
 def test_build_named_order_and_operands():
     epi, ops = _build(bias=_Fake((7,)), activation="gelu", residual=_Fake((5, 7), "float16"))
     # bias and activation are one expression of the accumulator (alpha and the bias in its first instruction)
-    assert epi.first == "cumm_gelu_ab(acc, cumm_al.a, bias[col])"
+    assert epi.first == "cumm_gelu_ab(cumm_acc, cumm_al.a, bias[col])"
     assert epi.named == "v += residual[(i64)row * ld_residual + col];"
     assert epi.operands == (("bias", "float32"), ("residual", "float16"))
     assert [(ld, bs) for _, ld, bs in ops] == [(0, 0), (7, 0)]
     epi, _ = _build(bias=_Fake((5, 1)))
     assert epi.named == "v += bias[row];" and epi.first == ""
     epi, _ = _build(bias=_Fake((5, 1)), activation="silu")
-    assert epi.first == "cumm_silu_ab(acc, cumm_al.a, bias[row])" and epi.named == ""
+    assert epi.first == "cumm_silu_ab(cumm_acc, cumm_al.a, bias[row])" and epi.named == ""
     epi, _ = _build(activation="gelu_tanh")
-    assert epi.first == "cumm_gelu_tanh_a(acc, cumm_al.a)"
+    assert epi.first == "cumm_gelu_tanh_a(cumm_acc, cumm_al.a)"
     # with glu= the activation is a statement on the pair's value (alpha already applied)
     epi, _ = _build(N=16, bias=_Fake((8,)), activation="relu", glu="silu")
     assert epi.first == "" and epi.named == "v += bias[col]; v = cumm_relu(v);"

@@ -61,8 +61,9 @@ class Epilogue:
     reads_matrix: bool = False
     # glu=: the gate columns' activation (a device function of ACTIVATIONS' values), "" for none
     glu: str = ""
-    # v from the accumulator acc (an expression over acc and cumm_al): "" is alpha * acc; a named activation is
-    # act_ab(acc, alpha, bias) / act_a(acc, alpha) (include/epilogue.cuh), and ``named`` then holds what follows it
+    # v from the accumulator cumm_acc (an expression over it, cumm_al and the operands): "" is alpha * cumm_acc; a named
+    # activation is act_ab(cumm_acc, alpha, bias) / act_a(cumm_acc, alpha) (include/epilogue.cuh), and ``named`` then
+    # holds what follows it (cumm_ names are not the user's: an operand cannot shadow the accumulator)
     first: str = ""
 
     @property
@@ -100,10 +101,10 @@ class Epilogue:
             head.append(f"    (void)ld_{name};")
         head += ["    (void)row;", "    (void)col;", "    (void)z;"]
         lines = [
-            "__device__ __forceinline__ float cumm_epi_first(float acc, const int row, const int col, const int z,",
-            "                                                const CummAlpha& cumm_al) {",
+            "__device__ __forceinline__ float cumm_epi_first(float cumm_acc, const int row, const int col,",
+            "                                                const int z, const CummAlpha& cumm_al) {",
             *(head if self.first else head[-3:]),
-            f"    return {self.first or 'cumm_al.a * acc'};",
+            f"    return {self.first or 'cumm_al.a * cumm_acc'};",
             "}",
             "__device__ __forceinline__ void cumm_epi_user(float& v, const int row, const int col, const int z,",
             "                                              const CummAlpha& cumm_al) {",
@@ -225,7 +226,7 @@ def build(
         raise ValueError(f"activation={activation!r}; it must be one of {sorted(ACTIVATIONS)} or None")
     if activation is not None and glu is None:  # (a GLU's v is the pair's, alpha applied: statements on it)
         act = ACTIVATIONS[activation]
-        first = f"{act}_ab(acc, cumm_al.a, {bias_at})" if bias is not None else f"{act}_a(acc, cumm_al.a)"
+        first = f"{act}_ab(cumm_acc, cumm_al.a, {bias_at})" if bias is not None else f"{act}_a(cumm_acc, cumm_al.a)"
     else:
         if bias is not None:
             named.append(f"v += {bias_at};")

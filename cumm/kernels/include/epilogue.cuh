@@ -302,7 +302,8 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
 // The TMA-store path: the same epilogue on the registers, a staging chunk's columns at a time just before the
 // chunk is converted (CummTmaEpilogue::store's hook), then the unchanged staging and copy-engine store: a chunk's
 // math runs while the copy engine reads the previous chunk out of the staging buffer. The hook is called per
-// (m64 block, column half); at block 0 it runs every block's rows of the half (the later calls find them done),
+// (m64 block, column half), blocks outermost; at block 0 it runs every block's rows of the half (the later calls find
+// them done, before their conversion),
 // column by column, so a per-column operand (bias) is read once for the 2 MT elements of a thread's column
 // instead of once per block.
 struct CummEpiChunk {
