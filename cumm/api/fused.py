@@ -35,9 +35,10 @@ def _ptr(x) -> int:
 
 
 def _in_order(epi_args: dict) -> list:
-    """The epilogue's arrays in its operands' order (plan/epilogue.py build: bias, residual, operands, aux)."""
+    """The epilogue's arrays in its operands' order (plan/epilogue.py build: bias, residual, operands, aux, an FP8
+    C's scale)."""
     ops = epi_args["operands"] or {}
-    xs = [epi_args["bias"], epi_args["residual"], *ops.values(), epi_args["aux"]]
+    xs = [epi_args["bias"], epi_args["residual"], *ops.values(), epi_args["aux"], epi_args["scale_result"]]
     return [x for x in xs if x is not None]
 
 
@@ -60,6 +61,7 @@ def key(a, b, out, config, split_k, beta, epi_args: dict) -> tuple | None:
             tuple((n, _sig(x)) for n, x in ops.items()),
             _sig(epi_args["aux"]),
             epi_args["glu"],
+            _sig(epi_args["scale_result"]),
         )
         hash(k)
         return k
@@ -117,7 +119,7 @@ def build(p, akind: str, a_in, epi_args: dict):
             )
         return _arrays.as_cupy(x, name)
 
-    epi, ops = _epilogue.build(p.a, p.M, p.N, p.batch, p.dev, **epi_args, as_cupy=as_cupy)
+    epi, ops = _epilogue.build(p.a, p.M, p.N, p.batch, p.dev, **epi_args, fp8=p.fp8, as_cupy=as_cupy)
     if p.K == 0:
         raise ValueError(f"K = 0 with an epilogue: a {p.M}x0 @ 0x{p.N} product has no kernel to run it in")
     return epi, ops
@@ -132,7 +134,7 @@ def as_cupy_args(epi_args: dict | None) -> dict | None:
         return None if x is None else _arrays.as_cupy(x, name)
 
     out = dict(epi_args)
-    for name in ("bias", "residual", "aux"):
+    for name in ("bias", "residual", "aux", "scale_result"):
         out[name] = cv(out[name], name)
     if out["operands"]:
         out["operands"] = {k: cv(x, k) for k, x in out["operands"].items()}

@@ -104,6 +104,7 @@ def matmul(
     operands: Mapping | None = None,
     aux=None,
     glu: str | None = None,
+    scale_result=None,
 ):
     """C = alpha * a @ b + beta * out for GPU arrays (cupy, torch, ``__cuda_array_interface__`` / ``__dlpack__``),
     a result of the inputs' kind, on their library's current stream (README.md). ``kernel``: a rung's name
@@ -111,15 +112,39 @@ def matmul(
     choice). Fused epilogue (docs/beyond.md): ``bias``, ``activation`` ("relu", "gelu", "gelu_tanh", "silu"),
     ``residual``, ``epilogue`` (CUDA statements over ``v``, ``row``, ``col``, ``z`` and ``operands``), ``aux``;
     ``glu`` (an activation's name): C = act(a @ w1) * (a @ w3), half of b's columns, for b = cumm.glu_weight(w1, w3).
+    FP8 C (bfloat16 / float16 inputs, torch): ``out`` a torch.float8_e4m3fn or float8_e5m2 tensor, written as
+    fp8(scale_result * v) after the epilogue, rounded to nearest even and saturated (``scale_result``: a float32
+    one-element tensor; none: 1); beta must be 0.
     """
     plain = type(alpha) is float and type(beta) is float and abs(alpha) <= F32_MAX and abs(beta) <= F32_MAX
     # (cached paths: alpha, beta floats that float32 holds, else the checks name them); every miss ends at the bottom
     key = epi = None
-    if operands or not (
-        bias is None and activation is None and residual is None and epilogue is None and aux is None and glu is None
+    # (an FP8 out: a torch tensor; it is written by the epilogue's stores, so it takes the epilogue's path)
+    fp8 = out is not None and type(out) is not _ND and _arrays.fp8_code(out)
+    if (
+        operands
+        or fp8
+        or not (
+            bias is None
+            and activation is None
+            and residual is None
+            and epilogue is None
+            and aux is None
+            and glu is None
+            and scale_result is None
+        )
     ):
+        if fp8 and scale_result is None:  # (torch._scaled_mm's default: 1)
+            scale_result = _arrays.torch_one(out.get_device())
         epi = dict(
-            bias=bias, activation=activation, residual=residual, epilogue=epilogue, operands=operands, aux=aux, glu=glu
+            bias=bias,
+            activation=activation,
+            residual=residual,
+            epilogue=epilogue,
+            operands=operands,
+            aux=aux,
+            glu=glu,
+            scale_result=scale_result,
         )
         key = _key(a, b, out, kernel, config, split_k, beta, epi)  # its own call cache (cumm/api/fused.py)
         hit = _fused.calls.get(key) if key is not None else None
@@ -234,7 +259,7 @@ def _checked(a, b, out, kernel, config, alpha, beta, split_k, key, epi_args=None
     with _arrays.on_stream(stream, p.dev) if stream is not None else contextlib.nullcontext():
         if p.stage:  # an out the kernels cannot write in place: computed row-major (not cached), copied back
             key, epi_args, akind = None, _fused.as_cupy_args(epi_args), "cupy"
-            q = prepare(p.a, p.b, staging(p.out, beta), beta, akind, glu)
+            q = prepare(p.a, p.b, staging(p.out, beta), beta, akind, glu, p.fp8)
             epi, epi_ops = (None, ()) if epi_args is None else _fused.build(q, akind, p.a, epi_args)
         if not q.empty and q.K == 0:  # the empty sum: alpha * 0 + beta * out
             _empty_sum(q.out, beta)

@@ -20,6 +20,7 @@ from ..plan import scaled as _plan
 from ..plan import store as _store
 from ..plan.auto import device_key
 from ..plan.operands import compute_capability
+from ..runtime import arrays as _arrays
 from ..runtime.compile import device_kernel
 from ..runtime.driver import multiprocessors as _sms
 from ..runtime.launch import Launch
@@ -72,9 +73,6 @@ def _check_scale_result(s, dev: int) -> None:
         )
     if s.get_device() != dev:
         raise ValueError(f"scale_result is on cuda:{s.get_device()} and the operands on cuda:{dev}: move it there")
-
-
-_ones: dict = {}  # device -> a float32 1 there: the scale_result of an FP8 output without one (as torch's default)
 
 
 def _k_major(x, rows: int, K: int, ptr: int, ld: int, inner: int):
@@ -288,10 +286,8 @@ def _checked(
         one = None
         if on in FP8:
             lay, order = (None, *lay), (5, *order)
-            if scale_result is None:
-                one = _ones.get(dev)
-                if one is None:
-                    one = _ones[dev] = torch.ones((), dtype=torch.float32, device=a.device)
+            if scale_result is None:  # (torch's default: 1)
+                one = _arrays.torch_one(dev)
         grid = min(spec.grid(cfg, M, N, K)[0], sms)
         launch = Launch(kern, grid, spec.threads(cfg), spec.smem(cfg), lay, maps=tuple(maps), order=order)
     call = _Call(launch, (M, N, K), dev, getattr(torch, on), a.device, copy_a, copy_b, copy_s, one)

@@ -79,6 +79,9 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     N = b.shape[-1]
     nb = math.prod(batch)
     dt, odt = a.dtype.name, out.dtype.name
+    fp8 = epilogue is not None and epilogue.fp8  # an FP8 C (out: its bytes): the kernel's C is 16-bit, stored as bytes
+    if fp8:
+        odt = dt
     half = dt != "float32"
     chosen = config is None  # cumm chooses the configuration (spec.shape_config, pitch_config may adjust it)
     # 1. the facts: how a rung that reads row-major matrices and one that reads transposed views in place would read
@@ -120,7 +123,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
                 else f"no rung runs batched {dt} products in one launch: kernel='auto' runs them one at a time"
             )
         )
-    vec = [la.readable, lb.readable, _readable_by(c3, ldc, bsc)]
+    vec = [la.readable, lb.readable, 0 if fp8 else _readable_by(c3, ldc, bsc)]  # (FP8: direct byte stores)
     # operands the copy engine cannot read: copied into rows it reads, or the rung's fallback (any alignment). A
     # batch is copied when the fallback runs no batches; a product, where the copy pays (repack.pads_for_...).
     pad_a = pad_b = False

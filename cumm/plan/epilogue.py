@@ -44,6 +44,8 @@ OPERAND_DTYPES = {"float32": ("float", 0), "float16": ("unsigned short", 0), "bf
 _RESERVED = frozenset({"v", "row", "col", "z", "bias", "residual", "alpha", "beta", "M", "N", "K"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HEAD = 40  # bytes of CummAlpha before its operands: a, M, N, pad, c, ldc, bsc
+SCALE_OPERAND = "cumm_scale"  # an FP8 C's scale, the last operand (a cumm_ name: no user operand takes it)
+FP8_LABELS = {3: "fp8_e4m3", 4: "fp8_e5m2"}  # Epilogue.fp8 -> its part of the label
 _OP = 24  # bytes of a CummEpiOp: p, ld, bs
 
 
@@ -65,6 +67,9 @@ class Epilogue:
     # activation is act_ab(cumm_acc, alpha, bias) / act_a(cumm_acc, alpha) (include/epilogue.cuh), and ``named`` then
     # holds what follows it (cumm_ names are not the user's: an operand cannot shadow the accumulator)
     first: str = ""
+    # an FP8 C (3: float8_e4m3fn, 4: float8_e5m2; include/fp8_cvt.cuh's FMT): C = fp8(v * scale), the scale the last
+    # operand (cumm_scale); 0: C has the kernel's own type
+    fp8: int = 0
 
     @property
     def digest(self) -> str:
@@ -72,6 +77,7 @@ class Epilogue:
             (self.named, self.snippet, self.operands)
             + ((self.glu,) if self.glu else ())
             + ((("first", self.first),) if self.first else ())
+            + ((("fp8", self.fp8),) if self.fp8 else ())
         )
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -171,12 +177,21 @@ def build(
     operands: Mapping | None = None,
     aux=None,
     glu: str | None = None,
+    scale_result=None,
+    fp8: int = 0,
     as_cupy=None,
 ):
     """(Epilogue, ((array, ld, batch stride), ...) in operand order) for these arguments, or (None, ()) when none
     is given. ``as_cupy(x, name)`` views an operand as a cupy array (the API's conversion, which also refuses host
     arrays). ``N``: the product's columns (C's are half of them with ``glu``; its shape is checked by
-    cumm.plan.operands.glu_columns). Raises TypeError / ValueError naming the argument and what it must be."""
+    cumm.plan.operands.glu_columns). ``fp8``: C is FP8 (3: e4m3, 4: e5m2; cumm.plan.operands.Operands.fp8), scaled by
+    ``scale_result`` (one float32, which an FP8 C must have) before its cast. Raises TypeError / ValueError naming the
+    argument and what it must be."""
+    if scale_result is not None and not fp8:
+        raise TypeError(
+            "scale_result scales an FP8 C before its cast: pass out= a torch.float8_e4m3fn or torch.float8_e5m2 "
+            "tensor, or drop scale_result"
+        )
     if (
         bias is None
         and activation is None
@@ -185,6 +200,7 @@ def build(
         and not operands
         and aux is None
         and glu is None
+        and not fp8
     ):
         return None, ()
     if glu is not None:
@@ -279,8 +295,23 @@ def build(
         )
         if p
     )
+    if fp8:  # the scale: the last operand (include/epilogue.cuh's cumm_epi_scale)
+        if scale_result is None:
+            raise TypeError("an FP8 C needs scale_result (a float32 one-element tensor; cumm.matmul passes 1)")
+        s = as_cupy(scale_result, "scale_result")
+        if s.dtype.name != "float32" or s.size != 1:
+            raise TypeError(
+                f"scale_result must be a float32 tensor of one element (one scale for the whole C, as "
+                f"torch._scaled_mm's), got {s.dtype} of shape {tuple(s.shape)}: pass "
+                "torch.tensor(s, dtype=torch.float32, device='cuda')"
+            )
+        add("scale_result", scale_result, lambda x: (x.reshape(1), 0, 0))
+        ops[-1] = (SCALE_OPERAND, "float32")
+        label = "+".join(p for p in (label, FP8_LABELS[fp8]) if p)
     reads_matrix = residual is not None or any(getattr(x, "ndim", 1) > 1 for x in extra.values())
-    epi = Epilogue(" ".join(named), epilogue or "", tuple(ops), label, reads_matrix, ACTIVATIONS.get(glu, ""), first)
+    epi = Epilogue(
+        " ".join(named), epilogue or "", tuple(ops), label, reads_matrix, ACTIVATIONS.get(glu, ""), first, fp8
+    )
     return epi, tuple(arrays)
 
 
@@ -355,6 +386,11 @@ def routes(
     aux[row, col]: 0.616 against 0.557 ms; the gated MLP's second product, reading h: 1.028 against 0.907 ms for
     both products)."""
     routed = route(kernel, "auto" if auto else kernel, split_k)
+    if epi.fp8 and compute_capability(dev) < 89:
+        raise ValueError(
+            f"an FP8 C needs compute capability 8.9 or newer (cvt.rn.satfinite.e4m3x2 / e5m2x2); device {dev} is "
+            f"{compute_capability(dev)}: pass a bfloat16 or float16 out"
+        )
     if auto and not epi.reads_matrix:
         rows, N, K = shape
         routed = short_k_route(routed, K, dtype, compute_capability(dev), rows, N, multiprocessors(dev))

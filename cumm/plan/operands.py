@@ -167,13 +167,13 @@ def aligned(x, ld: int) -> int:
     return int(x.data.ptr % 16 == 0 and ld * x.dtype.itemsize % 16 == 0)
 
 
-def check_out(out, inputs, shape, dev: int, names=None) -> None:
-    """out must be a float32 array of the result's ``shape`` (or (M, N)) on ``dev`` sharing no memory with any
-    input (matmul, multi_dot)."""
+def check_out(out, inputs, shape, dev: int, names=None, fp8: int = 0) -> None:
+    """out must be an array of the inputs' dtype or float32 (``fp8``: the bytes of an FP8 C) of the result's
+    ``shape`` (or (M, N)) on ``dev`` sharing no memory with any input (matmul, multi_dot)."""
     names = names or [f"arrays[{i}]" for i in range(len(inputs))]
     if not isinstance(out, cupy.ndarray):
         raise TypeError(f"out must be a cupy.ndarray, got {type(out).__module__}.{type(out).__name__}")
-    want = {inputs[0].dtype.name, "float32"}
+    want = {"uint8"} if fp8 else {inputs[0].dtype.name, "float32"}
     if out.dtype.name not in want:
         raise TypeError(
             f"out has dtype {out.dtype}; it must be {' or '.join(sorted(want))} (the inputs' dtype, or "
@@ -320,6 +320,7 @@ class Operands(NamedTuple):
     shape: tuple[int, ...]
     dev: int
     stage: bool  # out is not written in place (writable_in_place): the product goes through staging(out)
+    fp8: int = 0  # out is FP8 (3: float8_e4m3fn, 4: float8_e5m2), ``out`` its bytes (a uint8 view)
 
     @property
     def empty(self) -> bool:
@@ -327,10 +328,12 @@ class Operands(NamedTuple):
         return self.M == 0 or self.N == 0 or 0 in self.batch
 
 
-def prepare(a, b, out, beta: float, akind: str, glu: bool = False) -> Operands:
+def prepare(a, b, out, beta: float, akind: str, glu: bool = False, fp8: int = 0) -> Operands:
     """Every check of matmul's arrays (kind, dtype, shapes with numpy's broadcasting, device, out), and ``out``
-    made when not given (of the inputs' kind). ``glu``: C has half of the product's columns (:func:`glu_columns`)."""
+    made when not given (of the inputs' kind). ``glu``: C has half of the product's columns (:func:`glu_columns`).
+    An FP8 torch out (or ``fp8`` with ``out`` its bytes: a staged call's) is viewed as bytes (CuPy has no FP8)."""
     user_out = out
+    fp8 = fp8 or _arrays.fp8_code(out)
     a_in, b_in = a, b
     a, b = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b")
     for name, x in (("b", b_in), ("out", out)):
@@ -346,6 +349,8 @@ def prepare(a, b, out, beta: float, akind: str, glu: bool = False) -> Operands:
             f"a has dtype {a.dtype} and b {b.dtype}: matmul multiplies arrays of one dtype (convert one with .astype)"
         )
     M, N, K, batch, shape = shapes(a, b)
+    if fp8:
+        check_fp8_out(a.dtype.name, beta)
     dev = a.data.device_id  # (x.device builds a Device object per call)
     if b.data.device_id != dev:
         raise ValueError(f"a is on device {dev} and b on device {b.data.device_id}; put both on one device")
@@ -361,11 +366,13 @@ def prepare(a, b, out, beta: float, akind: str, glu: bool = False) -> Operands:
         result = _arrays.empty(akind if akind == "torch" else "cupy", shape, a.dtype, dev)
     else:
         result = user_out
-    out = _arrays.as_cupy(result, "out")
+    out = (
+        _arrays.byte_view(result, "out") if fp8 and _arrays.kind(result) == "torch" else _arrays.as_cupy(result, "out")
+    )
     if user_out is not None:
-        check_out(out, (a, b), shape, dev, ("a", "b"))
+        check_out(out, (a, b), shape, dev, ("a", "b"), fp8)
         if not writable_in_place(out, batch, M, nc):
-            return Operands(a, b, out, result, None, None, None, M, N, K, batch, shape, dev, True)
+            return Operands(a, b, out, result, None, None, None, M, N, K, batch, shape, dev, True, fp8)
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     o2 = out.reshape(batch + (M, nc)) if out.ndim != len(batch) + 2 else out
@@ -374,4 +381,19 @@ def prepare(a, b, out, beta: float, akind: str, glu: bool = False) -> Operands:
             f"out (shape {out.shape}, strides {out.strides}) cannot be viewed as the {batch + (M, nc)} "
             "result without a copy: pass a C-contiguous out"
         )
-    return Operands(a, b, out, result, a2, b2, o2, M, N, K, batch, shape, dev, False)
+    return Operands(a, b, out, result, a2, b2, o2, M, N, K, batch, shape, dev, False, fp8)
+
+
+def check_fp8_out(dtype: str, beta: float) -> None:
+    """An FP8 C (cast from the FP32 result times scale_result) is written by the 16-bit rungs' epilogue, once: the
+    inputs must be bfloat16 or float16 and beta 0 (C is never read)."""
+    if dtype == "float32":
+        raise TypeError(
+            "an FP8 out is written by the bfloat16 and float16 rungs' epilogue; a and b are float32: cast them "
+            "(.to(torch.bfloat16)), or pass a float32 out"
+        )
+    if beta != 0.0:
+        raise ValueError(
+            f"beta={beta} with an FP8 out: an FP8 C is written, never read (C = fp8(scale_result * v)); pass beta=0 "
+            "and add the old C with residual= (a bfloat16 / float16 matrix)"
+        )

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 import cupy
 import numpy as np
 
+from ..core.dtypes import FP8, SCALED_OUT
+
 CUPY, TORCH, OTHER = "cupy", "torch", "other"
 
 
@@ -106,6 +108,36 @@ def _torch_view(x) -> cupy.ndarray | None:
     dev = x.get_device()
     mem = cupy.cuda.UnownedMemory(x.data_ptr(), nbytes, x, dev)
     return cupy.ndarray(shape, dt, cupy.cuda.MemoryPointer(mem, 0), strides)
+
+
+def fp8_code(x) -> int:
+    """C's FP8 format code for a torch float8_e4m3fn (3) or float8_e5m2 (4) tensor (the FP8 rungs' OUT codes,
+    cumm.core.dtypes.SCALED_OUT's indices), else 0. CuPy has no FP8 dtype: only a torch tensor is one."""
+    if x is None or type(x).__module__ != "torch":
+        return 0
+    name = str(x.dtype).removeprefix("torch.")
+    return SCALED_OUT.index(name) if name in FP8 else 0
+
+
+def byte_view(x, name: str) -> cupy.ndarray:
+    """A cupy uint8 view of an FP8 torch tensor's memory (its shape and strides)."""
+    import torch
+
+    return as_cupy(x.view(torch.uint8), name)
+
+
+_ones: dict = {}  # device -> a float32 torch tensor holding 1 there
+
+
+def torch_one(device_id: int):
+    """A float32 one-element torch tensor holding 1 on ``device_id`` (an FP8 C's scale when none is given, as
+    torch._scaled_mm's default), made once a device."""
+    one = _ones.get(device_id)
+    if one is None:
+        import torch
+
+        one = _ones[device_id] = torch.ones((), dtype=torch.float32, device=torch.device("cuda", device_id))
+    return one
 
 
 _raw_stream: list = []  # torch's fastest way to its current stream's handle, found once

@@ -58,6 +58,9 @@ EPILOGUE_HEADER = "include/epilogue.cuh"
 # An FP8 rung's variant with FP8 output (OUT = 3: e4m3, 4: e5m2; include/fp8.cuh) renders include/fp8_out.cuh just
 # before the template: its stores and its scale_result parameter, the rung's own template and headers unchanged.
 FP8_HEADER, FP8_OUT_HEADER, FP8_OUT_FIRST = "include/fp8.cuh", "include/fp8_out.cuh", 3
+# The FP32-to-FP8 conversion and pair store, rendered before the FP8 stores that use it (fp8_out.cuh, and
+# epilogue.cuh in an epilogue variant with an FP8 C: Epilogue.fp8, CUMM_EPI_FP8).
+FP8_CVT_HEADER = "include/fp8_cvt.cuh"
 
 
 def variant(flags: tuple[int, ...]) -> Variant:
@@ -181,7 +184,11 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
             lines.append(f"#define CUMM_EPI_GLU {epi.glu}")
         if "include/sm90.cuh" in spec.headers:
             lines.append("#define CUMM_EPI_SM90 1")
-        parts = [*parts[:-1], (EPILOGUE_HEADER, template_text(EPILOGUE_HEADER))]
+        fp8 = []
+        if epi.fp8:  # an FP8 C, stored directly as bytes (VEC_C = 0), times the scale (the last operand)
+            lines.append(f"#define CUMM_EPI_FP8 {epi.fp8}")
+            fp8 = [(FP8_CVT_HEADER, template_text(FP8_CVT_HEADER))]
+        parts = [*parts[:-1], *fp8, (EPILOGUE_HEADER, template_text(EPILOGUE_HEADER))]
         parts += [(f"cumm epilogue function ({epi.label})", epi.definition()), spec_parts(spec)[-1]]
     if fp8_out(spec, cfg):
         if "cumm_fp8_store<" not in code_text(parts[-1][1]):
@@ -190,7 +197,7 @@ def render(spec: KernelSpec, cfg: Config, flags: tuple[int, ...] = ALIGNED) -> t
                 "through cumm_fp8_store (include/sm90_fp8.cuh), which include/fp8_out.cuh replaces; use OUT 0-2"
             )
         lines.append(f"#define CUMM_FP8_OUT_KERNEL {name}")
-        parts = [*parts[:-1], (FP8_OUT_HEADER, template_text(FP8_OUT_HEADER)), parts[-1]]
+        parts = [*parts[:-1], *((h, template_text(h)) for h in (FP8_CVT_HEADER, FP8_OUT_HEADER)), parts[-1]]
     for f, text in parts:
         lines.append(line_directive(f))
         lines.append(text)

@@ -15,7 +15,8 @@
 //
 // Order per element: v = cumm_epi_first(acc, row, col, z) (alpha * acc, or with a named activation
 // act(alpha * acc + bias) in one piece); cumm_epi_user(v, row, col, z) (the renderer's: the other named statements
-// and a user's snippet); then C = v + beta * C, cast to C's dtype.
+// and a user's snippet); then C = v + beta * C, cast to C's dtype, or with an FP8 C (CUMM_EPI_FP8, 16-bit rungs
+// only) C = fp8(v * scale), the scale the last operand's one float (beta = 0: the host refuses another).
 //
 // A GLU variant (glu=: the renderer defines CUMM_EPI_GLU as the activation) pairs the product's columns first:
 // they come in 8-column blocks, gate then up (cumm.glu_weight interleaves w1 and w3 so), and C has half of them,
@@ -206,6 +207,27 @@ __device__ __forceinline__ int2 cumm_epi_row(const CummAlpha& al, const T* row) 
     return make_int2(z, (int)cumm_epi_div(off, al.ldc));
 }
 
+#ifdef CUMM_EPI_FP8  // ---- an FP8 C (3: float8_e4m3fn, 4: float8_e5m2) from a 16-bit rung -----------------
+// The kernel still sees a 16-bit C (cumm_out_t*), but the host passes ldc and the batch stride in bytes (those of a
+// byte view of C): every row pointer the kernel forms is C plus a count of elements that is the row's byte offset,
+// so the stores below write at al.c plus that offset as bytes (include/fp8_cvt.cuh) and never touch the 16-bit
+// address. C is never read (beta = 0) and stored directly: no TMA store, no C map.
+#if VEC_C
+#error "an FP8 C is stored directly, a pair of bytes at a time: VEC_C = 0"
+#endif
+__device__ __forceinline__ unsigned char* cumm_epi_bytes(const CummAlpha& al, const cumm_out_t* row) {
+    return static_cast<unsigned char*>(const_cast<void*>(al.c)) + (row - static_cast<const cumm_out_t*>(al.c));
+}
+// the scale: the last operand, one float32 (read once a tile: a store to C could alias it)
+__device__ __forceinline__ float cumm_epi_scale(const CummAlpha& al) {
+    return __ldg(static_cast<const float*>(al.op[CUMM_EPI_NOPS - 1].p));
+}
+// C, its rows and its products start on even bytes: a pair of columns (col even) is one 2-byte store
+__device__ __forceinline__ bool cumm_epi_pairs(const CummAlpha& al) {
+    return ((reinterpret_cast<unsigned long long>(al.c) | (unsigned long long)(al.ldc | al.bsc)) & 1) == 0;
+}
+#endif
+
 #ifndef CUMM_EPI_GLU  // (stores that see one element or one pair at a time: no GLU)
 // ---- common.cuh's stores (float C) -----------------------------------------------------------------------
 __device__ __forceinline__ float cumm_epilogue(float acc, const float* c, const CummAlpha& al, float beta) {
@@ -246,14 +268,25 @@ template <int VC>
 __device__ __forceinline__ void cumm_store_pair(cumm_out_t* __restrict__ row, int col, int ncols, float x, float y,
                                                 const CummAlpha& al, float beta) {
     const int2 zr = cumm_epi_row(al, row);
-    cumm_store_pair<VC>(row, col, ncols, cumm_epi_at(al, x, zr.y, col, zr.x),
-                        cumm_epi_at(al, y, zr.y, col + 1, zr.x), 1.0f, beta);
+    x = cumm_epi_at(al, x, zr.y, col, zr.x);
+    y = cumm_epi_at(al, y, zr.y, col + 1, zr.x);
+#ifdef CUMM_EPI_FP8
+    const float s = cumm_epi_scale(al);
+    cumm_fp8_pair<CUMM_EPI_FP8>(cumm_epi_bytes(al, row), col, ncols, x * s, y * s, cumm_epi_pairs(al));
+#else
+    cumm_store_pair<VC>(row, col, ncols, x, y, 1.0f, beta);
+#endif
 }
 
 __device__ __forceinline__ void cumm_store_one(cumm_out_t* __restrict__ row, int col, float x, const CummAlpha& al,
                                                float beta) {
     const int2 zr = cumm_epi_row(al, row);
-    cumm_store_one(row, col, cumm_epi_at(al, x, zr.y, col, zr.x), 1.0f, beta);
+    x = cumm_epi_at(al, x, zr.y, col, zr.x);
+#ifdef CUMM_EPI_FP8
+    cumm_epi_bytes(al, row)[col] = (unsigned char)(cumm_f2fp8x2<CUMM_EPI_FP8>(x * cumm_epi_scale(al), 0.0f) & 0xffu);
+#else
+    cumm_store_one(row, col, x, 1.0f, beta);
+#endif
 }
 #endif  // !CUMM_EPI_GLU
 
@@ -290,13 +323,30 @@ __device__ __forceinline__ void cumm_epi_tile(const float (&dc)[MT][R], const Cu
         cumm_epi_tile_<MT, R, true>(d, al, row0, col0, z, warp, g, t4);
 }
 
+// The tile's values (the epilogue applied) to C: the unchanged direct stores (alpha = 1: beta * C, the cast), or
+// with an FP8 C its bytes.
+template <int MT, int R, int VEC>
+__device__ __forceinline__ void cumm_epi_store(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
+                                               int N, int row0, int col0, int warp, int g, int t4,
+                                               const CummAlpha& al, float beta) {
+#ifdef CUMM_EPI_FP8
+    const float s = cumm_epi_scale(al);
+    const bool pairs = cumm_epi_pairs(al);
+    cumm_store_rows(d, C, coff, ldc, M, row0, col0, warp, g, t4, [&](cumm_out_t* crow, int col, float x, float y) {
+        cumm_fp8_pair<CUMM_EPI_FP8>(cumm_epi_bytes(al, crow), col, N, x * s, y * s, pairs);
+    });
+#else
+    cumm_store_tile<MT, R, VEC>(d, C, coff, ldc, M, N, row0, col0, warp, g, t4, 1.0f, beta);
+#endif
+}
+
 #ifndef CUMM_EPI_GLU
 template <int MT, int R, int VEC>
 __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_out_t* C, i64 coff, int ldc, int M,
                                                 int N, int row0, int col0, int warp, int g, int t4,
                                                 const CummAlpha& al, float beta) {
     cumm_epi_tile<MT, R>(d, al, row0, col0, al.bsc ? (int)(coff / al.bsc) : 0, warp, g, t4);
-    cumm_store_tile<MT, R, VEC>(d, C, coff, ldc, M, N, row0, col0, warp, g, t4, 1.0f, beta);
+    cumm_epi_store<MT, R, VEC>(d, C, coff, ldc, M, N, row0, col0, warp, g, t4, al, beta);
 }
 
 // The TMA-store path: the same epilogue on the registers, a staging chunk's columns at a time just before the
@@ -379,7 +429,7 @@ __device__ __forceinline__ void cumm_store_tile(const float (&d)[MT][R], cumm_ou
                                                 const CummAlpha& al, float beta) {
     float e[MT][R / 2];
     cumm_glu_pairs<MT, R>(d, e, al, row0, col0, al.bsc ? (int)(coff / al.bsc) : 0, warp, g, t4);
-    cumm_store_tile<MT, R / 2, VEC>(e, C, coff, ldc, al.M, al.N, row0, col0 / 2, warp, g, t4, 1.0f, beta);
+    cumm_epi_store<MT, R / 2, VEC>(e, C, coff, ldc, al.M, al.N, row0, col0 / 2, warp, g, t4, al, beta);
 }
 
 // The TMA store of C's half-width tile: the staging and copy-engine store of a tile of TN / 2 columns at bn0 / 2,
@@ -405,9 +455,9 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
             h.store(e, bn0 / 2, row0, z, 1.0f, beta);
             this->cph = h.cph;  // (C's chunks waited for with beta != 0)
         } else {
-            cumm_store_tile<MT, TN / 4, VEC_C>(e, static_cast<cumm_out_t*>(const_cast<void*>(al.c)), z * al.bsc,
-                                              (int)al.ldc, al.M, al.N, row0, bn0 / 2, this->warp, this->g, this->t4,
-                                              1.0f, beta);
+            cumm_epi_store<MT, TN / 4, VEC_C>(e, static_cast<cumm_out_t*>(const_cast<void*>(al.c)), z * al.bsc,
+                                             (int)al.ldc, al.M, al.N, row0, bn0 / 2, this->warp, this->g, this->t4, al,
+                                             beta);
         }
     }
 };

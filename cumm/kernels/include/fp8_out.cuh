@@ -6,11 +6,8 @@
 // - The kernel gains a first parameter, scale_result (a device pointer to one float32): CUMM_KERNEL becomes a
 //   function-like macro that prepends it to the template's parameter list (CUMM_FP8_OUT_KERNEL: the name).
 // - The template's store, cumm_fp8_store<MT, TN, VEC, TMA>(epi, d, C, ...), becomes CummFp8Out's, which reads the
-//   scale and converts pairs: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89+) rounds two floats to nearest even and
-//   packs them into 16 bits. Saturating (.satfinite: the only form PTX has of these conversions from f32; CUTLASS's
-//   converters use it; cuBLAS's own overflow handling is not measured, docs/beyond.md): a value past the format's
-//   largest finite one (e4m3: 448, e5m2: 57344), infinities included, becomes that value with its sign; NaN stays
-//   NaN.
+//   scale and converts pairs (include/fp8_cvt.cuh, rendered just before this header: round to nearest even,
+//   saturating; cuBLAS's own overflow handling is not measured, docs/beyond.md).
 // - Direct stores, through sm90.cuh's cumm_store_rows (the 16-bit stores' walk): the wgmma fragment holds column
 //   pairs (2 t4, 2 t4 + 1) of rows g and g + 8, so a thread stores 2-byte pairs (when C is 16-byte aligned with
 //   ldc % 16 == 0, VEC_C; else bytes) and a quad's four pairs make 8 consecutive bytes. C is 1 byte an element (half
@@ -26,18 +23,6 @@
 #if EPI
 #error "FP8 outputs are stored directly: EPI = 0"
 #endif
-#if OUT == 3
-#define CUMM_FP8_C "e4m3x2"
-#else
-#define CUMM_FP8_C "e5m2x2"
-#endif
-
-// Two floats as two FP8 values in 16 bits, lo in the low byte (the lower column), saturating; NaN stays NaN.
-__device__ __forceinline__ unsigned short cumm_f2fp8x2(float lo, float hi) {
-    unsigned short r;
-    asm("cvt.rn.satfinite." CUMM_FP8_C ".f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-    return r;
-}
 
 struct CummFp8Out {
     const float* scale;  // scale_result: one float32 on the device
@@ -52,13 +37,7 @@ struct CummFp8Out {
         cumm_store_rows<MT, TN / 2>(
             d, reinterpret_cast<unsigned char*>(C), 0, ldc, M, row0, col0, warp, g, t4,
             [&](unsigned char* crow, int col, float x, float y) {
-                const unsigned short q = cumm_f2fp8x2(x * s, y * s);
-                if (VEC && col + 1 < N) {  // (col even, C and ldc on 16 bytes: a 2-byte aligned pair)
-                    *reinterpret_cast<unsigned short*>(crow + col) = q;
-                } else {
-                    if (col < N) crow[col] = (unsigned char)(q & 0xffu);
-                    if (col + 1 < N) crow[col + 1] = (unsigned char)(q >> 8);
-                }
+                cumm_fp8_pair<OUT>(crow, col, N, x * s, y * s, VEC);  // (VEC: C and ldc on 16 bytes)
             });
     }
 };
