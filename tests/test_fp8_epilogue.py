@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from cumm.api import fused
-from cumm.core.errors import CompileError
 from cumm.ladder import REGISTRY
 from cumm.plan import epilogue as E
 from cumm.plan.operands import check_fp8_out
@@ -80,7 +79,7 @@ def test_rendering():
     assert "#define CUMM_EPI_FP8 4" in src and f"_e{epi.digest}" in name
     assert src.index('#line 1 "include/fp8_cvt.cuh"') < src.index('#line 1 "include/epilogue.cuh"')
     _, src = R.render(spec, cfg, E.with_flags(flags, plain))
-    assert "#define CUMM_EPI_FP8" not in src and '#line 1 "include/fp8_cvt.cuh"' not in src
+    assert "#define CUMM_EPI_FP8 " not in src and '#line 1 "include/fp8_cvt.cuh"' not in src
 
 
 # every 16-bit rung with an epilogue: the wgmma tile stores (13, 14, 22, GLU's pairs too), the mma pair stores (11,
@@ -103,8 +102,10 @@ FP8_RUNGS = [
     ("kernel", "config", "dt", "fmt", "kw"), FP8_RUNGS, ids=[f"{r[0]}-{r[2]}-{r[3]}" for r in FP8_RUNGS]
 )
 @pytest.mark.parametrize("batched", [0, 1])
-def test_fp8_c_compiles_offline_without_spills(kernel, config, dt, fmt, kw, batched):
-    """Each store path takes the FP8 C (bias, and a named activation or GLU beside it), sm_90a, spilling nothing
+@pytest.mark.parametrize("vec_c", [0, 1])
+def test_fp8_c_compiles_offline_without_spills(kernel, config, dt, fmt, kw, batched, vec_c):
+    """Each store path takes the FP8 C (bias, and a named activation or GLU beside it), the copy engine's (VEC_C:
+    wgmma_ws's and wgmma_pingpong's TMA store of bytes) and the direct ones, sm_90a, spilling nothing
     the same epilogue with a 16-bit C does not (wgmma_pingpong's 128 x 192 tiles with bias + gelu_tanh spill 16
     bytes in their batched variants with either C)."""
     spec = REGISTRY[kernel]
@@ -113,18 +114,9 @@ def test_fp8_c_compiles_offline_without_spills(kernel, config, dt, fmt, kw, batc
     bias = _Fake((16 if kw.get("glu") else 32,))
     epi, _ = _fp8(fmt, N=32, bias=bias, **kw)
     half, _ = _build(M=5, N=32, bias=bias, **kw)
-    flags = (1, 1, 0, batched, R.dtype_flag(dt, dt))
+    flags = (1, 1, vec_c, batched, R.dtype_flag(dt, dt))
     cfg = spec.resolve(config, 90)
     k = compile_offline(spec, cfg, "sm_90a", E.with_flags(flags, epi))
     assert k.registers > 0
     if k.spill_bytes:
         assert k.spill_bytes <= compile_offline(spec, cfg, "sm_90a", E.with_flags(flags, half)).spill_bytes
-
-
-def test_fp8_c_refuses_the_copy_engine_store():
-    """An FP8 C is stored as bytes directly: a variant with VEC_C = 1 (the TMA store's) does not compile, named."""
-    spec = REGISTRY["wgmma"]
-    epi, _ = _fp8(3)
-    flags = (1, 1, 1, 0, R.dtype_flag("bfloat16", "bfloat16"))
-    with pytest.raises(CompileError, match="an FP8 C is stored directly"):
-        compile_offline(spec, spec.resolve(None, 90), "sm_90a", E.with_flags(flags, epi))

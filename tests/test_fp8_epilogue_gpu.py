@@ -50,7 +50,8 @@ CASES = [
     ("skinny16", {}, torch.bfloat16, E4),
     ("wgmma_swap_ab", {}, torch.float16, E4),
 ]
-SHAPES = [(1, 1, 1), (127, 131, 136), (64, 4097, 1), (257, 264, 300)]
+# N % 16 == 0: C's rows on 16 bytes, the TMA rungs' copy-engine store of bytes; else direct stores
+SHAPES = [(1, 1, 1), (127, 131, 136), (64, 4097, 1), (257, 264, 300), (300, 512, 64), (4097, 384, 128)]
 
 
 @pytest.mark.parametrize(("kernel", "config", "dt", "fmt"), CASES, ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in CASES])
@@ -118,26 +119,33 @@ def test_fp8_c_batched(shape_a, shape_b):
     assert ours <= 1.05 * theirs + 1e-6, (ours, theirs)
 
 
-def test_fp8_c_layouts_and_nan():
-    """A C whose rows are an odd number of bytes apart, one off the 2-byte grid (byte stores), and a transposed
-    view (staged, copied back) equal the contiguous C; NaN in a row of a stays NaN in C's row; no scale: 1."""
+@pytest.mark.parametrize("kernel", ["auto", "wgmma_ws", "wgmma_pingpong"])
+def test_fp8_c_layouts_and_nan(kernel):
+    """A C whose rows are an odd number of bytes apart, one off the 2-byte grid (byte stores), rows 144 bytes apart
+    (the copy engine's store, the last tile's columns across N = 130 stored directly), and a transposed view
+    (staged, copied back) equal the contiguous C, the bytes between N and a row's pitch untouched; NaN in a row of
+    a stays NaN in C's row; no scale: 1."""
+    _skip_wgmma(kernel)
     M, N, K = 67, 130, 96
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, 136, device="cuda", dtype=torch.bfloat16)[:, :N]  # (rows on 16 bytes: the copy engine reads b)
     bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
     a[5, 7] = float("nan")
-    want = cumm.matmul(a, b, out=_poisoned((M, N), E4), bias=bias)
+    kw = dict(kernel=kernel, bias=bias)
+    want = cumm.matmul(a, b, out=_poisoned((M, N), E4), **kw)
     torch.cuda.synchronize()
     assert want[5].float().isnan().all() and not want[torch.arange(M) != 5].float().isnan().any()
-    assert_same(want, cast_ref(cumm.matmul(a, b, out=torch.empty(M, N, device="cuda"), bias=bias), None, E4))
-    odd = _poisoned((M, N + 5), E4)[:, :N]
+    assert_same(want, cast_ref(cumm.matmul(a, b, out=torch.empty(M, N, device="cuda"), **kw), None, E4))
+    odd, pitched = _poisoned((M, N + 5), E4), _poisoned((M, 144), E4)
     off = _poisoned((M * N + 1,), E4)[1:].view(M, N)
     tr = _poisoned((N, M), E4).t()
-    for out in (odd, off, tr):
-        got = cumm.matmul(a, b, out=out, bias=bias)
+    for out in (odd[:, :N], off, tr, pitched[:, :N]):
+        got = cumm.matmul(a, b, out=out, **kw)
         torch.cuda.synchronize()
         assert got is out
         assert_same(out, want, f"strides {out.stride()} offset {out.storage_offset()}")
+    for base in (odd, pitched):
+        assert (base[:, N:].view(torch.uint8) == 0xFF).all()
 
 
 def test_fp8_c_glu():

@@ -123,7 +123,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
                 else f"no rung runs batched {dt} products in one launch: kernel='auto' runs them one at a time"
             )
         )
-    vec = [la.readable, lb.readable, 0 if fp8 else _readable_by(c3, ldc, bsc)]  # (FP8: direct byte stores)
+    vec = [la.readable, lb.readable, _readable_by(c3, ldc, bsc)]  # (an FP8 C: its bytes on 16 bytes)
     # operands the copy engine cannot read: copied into rows it reads, or the rung's fallback (any alignment). A
     # batch is copied when the fallback runs no batches; a product, where the copy pays (repack.pads_for_...).
     pad_a = pad_b = False

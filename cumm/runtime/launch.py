@@ -29,7 +29,7 @@ from .driver import (  # noqa: F401 - LaunchConfig, LaunchAttribute: the driver 
     max_active_clusters,
 )
 from .render import layout_of
-from .tmaps import Maps, MapSpec
+from .tmaps import Maps, MapSpec, fp8_c_map
 
 
 class Launch:
@@ -281,6 +281,8 @@ class Call:
                 if epi is not None and epi.glu and len(specs) > 2:  # C (the third map) is half the product's width
                     c = spec.tensor_maps(plan.cfg, M, epi.columns(N), K, self.lda, self.ldb, self.ldc, c_map, **kw)
                     specs = (*specs[:2], c[2], *specs[3:])
+                if epi is not None and epi.fp8 and len(specs) > 2 and specs[2] is not None:
+                    specs = (*specs[:2], fp8_c_map(specs[2]), *specs[3:])
                 if batch is not None:  # the batched variant reads 3-D maps: the batch is their third dimension
                     specs = [m and m.batched(batch[0], batch[1 + m.operand]) for m in specs]
                 self.maps = tuple(

@@ -44,6 +44,16 @@ class MapSpec(NamedTuple):
         return self._replace(batch=count, batch_stride=stride)
 
 
+UINT8, SWIZZLE_64B = 0, 2  # CUtensorMapDataType, CUtensorMapSwizzle
+
+
+def fp8_c_map(c: MapSpec) -> MapSpec:
+    """An FP8 C's map made from the 16-bit C's of the same launch (whose ld and batch stride are already bytes: a
+    byte view's): one byte an element, boxes of 64 rows x 64 bytes with the 64-byte swizzle
+    (include/epilogue.cuh's cumm_fp8_tma_store)."""
+    return c._replace(elem=1, dtype=UINT8, swizzle=SWIZZLE_64B)
+
+
 def l2_promotion(spec: MapSpec) -> int:
     """CUtensorMapL2promotion for ``spec``: 256 bytes (3) when its rows start on 128-byte boundaries, else none (0).
 
