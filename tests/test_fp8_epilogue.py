@@ -4,12 +4,13 @@ conversion in include/fp8_cvt.cuh), on the CPU: rendering, offline compiles of e
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cumm.api import fused
 from cumm.ladder import REGISTRY
 from cumm.plan import epilogue as E
-from cumm.plan.operands import check_fp8_out
+from cumm.plan.operands import check_fp8_out, dtype_name, new_out
 from cumm.runtime import render as R
 from cumm.runtime.compile import compile_offline
 
@@ -120,3 +121,25 @@ def test_fp8_c_compiles_offline_without_spills(kernel, config, dt, fmt, kw, batc
     assert k.registers > 0
     if k.spill_bytes:
         assert k.spill_bytes <= compile_offline(spec, cfg, "sm_90a", E.with_flags(flags, half)).spill_bytes
+
+
+class _Other:
+    """An array of another library (its kind "other": no GPU needed for these checks)."""
+
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.ndim, self.dtype = tuple(shape), len(shape), np.dtype(dtype)
+
+
+def test_out_dtype_names_and_checks():
+    """matmul's out_dtype= (plan.operands.new_out): the dtypes it writes, and the errors before anything is made."""
+    assert dtype_name("float8_e4m3fn") == "float8_e4m3fn" and dtype_name(np.float32) == "float32"
+    assert dtype_name(np.dtype("float16")) == "float16"
+    a, b = _Other((4, 8)), _Other((8, 3))
+    with pytest.raises(TypeError, match="pass out= or out_dtype=, not both"):
+        new_out(a, b, a, "float32")
+    with pytest.raises(ValueError, match="beta=2.0 adds beta . out, and out_dtype= makes a new C"):
+        new_out(a, b, None, "float32", beta=2.0)
+    with pytest.raises(TypeError, match="out_dtype=int8: matmul writes float32 for float32 other inputs"):
+        new_out(a, b, None, np.int8)
+    with pytest.raises(TypeError, match="out_dtype=float8_e5m2.*FP8 C: torch tensors; CuPy has no FP8 dtype"):
+        new_out(_Other((4, 8), "float16"), _Other((8, 3), "float16"), None, "float8_e5m2")

@@ -190,3 +190,32 @@ def test_fp8_c_errors():
         cumm.matmul(a, b, out=c8, split_k=2)
     with pytest.raises(ValueError, match=r"out has shape|needs \(33, 24\)"):
         cumm.matmul(a, b, out=_poisoned((33, 25), E4))
+
+
+def test_out_dtype():
+    """out_dtype= makes C: an FP8 C equal to the out= call's, a float32 C of bfloat16 inputs equal to the out= float32
+    call's, batches, glu= (half the columns), a CuPy product's float32 C; FP8 for CuPy arrays refused."""
+    import cupy
+
+    a = torch.randn(129, 200, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(200, 272, device="cuda", dtype=torch.bfloat16)
+    s = torch.full((), 0.25, device="cuda")
+    c = cumm.matmul(a, b, out_dtype=E4, scale_result=s)
+    assert c.dtype == E4 and c.shape == (129, 272)
+    assert_same(c, cumm.matmul(a, b, out=_poisoned((129, 272), E4), scale_result=s))
+    c32 = cumm.matmul(a, b, out_dtype=torch.float32)
+    assert c32.dtype == torch.float32 and torch.equal(c32, cumm.matmul(a, b, out=torch.empty(129, 272, device="cuda")))
+    a3 = torch.randn(3, 65, 200, device="cuda", dtype=torch.bfloat16)
+    c3 = cumm.matmul(a3, b, out_dtype=E5)
+    assert c3.shape == (3, 65, 272) and c3.dtype == E5
+    assert_same(c3, cast_ref(cumm.matmul(a3, b, out_dtype="float32"), None, E5))
+    w = cumm.glu_weight(b[:, :96], b[:, 96:192])
+    g = cumm.matmul(a, w, glu="silu", out_dtype=E4)
+    assert g.shape == (129, 96) and g.dtype == E4
+    ac = cupy.random.standard_normal((65, 64), dtype="float32").astype("float16")
+    bc = cupy.random.standard_normal((64, 40), dtype="float32").astype("float16")
+    cc = cumm.matmul(ac, bc, out_dtype="float32")
+    assert type(cc) is cupy.ndarray and cc.dtype == cupy.float32
+    assert bool((cc == cumm.matmul(ac, bc, out=cupy.empty((65, 40), "float32"))).all())
+    with pytest.raises(TypeError, match="CuPy has no FP8 dtype"):
+        cumm.matmul(ac, bc, out_dtype=E4)

@@ -18,7 +18,7 @@ from ..ladder import get_spec, split_refusal
 from ..plan import splitk as _splitk
 from ..plan.decide import decide
 from ..plan.execute import execute, run_cached
-from ..plan.operands import F32_MAX, config_key, prepare, real_scalar, span, stacked, staging
+from ..plan.operands import F32_MAX, config_key, new_out, prepare, real_scalar, span, stacked, staging
 from ..runtime import arrays as _arrays
 from ..runtime.launch import Call
 from . import fused as _fused
@@ -94,6 +94,7 @@ def matmul(
     kernel: str = "auto",
     config: Mapping[str, int] | None = None,
     out=None,
+    out_dtype=None,
     alpha: float = 1.0,
     beta: float = 0.0,
     split_k: int | None = None,
@@ -114,8 +115,11 @@ def matmul(
     ``glu`` (an activation's name): C = act(a @ w1) * (a @ w3), half of b's columns, for b = cumm.glu_weight(w1, w3).
     FP8 C (bfloat16 / float16 inputs, torch): ``out`` a torch.float8_e4m3fn or float8_e5m2 tensor, written as
     fp8(scale_result * v) after the epilogue, rounded to nearest even and saturated (``scale_result``: a float32
-    one-element tensor; none: 1); beta must be 0.
+    one-element tensor; none: 1); beta must be 0. ``out_dtype`` (in place of ``out``): a new C of that dtype, the
+    inputs' (the default), float32, or for torch tensors an FP8 dtype.
     """
+    if out_dtype is not None:
+        out = new_out(a, b, out, out_dtype, glu is not None, beta)
     plain = type(alpha) is float and type(beta) is float and abs(alpha) <= F32_MAX and abs(beta) <= F32_MAX
     # (cached paths: alpha, beta floats that float32 holds, else the checks name them); every miss ends at the bottom
     key = epi = None

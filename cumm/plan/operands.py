@@ -16,6 +16,7 @@ import numpy as np
 # The dtypes matmul takes: float32, and float16 / bfloat16 (CuPy's bfloat16 comes from ml_dtypes) for the rungs
 # that declare them (KernelSpec.dtypes; cumm.kernels(dtype=...) lists them).
 from ..core.dtypes import DTYPES as SUPPORTED_DTYPES
+from ..core.dtypes import FP8
 from ..runtime import arrays as _arrays
 from . import repack as _repack
 
@@ -243,6 +244,47 @@ def shapes(a, b) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
     batch = tuple(reversed(batch))
     shape = batch + ((M,) if a.ndim != 1 else ()) + ((N,) if b.ndim != 1 else ())
     return M, N, K, batch, shape
+
+
+def dtype_name(dtype) -> str:
+    """A dtype's name: a torch dtype's ("float8_e4m3fn" for torch.float8_e4m3fn), a numpy or CuPy dtype's (or
+    a type's, np.float32), or a name as it is."""
+    if isinstance(dtype, str):
+        return dtype
+    text = str(dtype)
+    if text.startswith("torch."):
+        return text.removeprefix("torch.")
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return text
+
+
+def new_out(a, b, out, out_dtype, glu: bool = False, beta=0.0):
+    """A new C of ``out_dtype`` (a torch or numpy dtype, or its name) for ``a @ b`` (half of b's columns with
+    ``glu``), of the inputs' kind on their device: matmul's ``out_dtype=``. TypeError for an ``out`` beside it or
+    a dtype matmul does not write: the inputs' dtype, float32, or for torch tensors FP8 (float8_e4m3fn,
+    float8_e5m2); ValueError for a beta (a new C has no values to add)."""
+    if out is not None:
+        raise TypeError("pass out= or out_dtype=, not both (C's dtype is out's)")
+    if beta != 0.0:
+        raise ValueError(f"beta={beta} adds beta * out, and out_dtype= makes a new C: pass out= (of that dtype)")
+    name, akind = dtype_name(out_dtype), _arrays.kind(a)
+    inputs = dtype_name(getattr(a, "dtype", None))
+    takes = list(dict.fromkeys((inputs, "float32"))) + (list(FP8) if akind == _arrays.TORCH else [])
+    if name not in takes:
+        why = " (FP8 C: torch tensors; CuPy has no FP8 dtype)" if name in FP8 else ""
+        raise TypeError(f"out_dtype={name}: matmul writes {', '.join(takes)} for {inputs} {akind} inputs{why}")
+    M, N, K, batch, shape = shapes(a, b)
+    if glu:
+        shape = shape[:-1] + (N // 2,)
+    dev = _arrays.device_of(a)
+    if name in FP8:
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, name), device=torch.device("cuda", dev))
+    dt = _arrays.bfloat16() if name == "bfloat16" else np.dtype(name)
+    return _arrays.empty(_arrays.TORCH if akind == _arrays.TORCH else _arrays.CUPY, shape, dt, dev)
 
 
 def glu_columns(b, N: int) -> int:

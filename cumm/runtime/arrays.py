@@ -30,7 +30,7 @@ def kind(x) -> str:
     return OTHER
 
 
-def _device_of(x) -> int:
+def device_of(x) -> int:
     """The device holding GPU array ``x`` (one with ``__cuda_array_interface__``): a torch tensor's own, else the
     device of its data pointer (the current device for an empty array)."""
     if kind(x) == TORCH:
@@ -63,7 +63,7 @@ def as_cupy(x, name: str) -> cupy.ndarray:
         try:
             # The interface names no device, and cupy files the memory under the current one: view it under the
             # array's own device (a torch tensor on cuda:1 with device 0 current was taken for device 0's).
-            with cupy.cuda.Device(_device_of(x)):
+            with cupy.cuda.Device(device_of(x)):
                 view = cupy.asarray(x)  # zero-copy through the interface
         except Exception as e:
             raise TypeError(f"{name} ({describe(x)}) could not be viewed as a GPU array: {e}") from None
