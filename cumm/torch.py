@@ -5,7 +5,7 @@ kernels without a graph break, and :class:`Linear`, an ``nn.Linear`` whose forwa
     >>> mlp = torch.nn.Sequential(cumm.torch.Linear(1024, 4096, activation="gelu"), cumm.torch.Linear(4096, 1024))
     >>> y = torch.compile(mlp.cuda().bfloat16(), fullgraph=True)(x)
 
-Two ops are registered when this module is first imported (``import cumm`` never imports torch):
+Four ops are registered when this module is first imported (``import cumm`` never imports torch):
 
 * ``torch.ops.cumm.matmul(a, b, rung="auto")``: ``a @ b`` with ``numpy.matmul``'s rules (batches broadcast,
   1-D operands), as ``cumm.matmul(a, b, kernel=kernel)``.
@@ -15,10 +15,15 @@ Two ops are registered when this module is first imported (``import cumm`` never
 * ``torch.ops.cumm.glu_linear(x, weight, activation="silu", rung="auto")``: a gated MLP's ``act(x @ w1.T) *
   (x @ w3.T)`` as one product (``cumm.matmul``'s ``glu=``), ``weight`` the ``(2N, K)`` interleaving of w1 and w3
   (:func:`glu_weight`); :class:`GLULinear` holds one.
+* ``torch.ops.cumm.linear_fp8(x, weight, scale_result, out_dtype, bias=None, activation=None, residual=None,
+  rung="auto")``: ``linear``'s value cast to FP8 (``out_dtype`` torch.float8_e4m3fn or float8_e5m2) times
+  ``scale_result`` in the same epilogue, saturating (the next FP8 layer's input; inference: no backward).
+  ``linear(..., out_dtype=torch.float8_e4m3fn, scale_result=s)`` calls it.
 
 Each has a fake (meta) implementation that gives the real one's shape, dtype and strides (a new contiguous tensor)
-and checks what the real one checks about shapes and dtypes, and a backward made of more cumm launches (two
-products per op; ``linear`` with an activation recomputes its pre-activation with a third), so both train too.
+and checks what the real one checks about shapes and dtypes, and (but ``linear_fp8``) a backward made of more cumm
+launches (two products per op; ``linear`` with an activation recomputes its pre-activation with a third), so they
+train too.
 """
 
 import math
@@ -238,6 +243,67 @@ def _linear_backward(ctx, g):
 _linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+_LINEAR_FP8_SCHEMA = (
+    "(Tensor x, Tensor weight, Tensor scale_result, ScalarType out_dtype, Tensor? bias=None, str? activation=None, "
+    'Tensor? residual=None, str rung="auto") -> Tensor'
+)
+
+
+def _fp8_check(x, scale_result, out_dtype) -> None:
+    torch._check(
+        out_dtype in _FP8,
+        lambda: f"cumm.linear_fp8: out_dtype must be torch.float8_e4m3fn or float8_e5m2, got {out_dtype}",
+    )
+    torch._check(
+        x.dtype in (torch.float16, torch.bfloat16),
+        lambda: f"cumm.linear_fp8: x and weight must be float16 or bfloat16 (an FP8 C), got {x.dtype}",
+    )
+    torch._check(
+        scale_result.numel() == 1 and scale_result.dtype == torch.float32,
+        lambda: (
+            f"cumm.linear_fp8: scale_result must be a float32 tensor of one element, got {scale_result.dtype} of "
+            f"shape {tuple(scale_result.shape)}"
+        ),
+    )
+
+
+@torch.library.custom_op("cumm::linear_fp8", mutates_args=(), schema=_LINEAR_FP8_SCHEMA)
+def _linear_fp8_op(x, weight, scale_result, out_dtype, bias=None, activation=None, residual=None, rung="auto"):
+    shape = _linear_check(x, weight, bias, activation, residual)
+    _fp8_check(x, scale_result, out_dtype)
+    N, K = weight.shape
+    M = math.prod(x.shape[:-1])
+    out = torch.empty(shape, dtype=out_dtype, device=x.device)
+    if M == 0 or N == 0:
+        return out
+    if K == 0:  # the empty sum (no kernel runs): act(bias) + residual, scaled and cast saturating as the kernels do
+        z = torch.zeros(shape, dtype=torch.float32, device=x.device)
+        z = _act(z + bias.float() if bias is not None else z, activation)
+        z = (z + residual.float() if residual is not None else z) * scale_result.float().reshape(())
+        big = torch.finfo(out_dtype).max
+        return out.copy_(torch.where(z.isnan(), z, z.clamp(-big, big)))
+    r2 = residual.reshape(M, N) if residual is not None else None
+    _cumm_matmul(
+        x.reshape(M, K),
+        weight.t(),
+        kernel=rung,
+        bias=bias,
+        activation=activation,
+        residual=r2,
+        out=out.view(M, N),
+        scale_result=scale_result,
+    )
+    return out
+
+
+@_linear_fp8_op.register_fake
+def _linear_fp8_fake(x, weight, scale_result, out_dtype, bias=None, activation=None, residual=None, rung="auto"):
+    shape = _linear_check(x, weight, bias, activation, residual)
+    _fp8_check(x, scale_result, out_dtype)
+    return x.new_empty(shape, dtype=out_dtype)
+
+
 def linear(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -246,11 +312,20 @@ def linear(
     residual: torch.Tensor | None = None,
     *,
     kernel: str = "auto",
+    out_dtype: torch.dtype | None = None,
+    scale_result: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``act(x @ weight.T + bias) + residual`` through cumm (``torch.ops.cumm.linear``), one fused launch:
     ``weight`` is ``(out_features, in_features)``, ``bias`` ``(out_features,)``, ``residual`` of the result's
-    shape, ``activation`` one of "relu", "gelu", "gelu_tanh", "silu" or None."""
-    return torch.ops.cumm.linear(x, weight, bias, activation, residual, kernel)
+    shape, ``activation`` one of "relu", "gelu", "gelu_tanh", "silu" or None. ``out_dtype`` an FP8 dtype: that
+    value times ``scale_result`` (a float32 one-element tensor; none: 1) cast to FP8 in the same launch
+    (``torch.ops.cumm.linear_fp8``, no backward); None: x's dtype."""
+    if out_dtype is None or out_dtype == x.dtype:
+        torch._check(scale_result is None, lambda: "cumm.linear: scale_result scales an FP8 out_dtype's C")
+        return torch.ops.cumm.linear(x, weight, bias, activation, residual, kernel)
+    if scale_result is None:
+        scale_result = torch.ones((), dtype=torch.float32, device=x.device)
+    return torch.ops.cumm.linear_fp8(x, weight, scale_result, out_dtype, bias, activation, residual, kernel)
 
 
 class Linear(torch.nn.Linear):

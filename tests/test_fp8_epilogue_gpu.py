@@ -219,3 +219,27 @@ def test_out_dtype():
     assert bool((cc == cumm.matmul(ac, bc, out=cupy.empty((65, 40), "float32"))).all())
     with pytest.raises(TypeError, match="CuPy has no FP8 dtype"):
         cumm.matmul(ac, bc, out_dtype=E4)
+
+
+def test_torch_linear_fp8():
+    """cumm.torch.linear with an FP8 out_dtype (torch.ops.cumm.linear_fp8): the bytes of cumm.matmul's FP8 C, under
+    torch.compile(fullgraph=True) too; K = 0 (no kernel: torch's saturating cast of act(bias)); its checks."""
+    import cumm.torch as ct
+
+    x = torch.randn(2, 65, 256, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(264, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(264, device="cuda", dtype=torch.bfloat16)
+    s = torch.full((), 0.5, device="cuda")
+    y = ct.linear(x, w, b, "gelu_tanh", out_dtype=E4, scale_result=s)
+    assert y.dtype == E4 and y.shape == (2, 65, 264)
+    kw = dict(bias=b, activation="gelu_tanh", out_dtype=E4, scale_result=s)
+    want = cumm.matmul(x.reshape(130, 256), w.t(), **kw).reshape(2, 65, 264)
+    assert_same(y, want)
+    f = torch.compile(lambda x: ct.linear(x, w, b, "gelu_tanh", out_dtype=E4, scale_result=s), fullgraph=True)
+    assert_same(f(x), want)
+    z = ct.linear(x[..., :0], w[:, :0], b, "relu", out_dtype=E5)
+    assert_same(z, cast_ref(torch.relu(b.float()).expand(2, 65, 264), None, E5))
+    with pytest.raises(RuntimeError, match="out_dtype must be torch.float8_e4m3fn or float8_e5m2"):
+        ct.linear(x, w, out_dtype=torch.int8)
+    with pytest.raises(RuntimeError, match="scale_result must be a float32 tensor of one element"):
+        ct.linear(x, w, out_dtype=E4, scale_result=torch.ones(2, device="cuda"))
