@@ -8,7 +8,8 @@ ways to do the same (docs/beyond.md, FP8 output with a scale).
 For each M x N x K (x: M x K, w: K x N, b: N, bf16 torch tensors; s: a float32 scale bringing the result's largest
 magnitude to half of e4m3's 448), every variant's result is checked first (dequantized, C / s, against float64: at
 most 1.05x the error of torch's eager result + 1e-6), then ``--rounds`` interleaved rounds (every variant once per
-round, ``--iters`` back-to-back calls timed with CUDA events), the median per variant:
+round, each round starting one variant later, ``--iters`` back-to-back calls timed with CUDA events), the median
+per variant:
 
 - ``cumm``: the plain product ``cumm.matmul(x, w)`` (bf16 C), and ``cumm bias+gelu_tanh`` (bf16 C)
 - ``cumm fp8``: ``cumm.matmul(x, w, out=c8, scale_result=s)``: the product cast to float8_e4m3fn in its epilogue
@@ -99,7 +100,8 @@ def _one(M: int, N: int, K: int, args, rows: list) -> int:
     for f, _ in variants.values():  # warm-up (compiles)
         f()
     torch.cuda.synchronize()
-    times = torch_rounds_ms({n: lambda i, f=f: f() for n, (f, _) in variants.items()}, args.rounds, args.iters)
+    fns = {n: lambda i, f=f: f() for n, (f, _) in variants.items()}
+    times = torch_rounds_ms(fns, args.rounds, args.iters, rotate=True)
     med = {n: statistics.median(t) for n, t in times.items()}
     flop = 2.0 * M * N * K
     plain = med["cumm"]

@@ -179,15 +179,22 @@ def host_us(fn: Callable[[], object], calls: int, warmup: int) -> float:
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def torch_rounds_ms(fns: Mapping[str, Callable[[int], object]], rounds: int, reps: int) -> dict[str, list[float]]:
+def torch_rounds_ms(
+    fns: Mapping[str, Callable[[int], object]], rounds: int, reps: int, rotate: bool = False
+) -> dict[str, list[float]]:
     """Per name, the milliseconds per call of ``rounds`` bursts of ``reps`` calls ``fn(i)`` (i = 0 .. reps - 1:
     rotate input sets with it), the names taking turns each round, timed by torch CUDA events on torch's current
-    stream (where the calls run). No warm-up: call each once first."""
+    stream (where the calls run). ``rotate``: round r starts at name r (mod their number), so no name always
+    follows the same one (the clock under the power cap follows the work before). No warm-up: call each once
+    first."""
     import torch
 
     times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    names = list(fns)
+    for r in range(rounds):
+        k = r % len(names) if rotate else 0
+        for name in names[k:] + names[:k]:
+            fn = fns[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for i in range(reps):
