@@ -17,6 +17,7 @@ import cumm
 from cumm.core.errors import CompileError
 from cumm.ladder import REGISTRY
 from cumm.plan import epilogue as E
+from cumm.plan import routes as RT
 from cumm.runtime import render as R
 from cumm.runtime.compile import compile_offline
 
@@ -142,27 +143,27 @@ def test_named_activation_with_an_operand_named_acc_compiles():
 
 
 def test_tf32x3_takes_no_epilogue():
-    assert E.route("tf32x3", "auto", None) == "double_buffer"
+    assert RT.route("tf32x3", "auto", None) == "double_buffer"
     with pytest.raises(ValueError, match="does not take an epilogue"):
-        E.route("tf32x3", "tf32x3", None)
+        RT.route("tf32x3", "tf32x3", None)
     with pytest.raises(ValueError, match="split_k=4 with an epilogue"):
-        E.route("warptile", "warptile", 4)
-    assert E.route("wgmma_ws", "auto", None) == "wgmma_ws"
+        RT.route("warptile", "warptile", 4)
+    assert RT.route("wgmma_ws", "auto", None) == "wgmma_ws"
 
 
 def test_the_fallback_route_is_asked_with_the_first(monkeypatch):
     """decide asks, with an epilogue call's route, the rung its rung's fallback would hand it to: wgmma_tf32x3
     falls back to tf32x3, whose stores take none (double_buffer's do); the wgmma rungs' fallback takes one."""
-    assert E.fallback_route("wgmma_tf32x3") == "double_buffer" == E.route("tf32x3", "auto", None)
-    assert E.fallback_route("wgmma_ws") is None and E.fallback_route("warptile") is None
+    assert RT.fallback_route("wgmma_tf32x3") == "double_buffer" == RT.route("tf32x3", "auto", None)
+    assert RT.fallback_route("wgmma_ws") is None and RT.fallback_route("warptile") is None
     monkeypatch.setitem(REGISTRY, "warptile", dataclasses.replace(REGISTRY["warptile"], fallback="not-a-rung"))
-    assert E.fallback_route("warptile") is None  # (decide's REGISTRY[...] says what it is, as before)
+    assert RT.fallback_route("warptile") is None  # (decide's REGISTRY[...] says what it is, as before)
 
     def refuse(kernel, requested, split_k):
         raise ValueError(f"nothing below {kernel} takes it")
 
-    monkeypatch.setattr(E, "route", refuse)  # no rung takes it: the error, for decide to raise if the fallback runs
-    err = E.fallback_route("wgmma_tf32x3")
+    monkeypatch.setattr(RT, "route", refuse)  # no rung takes it: the error, for decide to raise if the fallback runs
+    err = RT.fallback_route("wgmma_tf32x3")
     assert isinstance(err, ValueError) and str(err) == "nothing below tf32x3 takes it"
 
 
@@ -171,15 +172,15 @@ def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
     """routes(): route, then (auto, an epilogue reading no M x N operand) the short-K route, then (a batch under auto)
     a rung that runs the batch in one launch and takes an epilogue, then fallback_route, for every rung, dtype,
     batch, depth and epilogue kind, as decide asked them one at a time."""
-    monkeypatch.setattr(E, "compute_capability", lambda dev: cc)
-    monkeypatch.setattr(E, "multiprocessors", lambda dev: 132)
+    monkeypatch.setattr(RT, "compute_capability", lambda dev: cc)
+    monkeypatch.setattr(RT, "multiprocessors", lambda dev: 132)
     plain = E.Epilogue("v += bias[col];", "", (("bias", "float32"),), "bias")
     matrix = dataclasses.replace(plain, reads_matrix=True)
 
     def one_by_one(kernel, auto, batch, dt, K, epi):
-        routed = E.route(kernel, "auto" if auto else kernel, None)
+        routed = RT.route(kernel, "auto" if auto else kernel, None)
         if auto and not epi.reads_matrix:
-            routed = E.short_k_route(routed, K, dt, cc, 4096, 4096, 132)
+            routed = RT.short_k_route(routed, K, dt, cc, 4096, 4096, 132)
         if batch and auto and not REGISTRY[routed].batches:
             able = [
                 n
@@ -187,7 +188,7 @@ def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
                 if s.kind == "gemm" and s.batches and dt in s.dtypes and s.min_cc <= cc and s.epilogue
             ]
             routed = able[-1] if able else routed
-        return routed, E.fallback_route(routed)
+        return routed, RT.fallback_route(routed)
 
     for kernel, spec in REGISTRY.items():
         for dt in spec.dtypes if spec.kind == "gemm" else ():
@@ -198,18 +199,18 @@ def test_routes_answers_as_decide_asked_one_by_one(monkeypatch, cc):
                     want = one_by_one(kernel, auto, batch, dt, K, epi)
                 except ValueError as e:
                     with pytest.raises(ValueError, match=re.escape(str(e))):
-                        E.routes(kernel, auto, None, batch, dt, 0, (4096, 4096, K), epi)
+                        RT.routes(kernel, auto, None, batch, dt, 0, (4096, 4096, K), epi)
                     continue
-                got = E.routes(kernel, auto, None, batch, dt, 0, (4096, 4096, K), epi)
+                got = RT.routes(kernel, auto, None, batch, dt, 0, (4096, 4096, K), epi)
                 assert got == want, (kernel, auto, batch, dt, K, epi.reads_matrix)
     # the short-K route itself, on the H200: wgmma_pingpong in the top rung's place at K <= 2048, and deeper where
     # its 128 x 192 tiles fill the rounds (8192 x 14336) but not where they leave a round short (4096^3)
     if cc == 90:
-        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), plain)[0] == "wgmma_pingpong"
-        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), matrix)[0] == "wgmma_ws"
-        assert E.routes("wgmma_ws", False, None, (), "bfloat16", 0, (4096, 4096, 1024), plain)[0] == "wgmma_ws"
-        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (8192, 14336, 4096), plain)[0] == "wgmma_pingpong"
-        assert E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 4096), plain)[0] == "wgmma_ws"
+        assert RT.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), plain)[0] == "wgmma_pingpong"
+        assert RT.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), matrix)[0] == "wgmma_ws"
+        assert RT.routes("wgmma_ws", False, None, (), "bfloat16", 0, (4096, 4096, 1024), plain)[0] == "wgmma_ws"
+        assert RT.routes("wgmma_ws", True, None, (), "bfloat16", 0, (8192, 14336, 4096), plain)[0] == "wgmma_pingpong"
+        assert RT.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 4096), plain)[0] == "wgmma_ws"
 
 
 def test_snippet_compile_error_names_its_line():

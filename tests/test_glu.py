@@ -16,6 +16,7 @@ import cumm
 from cumm.core.errors import CompileError
 from cumm.ladder import REGISTRY
 from cumm.plan import epilogue as E
+from cumm.plan import routes as RT
 from cumm.plan.operands import GLU_BLOCK, glu_columns
 from cumm.runtime import render as R
 from cumm.runtime.compile import compile_offline
@@ -83,21 +84,21 @@ def test_stores_that_do_not_pair_do_not_compile_a_glu_variant(kernel):
 
 
 def test_glu_route(monkeypatch):
-    monkeypatch.setattr(E, "compute_capability", lambda dev: 90)
-    monkeypatch.setattr(E, "multiprocessors", lambda dev: 132)
-    assert E.glu_route("skinny16", True, "bfloat16", 90, False) == "wgmma_ws"  # the top rung of those that pair
-    assert E.routes("skinny16", True, None, (), "bfloat16", 0, (4096, 4096, 4096), GLU)[0] == "wgmma_ws"
+    monkeypatch.setattr(RT, "compute_capability", lambda dev: 90)
+    monkeypatch.setattr(RT, "multiprocessors", lambda dev: 132)
+    assert RT.glu_route("skinny16", True, "bfloat16", 90, False) == "wgmma_ws"  # the top rung of those that pair
+    assert RT.routes("skinny16", True, None, (), "bfloat16", 0, (4096, 4096, 4096), GLU)[0] == "wgmma_ws"
     assert (
-        E.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), GLU)[0] == "wgmma_pingpong"
+        RT.routes("wgmma_ws", True, None, (), "bfloat16", 0, (4096, 4096, 1024), GLU)[0] == "wgmma_pingpong"
     )  # short K
-    assert E.routes("wgmma_pingpong", False, None, (), "float16", 0, (4096, 4096, 4096), GLU)[0] == "wgmma_pingpong"
-    assert REGISTRY[E.routes("wgmma_swap_ab", True, None, (3,), "bfloat16", 0, (3 * 64, 4096, 4096), GLU)[0]].glu
+    assert RT.routes("wgmma_pingpong", False, None, (), "float16", 0, (4096, 4096, 4096), GLU)[0] == "wgmma_pingpong"
+    assert REGISTRY[RT.routes("wgmma_swap_ab", True, None, (3,), "bfloat16", 0, (3 * 64, 4096, 4096), GLU)[0]].glu
     with pytest.raises(ValueError, match=r"kernel 'mma' cannot run glu= .* the rungs that do: \['wgmma', 'wgmma_ws'"):
-        E.routes("mma", False, None, (), "bfloat16", 0, (64, 64, 64), GLU)
+        RT.routes("mma", False, None, (), "bfloat16", 0, (64, 64, 64), GLU)
     with pytest.raises(ValueError, match=r"glu= runs on the rungs .*bfloat16 and float16 products .* float32 product"):
-        E.routes("double_buffer", True, None, (), "float32", 0, (64, 64, 64), GLU)
+        RT.routes("double_buffer", True, None, (), "float32", 0, (64, 64, 64), GLU)
     with pytest.raises(ValueError, match=r"this is a bfloat16 product on 80"):
-        E.glu_route("mma", True, "bfloat16", 80, False)
+        RT.glu_route("mma", True, "bfloat16", 80, False)
 
 
 # ---- GPU --------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cumm
-from cumm.plan import epilogue as E
+from cumm.plan import routes as RT
 from cumm.tools import bench as _bench
 from cumm.tools import check as _check
 from cumm.tools import cli as _cli
@@ -86,12 +86,12 @@ def test_check_glu_messages_are_matmuls():
         epiref.check_glu("silu", ["float16"], ["wgmma_ws"], [(37, 24, 13), (37, 20, 13)])
     with pytest.raises(ValueError, match="b has 40 columns, not a multiple of 16; make b with cumm.glu_weight"):
         epiref.check_glu("silu", ["float16"], None, [(37, 20, 13)])
-    epiref.check_glu("gelu_tanh", ["bfloat16", "float16"], ["auto", *E.glu_rungs()], [(1, 8, 1), (4097, 264, 72)])
+    epiref.check_glu("gelu_tanh", ["bfloat16", "float16"], ["auto", *RT.glu_rungs()], [(1, 8, 1), (4097, 264, 72)])
     epiref.check_glu(None, ["float32"], ["mma"], [(1, 1, 1)])  # no glu: nothing to refuse
     # the same rules as matmul's own (one definition each)
-    assert E.glu_rungs() == ["wgmma", "wgmma_ws", "wgmma_pingpong"]
+    assert RT.glu_rungs() == ["wgmma", "wgmma_ws", "wgmma_pingpong"]
     with pytest.raises(ValueError, match="this is a float32 product on 90"):
-        E.glu_route("double_buffer", True, "float32", 90, False)
+        RT.glu_route("double_buffer", True, "float32", 90, False)
 
 
 def test_cumm_check_refuses_before_the_gpu(cpu_only):
@@ -297,7 +297,7 @@ def test_bench_glu_default_kernels_and_epilogue(sm90):
     rows = cumm.bench(
         shapes=[(128, 64, 64)], dtype="float16", glu="gelu", activation="relu", repeat=2, progress=False, settle_s=0
     )
-    assert [r["kernel"] for r in rows] == ["unfused", *E.glu_rungs(), "auto"]
+    assert [r["kernel"] for r in rows] == ["unfused", *RT.glu_rungs(), "auto"]
     assert all(r["status"] == "ok" for r in rows), rows
 
 

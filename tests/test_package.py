@@ -16,7 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "cumm"
 
 
-LAYERS = {"core", "runtime", "ladder", "plan", "api", "tools"}  # the subpackages, bottom to top
+# the subpackages, bottom to top; torch (the torch.library ops over api) only with `import cumm.torch`
+LAYERS = {"core", "runtime", "ladder", "plan", "api", "tools", "torch"}
 
 
 def test_namespace_is_the_public_api():

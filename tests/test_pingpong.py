@@ -70,7 +70,7 @@ def test_raced_not_the_top_rung():
 def test_auto_runs_it_for_a_fused_epilogue_at_short_k():
     """In place of the top rung, at K <= 2048 (its spec's epilogue_max_k) and deeper where its spec's
     epilogue_shapes says so; a tuned entry's own rung keeps the call."""
-    from cumm.plan.epilogue import short_k_route
+    from cumm.plan.routes import short_k_route
 
     assert cumm.kernel_spec(NAME).epilogue_max_k == 2048
     for dt in HALF:

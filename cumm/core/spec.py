@@ -156,10 +156,10 @@ class KernelSpec:
     # with more; kernel="auto" runs it where a tuned entry says it won.
     race_max_m: int = 0
     # kernel="auto" runs it for a product with a fused epilogue (bias=, activation=, epilogue=) at most this deep
-    # (K) where it would run its dtype's top rung; 0: never (cumm/plan/epilogue.py, short_k_route).
+    # (K) where it would run its dtype's top rung; 0: never (cumm/plan/routes.py, short_k_route).
     epilogue_max_k: int = 0
     # Deeper than epilogue_max_k, the products it still takes in place of the top rung: called with (rows, N, K,
-    # multiprocessors), a batch's rows being nb M (cumm/plan/epilogue.py, short_k_route); None: none.
+    # multiprocessors), a batch's rows being nb M (cumm/plan/routes.py, short_k_route); None: none.
     epilogue_shapes: Callable[[int, int, int, int], bool] | None = None
     # Runs batched products in one launch (cumm.runtime.render.supports_batch: its template moves its pointers to
     # its product, or it walks the batch's tiles): set once when the spec is registered (cumm.ladder.registry.add).

@@ -21,8 +21,8 @@ from ..runtime.launch import Call
 from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag
 from . import auto as _auto
 from . import edges as _edges
-from . import epilogue as _epi
 from . import repack as _repack
+from . import routes as _routes
 from . import splitk as _splitk
 from .operands import INT32_MAX, compute_capability, operand_layouts, row_major, shares, span
 from .plan import NOT_GEMM, gemm_kernels_list, plan_for
@@ -91,9 +91,9 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     auto, split_arg = spec is None, split_k
     kernel, config, split_k = _choose(spec, config, 1 if batch else split_k, dt, M, N, K, dev, nb if batch else 0)
     rerouted = None  # (with an epilogue, the rung for it should the rung's fallback not take it)
-    if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/epilogue.py)
+    if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/routes.py)
         shape = (nb * M if batch else M, N, K)
-        routed, rerouted = _epi.routes(kernel, auto, None if batch else split_arg, batch, dt, dev, shape, epilogue)
+        routed, rerouted = _routes.routes(kernel, auto, None if batch else split_arg, batch, dt, dev, shape, epilogue)
         kernel, config, split_k = routed, config if routed == kernel else None, None
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):

@@ -324,7 +324,7 @@ def run(
         raise ValueError(f"dtype must be one of {', '.join(TOLERANCES)}, got {dtype!r}")
     valid = [*_kernels(dtype=dtype), "auto"]
     if kernels is None and glu is not None:
-        from ..plan.epilogue import glu_rungs
+        from ..plan.routes import glu_rungs
 
         kernels = [n for n in glu_rungs() if n in valid] + ["auto"]
     kernels = list(_kernels(dtype=dtype)) if kernels is None else list(kernels)

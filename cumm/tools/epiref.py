@@ -46,7 +46,7 @@ def check_glu(
 ) -> None:
     """ValueError, before the GPU is touched, for a ``glu=`` that cumm check / bench cannot run: not an
     activation's name, a dtype no glu= rung takes, a named rung without ``KernelSpec.glu``, a shape whose N (C's
-    columns; B has 2N) breaks glu='s pairing rule. Each message is matmul's own (cumm/plan/epilogue.py,
+    columns; B has 2N) breaks glu='s pairing rule. Each message is matmul's own (cumm/plan/epilogue.py, routes.py,
     cumm/plan/operands.py glu_columns)."""
     if glu is None:
         return
@@ -54,17 +54,18 @@ def check_glu(
 
     from ..ladder import get_spec
     from ..plan import epilogue as _epilogue
+    from ..plan import routes as _routes
     from ..plan.operands import glu_columns
 
     _epilogue.check_glu_name(glu)
-    rungs = _epilogue.glu_rungs()
+    rungs = _routes.glu_rungs()
     takes = sorted({d for n in rungs for d in get_spec(n).dtypes})
     for k in kernels or ():
         if k != "auto" and not get_spec(k).glu:
-            _epilogue.glu_route(k, False, takes[0], 90, False)  # raises: the rungs that do
+            _routes.glu_route(k, False, takes[0], 90, False)  # raises: the rungs that do
     for d in dtypes:
         if d not in takes:
-            raise ValueError(f"{_epilogue.glu_unsupported(d)}: pass dtype {' or '.join(map(repr, takes))}")
+            raise ValueError(f"{_routes.glu_unsupported(d)}: pass dtype {' or '.join(map(repr, takes))}")
     for s in shapes or ():
         M, N, K = s
         try:

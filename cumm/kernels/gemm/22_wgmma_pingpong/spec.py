@@ -51,7 +51,7 @@ def _smem(c) -> int:
 SPEC = KernelSpec(
     name="wgmma_pingpong",
     raced=True,  # the tuner races it
-    # auto's rung for a fused epilogue at K <= 2048 (cumm/plan/epilogue.py). H200, bf16, bias + gelu_tanh, x torch's
+    # auto's rung for a fused epilogue at K <= 2048 (cumm/plan/routes.py). H200, bf16, bias + gelu_tanh, x torch's
     # plain product, wgmma_ws -> this rung: 8192 x 14336 x K, K = 512 0.597 -> 0.691, 1024 0.711 -> 0.861, 2048
     # 0.840 -> 0.932, 4096 0.936 -> 0.943; 4096 x 4096 x 1024 0.748 -> 0.864, 2048 x 8192 x 1024 0.740 -> 0.840,
     # 16384 x 4096 x 1024 0.747 -> 0.865; but 4096^3 0.941 -> 0.915 (deep K: 14's 128 x 256 tiles read less of L2).
