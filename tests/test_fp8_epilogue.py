@@ -143,3 +143,31 @@ def test_out_dtype_names_and_checks():
         new_out(a, b, None, np.int8)
     with pytest.raises(TypeError, match="out_dtype=float8_e5m2.*FP8 C: torch tensors; CuPy has no FP8 dtype"):
         new_out(_Other((4, 8), "float16"), _Other((8, 3), "float16"), None, "float8_e5m2")
+
+
+def test_fp8_code_of_torch_like_tensors():
+    """An FP8 C is recognized by its torch dtype (found once a dtype), a Parameter-like subclass included;
+    CuPy arrays and other dtypes are not FP8."""
+    from cumm.runtime.arrays import fp8_code
+
+    class _Dtype:
+        def __init__(self, name):
+            self.name = name
+
+        def __str__(self):
+            return f"torch.{self.name}"
+
+    def tensor(module, dtype):
+        cls = type("Tensor", (), {"__module__": module})
+        t = cls()
+        t.dtype = dtype
+        return t
+
+    e4, e5, bf = _Dtype("float8_e4m3fn"), _Dtype("float8_e5m2"), _Dtype("bfloat16")
+    assert fp8_code(tensor("torch", e4)) == 3
+    assert fp8_code(tensor("torch", e4)) == 3  # the cached answer
+    assert fp8_code(tensor("torch.nn.parameter", e5)) == 4
+    assert fp8_code(tensor("torch", bf)) == 0
+    assert fp8_code(tensor("numpy", e4)) == 0
+    assert fp8_code(None) == 0
+    assert fp8_code(np.zeros(2)) == 0

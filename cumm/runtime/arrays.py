@@ -110,13 +110,21 @@ def _torch_view(x) -> cupy.ndarray | None:
     return cupy.ndarray(shape, dt, cupy.cuda.MemoryPointer(mem, 0), strides)
 
 
+_fp8_codes: dict = {}  # torch dtype -> its FP8 code (0: not FP8), found once a dtype (every call with a torch `out`)
+
+
 def fp8_code(x) -> int:
     """C's FP8 format code for a torch float8_e4m3fn (3) or float8_e5m2 (4) tensor (the FP8 rungs' OUT codes,
-    cumm.core.dtypes.SCALED_OUT's indices), else 0. CuPy has no FP8 dtype: only a torch tensor is one."""
-    if x is None or type(x).__module__ != "torch":
+    cumm.core.dtypes.SCALED_OUT's indices), else 0. CuPy has no FP8 dtype: only a torch tensor (or a subclass,
+    e.g. a Parameter) is one."""
+    if x is None or not type(x).__module__.startswith("torch"):
         return 0
-    name = str(x.dtype).removeprefix("torch.")
-    return SCALED_OUT.index(name) if name in FP8 else 0
+    dt = getattr(x, "dtype", None)
+    code = _fp8_codes.get(dt)
+    if code is None:
+        name = str(dt).removeprefix("torch.")
+        code = _fp8_codes[dt] = SCALED_OUT.index(name) if name in FP8 else 0
+    return code
 
 
 def byte_view(x, name: str) -> cupy.ndarray:
