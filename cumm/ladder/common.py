@@ -142,6 +142,13 @@ WS_SHAPE = [
 ]
 
 
+# UWG (wgmma_ws, wgmma_cluster_split_k): 1 passes the warpgroup index through a shuffle, so the compiler knows it is
+# warp-uniform and keeps A's descriptors in uniform registers (a 128 x 64 tile's k-slab 106 -> 91 instructions for
+# 8 wgmma; H200, bf16 1024 x 1024 x 8192 on 128 x 64 tiles +6-10 %); 0 is the code the tuned entries raced (they
+# say UWG = 0 until tuned again; the tuner's space has only 1).
+UWG_CONSTRAINT = C("UWG in (0, 1)", "UWG is 1 (the warpgroup index known warp-uniform) or 0 (the tuned entries' code)")
+
+
 # Stream-K's workspace, shared by wgmma_ws and wgmma_grouped (one scratch buffer a stream serves both): the flags at
 # its start (their kernels' CUMM_SK_FLAGS), one per block, then a BM x BN float32 partial per block
 SK_FLAGS = 4096

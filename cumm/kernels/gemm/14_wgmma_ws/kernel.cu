@@ -150,7 +150,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         return;
     }
 
-    const int wg = tid / 128 - 1, warp = tid % 128 / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    // UWG = 1: the warpgroup index through a shuffle, known warp-uniform, so the A descriptors stay in uniform
+    // registers (UWG = 0: the code the tuned entries raced)
+    const int wg = UWG ? __shfl_sync(~0u, tid / 128 - 1, 0) : tid / 128 - 1;
+    const int warp = tid % 128 / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int wrow = wg * MT * 64;  // this warpgroup's first row in the tile
     CummTmaEpilogue<MT, BN, CUMM_BATCHED> epi{sm + STAGES * SB + wg * 64 * 128 * 2, &tmC, &cbar[wg], 1 + wg,
                                               tid % 128, warp, g, t4, 0};

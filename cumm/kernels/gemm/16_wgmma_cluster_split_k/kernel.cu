@@ -66,7 +66,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
         return;
     }
 
-    const int ct = tid - 128, wg = ct / 128, warp = ct % 128 / 32, lane = tid % 32;
+    // UWG = 1: the warpgroup index through a shuffle, known warp-uniform (A's descriptors in uniform registers)
+    const int ct = tid - 128, wg = UWG ? __shfl_sync(~0u, ct / 128, 0) : ct / 128, warp = ct % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t4 = lane % 4;
     float d[MT][BN / 2];
 #pragma unroll
