@@ -13,7 +13,9 @@ tune it again). It prints what it compared and what it kept.
 
 ``--drop PARAM`` (a parameter removed from a spec): the entries' configurations lose it, and since a kernel's name
 spells its configuration (so the cubins differ in their symbol names), variants are compared by their SASS with
-the kernel's name masked (cuobjdump: CUOBJDUMP or PATH, see bench/cuobjdump.py) instead of byte for byte.
+the kernel's name masked (cuobjdump: CUOBJDUMP or PATH, see bench/cuobjdump.py) instead of byte for byte. The same
+checks a parameter added to a spec, run while its default is the value that renders the old code (the entries
+then say that value before the default changes: UWG = 0 in wgmma_ws and wgmma_cluster_split_k).
 """
 
 from __future__ import annotations
