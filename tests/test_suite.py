@@ -273,7 +273,7 @@ def test_run_wiring_without_a_gpu(monkeypatch):
             pass
 
     monkeypatch.setattr(_bench, "gpu_unavailable", lambda: None)
-    monkeypatch.setattr(_bench, "_check_cupy_compute_type", lambda: None)
+    monkeypatch.setattr(_bench, "check_cupy_compute_type", lambda: None)
     monkeypatch.setattr(_bench, "_measure_shape", measure)
     monkeypatch.setattr(_bench, "_reference", lambda a, b: (None, 1.0))
     monkeypatch.setattr(_suite, "input_sets", lambda rng, s, dtype: [(None, None, None)])

@@ -15,16 +15,16 @@ What makes the numbers honest:
 ``torch.Tensor.addmm_`` (half dtypes) with the same beta, and verification starts C from random values instead
 of NaN (see :func:`verify`).
 
-This module holds the timing rounds and the entry points (:func:`run`, :func:`bench`, :func:`host_overhead`). The
-GPU-free pieces take plain data so that they can be tested on a CPU: the rows and shapes are :mod:`.bench_rows`, the
-tables, JSON, markdown and plots :mod:`.bench_report`; the operand sets, the calls and their verification are
-:mod:`.bench_calls`. This module re-exports them: ``cumm.tools.bench`` is the benchmark's one import.
+This module holds the timing rounds and the entry points (:func:`run`, :func:`bench`). The GPU-free pieces take
+plain data so that they can be tested on a CPU: the rows and shapes are :mod:`.bench_rows`, the tables, JSON,
+markdown and plots :mod:`.bench_report`; the operand sets, the calls and their verification are :mod:`.bench_calls`;
+the device's description, the TF32 checks and :func:`host_overhead` are :mod:`.bench_env`. This module re-exports
+them: ``cumm.tools.bench`` is the benchmark's one import.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import statistics
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -56,6 +56,14 @@ from .bench_calls import (  # noqa: F401 - re-exported
     np_dtype,
     verify,
 )
+from .bench_env import (  # noqa: F401 - re-exported
+    HOST_OVERHEAD_SHAPE,
+    TF32_VARS,
+    check_cupy_compute_type,
+    check_tf32,
+    device_info,
+    host_overhead,
+)
 from .bench_report import (  # noqa: F401 - re-exported
     COLUMNS,
     aligned_table,
@@ -81,40 +89,6 @@ from .bench_rows import (  # noqa: F401 - re-exported
 )
 
 DEFAULT_SIZES = (1024, 2048, 4096)
-TF32_VARS = ("CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
-HOST_OVERHEAD_SHAPE = (64, 64, 64)
-
-
-def check_tf32(environ: Mapping[str, str] | None = None) -> None:
-    """Raise BenchError if the environment would let cuBLAS compute the FP32 baseline in TF32."""
-    env = os.environ if environ is None else environ
-    for var in TF32_VARS:
-        val = env.get(var, "").strip()
-        try:
-            off = val == "" or int(val) == 0
-        except ValueError:
-            off = False  # a value we cannot read might mean "on": refuse rather than publish a TF32 baseline
-        if not off:
-            raise BenchError(
-                f"{var}={val!r} is set: cuBLAS would compute the float32 baseline in TF32 (10-bit mantissa), "
-                f"so the comparison would be unfair; unset {var} (or set it to 0) and run again"
-            )
-
-
-def device_info() -> dict[str, str]:
-    import cupy
-
-    dev = cupy.cuda.Device()
-    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
-    name = props["name"]
-    cc = dev.compute_capability  # "90"
-    rt = cupy.cuda.runtime.runtimeGetVersion()  # 13000
-    return {
-        "device": name.decode() if isinstance(name, bytes) else str(name),
-        "cc": f"{cc[:-1]}.{cc[-1]}",
-        "cupy": cupy.__version__,
-        "cuda": f"{rt // 1000}.{rt % 1000 // 10}",
-    }
 
 
 def _reference(a, b):
@@ -319,7 +293,7 @@ def run(
     reason = gpu_unavailable()
     if reason:
         raise BenchError(f"{reason}; the benchmark needs an NVIDIA GPU")
-    _check_cupy_compute_type()
+    check_cupy_compute_type()
     if dtype not in TOLERANCES:
         raise ValueError(f"dtype must be one of {', '.join(TOLERANCES)}, got {dtype!r}")
     valid = [*_kernels(dtype=dtype), "auto"]
@@ -383,44 +357,6 @@ def run(
     finally:
         bar.close()
     return results
-
-
-def _check_cupy_compute_type() -> None:
-    """Refuse if this process already switched CuPy's float32 products to TF32 (cupy._core.set_compute_type)."""
-    try:
-        import numpy as np
-        from cupy._core import _routines_linalg as rl
-
-        tf32 = rl.get_compute_type(np.dtype(np.float32)) == rl.COMPUTE_TYPE_TF32
-    except (ImportError, AttributeError):  # private API moved: the environment check still holds
-        return
-    if tf32:
-        raise BenchError("CuPy's float32 compute type is TF32 in this process; the cuBLAS baseline would not be FP32")
-
-
-def host_overhead(calls: int = 2000, warmup: int = 200) -> dict:
-    """Wall-clock host time per call of cumm.matmul (a cached call) beside cupy.matmul and, when torch is
-    importable, torch.matmul, on a tiny product, where the kernels take a few microseconds and the
-    Python/launch path dominates. Each allocates its result, as a user's call does."""
-    import cupy
-
-    from ..api import matmul as _api
-
-    M, N, K = HOST_OVERHEAD_SHAPE
-    rng = cupy.random.default_rng()
-    a = rng.standard_normal((M, K), dtype=cupy.float32)
-    b = rng.standard_normal((K, N), dtype=cupy.float32)
-    cumm_us = host_us(lambda: _api.matmul(a, b), calls, warmup)
-    cupy_us = host_us(lambda: cupy.matmul(a, b), calls, warmup)
-    doc = {"shape": [M, N, K], "calls": calls, "cumm_us": cumm_us, "cupy_us": cupy_us, "ratio": cumm_us / cupy_us}
-    try:
-        import torch
-    except ImportError:
-        return doc
-    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
-    doc["torch_us"] = host_us(lambda: torch.matmul(ta, tb), calls, warmup)
-    doc["cumm_torch_us"] = host_us(lambda: _api.matmul(ta, tb), calls, warmup)  # torch tensors in and out
-    return doc
 
 
 _draw = plot  # (bench's plot= argument shadows the function)

@@ -23,12 +23,10 @@ from dataclasses import dataclass, field
 
 from ..core.dtypes import TOLERANCE as TOLERANCES
 from ..core.spec import KernelSpec
+from .guard_bands import as_f64, bits, guard_problems, guarded_out, span
 
-# Relative Frobenius error against the float64 product of the (rounded) inputs; a half result is rounded to 11
-# (float16) or 8 (bfloat16) significant bits (the thresholds of the benchmark's verification).
-SENTINEL = -31337.0  # the guard bands' value (exact in float32; float16 and bfloat16 keep its rounding)
-GUARD_ROWS = 3  # rows of sentinels above and below C
-GUARD_COLS = 4  # columns of sentinels left of C (keeps C 16-byte aligned) and at least this many right of it
+# (TOLERANCES: relative Frobenius error against the float64 product of the (rounded) inputs; a half result is
+# rounded to 11 (float16) or 8 (bfloat16) significant bits, the thresholds of the benchmark's verification.)
 UNDER_SANITIZER = "CUMM_UNDER_SANITIZER"  # set by ``cumm check --sanitize`` in the process it re-runs
 
 
@@ -322,58 +320,6 @@ def _glu_operands(case: Case, dtype, rng):
     return a, b, w1, w3
 
 
-def _guarded_out(M: int, N: int, dtype, odd: bool, batch: int = 0):
-    """(buffer, C): C an M x N view of the buffer, GUARD_ROWS rows of sentinels above and below, GUARD_COLS
-    columns left and at least GUARD_COLS right (a leading dimension that keeps rows 16-byte aligned, or
-    ``odd``: one that does not); with ``batch``, that many such matrices one after another (C a batch x M x N
-    view)."""
-    import cupy
-
-    right = GUARD_COLS + (-(GUARD_COLS + N + GUARD_COLS) % 4) + (1 if odd else 0)
-    lead = (batch,) if batch else ()
-    buf = cupy.full((*lead, GUARD_ROWS + M + GUARD_ROWS, GUARD_COLS + N + right), SENTINEL, dtype=cupy.float32)
-    buf = buf.astype(dtype)
-    return buf, buf[..., GUARD_ROWS : GUARD_ROWS + M, GUARD_COLS : GUARD_COLS + N]
-
-
-def _bits(x):
-    """``x`` viewed as unsigned integers of its width: exact comparisons, NaN included, for every dtype."""
-    import cupy
-
-    return x.view({2: cupy.uint16, 4: cupy.uint32, 8: cupy.uint64}[x.dtype.itemsize])
-
-
-def _f64(x):
-    import cupy
-
-    return x.astype(cupy.float32).astype(cupy.float64) if x.dtype.itemsize < 4 else x.astype(cupy.float64)
-
-
-def _guard_problems(buf, M: int, N: int, sentinel) -> list[str]:
-    """Where sentinels changed: above, below, left or right of C (of each product's C in a batch)."""
-    import cupy
-
-    changed = _bits(buf) != _bits(sentinel)  # bit patterns: a NaN written there counts
-    r0, r1, c0, c1 = GUARD_ROWS, GUARD_ROWS + M, GUARD_COLS, GUARD_COLS + N
-    regions = (
-        ("above C (rows before row 0)", changed[..., :r0, :]),
-        ("below C (rows past row M - 1)", changed[..., r1:, :]),
-        ("left of C (columns before column 0)", changed[..., r0:r1, :c0]),
-        ("right of C (columns past column N - 1, inside the leading dimension)", changed[..., r0:r1, c1:]),
-    )
-    out = []
-    for where, mask in regions:
-        n = int(cupy.count_nonzero(mask))
-        if n:
-            out.append(f"out-of-bounds write: {n} guard value(s) overwritten {where}")
-    return out
-
-
-def _span(idx) -> str:
-    lo, hi = int(idx.min()), int(idx.max())
-    return str(lo) if lo == hi else f"{lo}..{hi}"
-
-
 def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, fused=None) -> CheckRow:
     import cupy
 
@@ -389,24 +335,24 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
             a, b = _operands(case, dtype, rng)
         else:  # b has 2N columns, C and the reference N
             a, b, w1, w3 = _glu_operands(case, dtype, rng)
-        buf, c = _guarded_out(M, N, dtype, odd=case.layout == "view", batch=case.batch)
+        buf, c = guarded_out(M, N, dtype, odd=case.layout == "view", batch=case.batch)
         sentinel = buf[(0,) * buf.ndim].copy()
         if glu is None:
-            ref = _f64(a) @ _f64(b)
+            ref = as_f64(a) @ as_f64(b)
             ref *= case.alpha
         else:
             from .epiref import glu_pair
 
-            ref = glu_pair(glu, case.alpha * (_f64(a) @ _f64(w1)), case.alpha * (_f64(a) @ _f64(w3)))
+            ref = glu_pair(glu, case.alpha * (as_f64(a) @ as_f64(w1)), case.alpha * (as_f64(a) @ as_f64(w3)))
         if fused is not None:  # the epilogue: after alpha, before beta * C
             from .epiref import apply
 
             ref = apply(fused, ref)
         if case.beta != 0.0:
             c[...] = rng.standard_normal(c.shape, dtype=cupy.float32).astype(dtype)
-            ref += case.beta * _f64(c)
+            ref += case.beta * as_f64(c)
         else:
-            _bits(c)[...] = _bits(cupy.full((1, 1), math.nan, dtype=cupy.float32).astype(dtype))  # NaN everywhere
+            bits(c)[...] = bits(cupy.full((1, 1), math.nan, dtype=cupy.float32).astype(dtype))  # NaN everywhere
         _api.matmul(a, b, kernel=kernel, config=config, out=c, alpha=case.alpha, beta=case.beta, **(epi or {}))
         cupy.cuda.get_current_stream().synchronize()
     except Exception as e:
@@ -415,16 +361,16 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
         return row
     if config is None and case.alpha == 1.0 and case.beta == 0.0 and not epi:
         row.ran = decision(a, b, c, kernel=kernel)  # what the call ran ("" when not known)
-    problems = _guard_problems(buf, M, N, sentinel)
-    c64, ref = _f64(c).reshape(-1, N), ref.reshape(-1, N)  # a batch as its products' rows one after another
+    problems = guard_problems(buf, M, N, sentinel)
+    c64, ref = as_f64(c).reshape(-1, N), ref.reshape(-1, N)  # a batch as its products' rows one after another
     of = f" (rows of the {case.batch} products one after another, {M} each)" if case.batch else ""
     bad = ~cupy.isfinite(c64)
     nbad = int(cupy.count_nonzero(bad))
     if nbad:
         rows_, cols_ = cupy.nonzero(bad)
         problems.append(
-            f"{nbad} of {c64.size} elements NaN or Inf (never written?) in rows {_span(rows_)}, columns "
-            f"{_span(cols_)}{of}"
+            f"{nbad} of {c64.size} elements NaN or Inf (never written?) in rows {span(rows_)}, columns "
+            f"{span(cols_)}{of}"
         )
     else:
         den = float(cupy.linalg.norm(ref))
@@ -440,7 +386,7 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
             where = ""
             if nw:
                 rr, cc = cupy.nonzero(wrong)
-                where = f"; {nw} element(s) far off in rows {_span(rr)}, columns {_span(cc)}{of}"
+                where = f"; {nw} element(s) far off in rows {span(rr)}, columns {span(cc)}{of}"
             problems.append(
                 f"relative error {row.rel_err:.2e} >= {tol:.0e} (largest at row {wm}, column {wn}: "
                 f"{float(c64[wm, wn]):.6g} instead of {float(ref[wm, wn]):.6g}){where}"

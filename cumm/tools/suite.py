@@ -225,7 +225,7 @@ def run(
     reason = _bench.gpu_unavailable()
     if reason:
         raise _bench.BenchError(f"{reason}; the suite needs an NVIDIA GPU")
-    _bench._check_cupy_compute_type()
+    _bench.check_cupy_compute_type()
     timing = dict(warmup=_bench.DEFAULT_WARMUP, repeat=repeat, budget_s=budget_s, settle_s=settle_s)
     rng = cupy.random.default_rng()
     bar = _bench._progress(len(suite.shapes), progress if progress is not None else len(suite.shapes) > 3)
