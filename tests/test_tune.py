@@ -145,6 +145,23 @@ def test_default_count_fits_the_budget():
     assert _space.default_count(1 << 16, 1 << 16, 1 << 16, 1) == 1
 
 
+def test_the_first_seed_is_what_matmul_runs_at_the_shape():
+    """The tuner times first what auto would run with no entry: the defaults through the spec's shape rule (128 x
+    192 at 512 x 5120 x 5120, where the defaults' 128 x 256 tiles are fewer than the multiprocessors) and, with the
+    operands' pitches, its pitch rule (clusters of two where B's rows start off 32 bytes: N = 5000 in bf16). The
+    unadjusted defaults stay among the seeds."""
+    spec = get_spec("wgmma_ws")
+    first = _space.candidates("wgmma_ws", 512, 5120, 5120, max_configs=8, compile=False).configs
+    assert (first[0]["BM"], first[0]["BN"], first[0]["SK"]) == (128, 192, spec.defaults["SK"])
+    assert spec.default_config(90) in first
+    pitches = _search.contiguous_pitches("bfloat16", 5000, 2000)
+    assert pitches == (4000, 10000)
+    odd = _space.candidates("wgmma_ws", 3000, 5000, 2000, max_configs=8, compile=False, pitches=pitches).configs
+    assert odd[0] == {**spec.default_config(90), "CL": 2}
+    even = _space.candidates("wgmma_ws", 3000, 5120, 2000, max_configs=8, compile=False, pitches=(4000, 10240))
+    assert even.configs[0] == spec.default_config(90)
+
+
 def test_offline_compile_filter_with_max_configs():
     """NVRTC only (no GPU): survivors compile without spills, within the register file; order kept."""
     try:
@@ -264,6 +281,23 @@ def test_retuning_the_race_winner_alone_keeps_its_race(cache):
 # ----------------------------------------------------------------------------------------------------------
 # Persistence
 # ----------------------------------------------------------------------------------------------------------
+
+
+def test_a_new_race_takes_the_winner_mark_from_an_older_one(cache):
+    """One winner a shape: a race's winner takes the mark from an older race's winner there, and from a loser of the
+    new race that kept the old mark (a faster configuration of the old winner: _with_kept_race); a rung tuned alone
+    takes no one's mark."""
+    old = {"warptile": "h1", "double_buffer": "h3"}
+    new = {"warptile": "h1", "double_buffer": "h3", "wgmma_tf32x3": "h2"}
+    _store.save_entries([_entry("warptile", tflops=40.0, template_hash="h1", raced=old)])
+    _store.save_entries(
+        [_entry("warptile", tflops=41.0, template_hash="h1"), _entry("double_buffer", tflops=50.0, raced=new)]
+    )
+    marks = {e["kernel"]: e.get("raced") for e in json.loads((cache / "tuned.json").read_text())["entries"].values()}
+    assert marks == {"warptile": None, "double_buffer": new}
+    _store.save_entries([_entry("warptile", tflops=42.0, template_hash="h1", raced={"warptile": "h1"})])
+    marks = {e["kernel"]: e.get("raced") for e in json.loads((cache / "tuned.json").read_text())["entries"].values()}
+    assert marks == {"warptile": {"warptile": "h1"}, "double_buffer": new}
 
 
 def test_cache_dir_resolution(monkeypatch, tmp_path):
@@ -861,6 +895,36 @@ def test_tune_a_half_rung_and_auto_runs_it(cache):
     ref = a.astype(cupy.float64) @ a.astype(cupy.float64)
     got = cumm.matmul(a, a)
     assert float(cupy.linalg.norm(got.astype(cupy.float32).astype(cupy.float64) - ref) / cupy.linalg.norm(ref)) < 1e-2
+
+
+@pytest.mark.gpu
+def test_the_rungs_race_side_by_side_and_the_entries_keep_the_race(cache, capsys):
+    """cumm tune over two rungs: each rung's best is raced again (tune_race), the saved entries hold the race's
+    times, and the winner, marked with what it raced, is the faster of them there."""
+    import cupy
+
+    from cumm.tools.tune_race import race
+
+    if int(cupy.cuda.Device().compute_capability) < 90:
+        pytest.skip("wgmma_ws and wgmma_pingpong run on compute capability 9.0")
+    got = [
+        _tune.tune(k, 512, 1024, 512, dtype="bfloat16", max_configs=1, save=False, progress=False)
+        for k in ("wgmma_ws", "wgmma_pingpong")
+    ]
+    ms = race(got, rounds=2)
+    assert len(ms) == 2 and all(math.isfinite(t) and t > 0 for t in ms)
+    assert _tune.tune_shapes(None, [(512, 1024, 512)], False, 1, "bfloat16", ["wgmma_ws", "wgmma_pingpong"]) == 0
+    _store.clear_caches()
+    entries = [
+        e
+        for e in _store.tuned_entries(*_auto.device_key(cupy.cuda.runtime.getDevice()), "bfloat16")
+        if e["shape"] == [512, 1024, 512]
+    ]
+    assert {e["kernel"] for e in entries} == {"wgmma_ws", "wgmma_pingpong"}
+    win = [e for e in entries if e.get("raced")]
+    assert len(win) == 1 and win[0]["tflops"] == max(e["tflops"] for e in entries)
+    for e in entries:
+        assert e["tflops"] == pytest.approx(2.0 * 512 * 1024 * 512 / (e["ms"] * 1e9))
 
 
 @pytest.mark.gpu

@@ -293,14 +293,20 @@ def _with_kept_race(current: Mapping | None, new: dict) -> dict:
     return new
 
 
+def _race_at(e: Mapping) -> tuple:
+    """Where ``e`` raced: one winner per GPU, compute capability, dtype and shape."""
+    return e.get("gpu"), e.get("cc"), e.get("dtype"), tuple(e.get("shape") or ())
+
+
 def save_entries(
     entries: Iterable[Mapping], path: str | os.PathLike | None = None, drop_keys: Iterable[str] = ()
 ) -> Path:
     """Merge ``entries`` into the table at ``path`` (default: the user's ``tuned.json``), atomically.
 
     Under an exclusive lock on ``<path>.lock``: read the current file, drop ``drop_keys``, add the
-    entries (same key = replaced, a race the replaced entry won kept: ``_with_kept_race``), write a temporary file
-    in the same directory and ``os.replace`` it.
+    entries (same key = replaced, a race the replaced entry won kept: ``_with_kept_race``; an entry that won a race
+    takes the mark from an older winner at its shape), write a temporary file in the same directory and
+    ``os.replace`` it.
     A corrupt current file is kept aside as ``<path>.corrupt`` and replaced.
     """
     path = Path(path) if path is not None else user_table_path()
@@ -313,9 +319,17 @@ def save_entries(
                 os.replace(path, path.with_name(path.name + ".corrupt"))
         for k in drop_keys:
             current.pop(k, None)
+        won = []
         for e in entries:
             k = entry_key(e)
             current[k] = _with_kept_race(current.get(k), dict(e))
+            if set(e.get("raced") or ()) - {e.get("kernel")}:  # won a race against other rungs
+                won.append(k)
+        for k in won:  # a new race at this shape: the mark of an older one's winner there (or of a loser of this
+            at = _race_at(current[k])  # race that kept it: _with_kept_race) goes
+            for other, o in current.items():
+                if other != k and o.get("raced") and _race_at(o) == at:
+                    current[other] = {f: v for f, v in o.items() if f != "raced"}
         doc = {"schema": SCHEMA, "entries": dict(sorted(current.items()))}
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:

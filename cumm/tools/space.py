@@ -127,16 +127,34 @@ def enumerate_configs(spec: KernelSpec, cc: int) -> tuple[list[dict[str, int]], 
     return [dict(c) for c in hit[1]], hit[2]
 
 
-def _seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
+def _seeds(
+    spec: KernelSpec,
+    cc: int,
+    shape: tuple[int, int, int] | None = None,
+    sms: int = 0,
+    pitches: tuple[int, int] | None = None,
+) -> list[dict[str, int]]:
     """Known-good starting points timed first: the defaults, and the spec's named configurations (the heuristic's
     small tiles among them). In a large space the budget may end before the ranking reaches them (H200, bf16
     512 x 4096 x 4096: wgmma_ws's one-warpgroup 128 x 128 tiles won at 543 TFLOP/s in one tuning run and were not
-    reached in the next, whose best was 461)."""
+    reached in the next, whose best was 461). With ``shape`` (and ``sms``), each seed as matmul runs it there comes
+    first: through the spec's shape rule and, given the row ``pitches`` in bytes (A's, B's), its pitch rule, so no
+    entry is slower than no entry (docs/auto.md, section 5: bf16 512 x 5120 x 5120)."""
     base = spec.default_config(cc)
     # (not a named configuration outside the space: fp8_wgmma's "fast_accum" sets PROMO = 0, which is not searched)
     named = [o for o in spec.configs.values() if all(v in spec.space.get(k, ()) for k, v in o.items())]
-    seeds = [base, *({**base, **over} for over in named)]
-    return [s for s in seeds if not spec.violations(s)]
+    seeds = [s for s in (base, *({**base, **over} for over in named)) if not spec.violations(s)]
+    if shape is None:
+        return seeds
+    chosen = []
+    for cfg in seeds:
+        if spec.shape_config is not None and sms:
+            cfg = spec.adjusted(cfg, cc, spec.shape_config, *shape, sms) or cfg
+        if spec.pitch_config is not None and pitches is not None:
+            cfg = spec.adjusted(cfg, cc, spec.pitch_config, *pitches) or cfg
+        chosen.append(dict(cfg))
+    keys = [config_key(spec, s) for s in (*chosen, *seeds)]  # as matmul would run them first, then as given
+    return [s for i, s in enumerate((*chosen, *seeds)) if keys[i] not in keys[:i]]
 
 
 def register_cap(threads: int, minb: int, dev: DeviceInfo) -> int:
@@ -366,12 +384,14 @@ def candidates(
     deadline: float | None = None,
     progress: bool = False,
     tflops: float = ASSUMED_TFLOPS,
+    pitches: tuple[int, int] | None = None,
 ) -> Candidates:
     """Steps 1-4 of the pipeline (no GPU needed): the configurations worth timing, in order.
 
     With ``compile=False`` the offline compile filter is skipped (a plan, for inspection). ``deadline``
     (``time.perf_counter()`` value) cancels compiles not yet started when it passes. ``tflops``: the rate that
-    sizes the default count (:func:`default_count`).
+    sizes the default count (:func:`default_count`). ``pitches``: the operands' row pitches in bytes (A's, B's),
+    for the seeds as matmul would run them (:func:`_seeds`).
     """
     spec = get_spec(kernel)
     if spec.kind != "gemm":
@@ -389,7 +409,8 @@ def candidates(
         else:
             rule = why.split(":")[0]
             counts["static_rejects"][rule] = counts["static_rejects"].get(rule, 0) + 1
-    seeds = [s for s in _seeds(spec, device.cc) if static_reject(spec, s, M, N, K, device) is None]
+    seeds = _seeds(spec, device.cc, (M, N, K), device.sms, pitches)
+    seeds = [s for s in seeds if static_reject(spec, s, M, N, K, device) is None]
     order, floored = rank(spec, keep, M, N, K, device, seeds)
     counts["score_floor"] = floored
     counts["ranked"] = len(order)

@@ -1,10 +1,10 @@
 """The tuner's command (``python -m cumm tune``): races over shapes and rungs, each rung's best saved.
 
 :func:`tune_shapes` tunes several shapes (``--standard``: ``STANDARD_SHAPES``), racing the top rungs of the dtype
-(:func:`top_rungs`; a branch rung only where it can win, :func:`raced_at`) when no kernel is named, and saves every
-rung's best with the winner marked with what it raced; :func:`print_plan` (``--plan``) lists what an H200 would time,
-without a GPU. One kernel's search at one shape is :mod:`.tune_search` (:func:`tune`, re-exported here, as are its
-results and errors).
+(:func:`top_rungs`; a branch rung only where it can win, :func:`raced_at`) when no kernel is named: each rung's
+best, raced again side by side (:mod:`.tune_race`), is saved with those times, the winner marked with what it
+raced; :func:`print_plan` (``--plan``) lists what an H200 would time, without a GPU. One kernel's search at one
+shape is :mod:`.tune_search` (:func:`tune`, re-exported here, as are its results and errors).
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from ..ladder import REGISTRY, get_spec
 from ..plan.store import save_entries, user_table_path
 from ..runtime.timing import gpu_unavailable
 from .space import H200, candidates
+from .tune_race import race
 from .tune_search import (
     TuneError,  # noqa: F401 - re-exported
     TuneResult,
     _budget,
     _compact,
+    contiguous_pitches,
     operands_for,
     takes,
     tune,
@@ -153,6 +155,13 @@ def tune_shapes(
                 )
             except Exception as e:
                 print(f"  {k} {'x'.join(map(str, shape))}: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
+        if len(got) > 1 and dtype != FP8_DTYPE:  # the rungs' bests side by side (tune_race): that decides
+            try:
+                for r, ms in zip(got, race(got), strict=True):
+                    r.ms, r.tflops = ms, 2.0 * shape[0] * shape[1] * shape[2] / (ms * 1e9)
+                    r.entry.update(ms=r.ms, tflops=r.tflops)
+            except Exception as e:  # the searches' own times stand
+                print(f"  race {'x'.join(map(str, shape))}: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
         win = max(got, key=lambda r: r.tflops) if got else None
         if win is None:
             failed += 1
@@ -241,6 +250,7 @@ def print_plan(
                 progress=sys.stderr.isatty(),
                 budget_s=_budget(None) / len(raced),
                 tflops=Operands.tflops,
+                pitches=contiguous_pitches(dtype, shape[1], shape[2]),
             )
             cs = sum(r.get("compile_s") or 0 for r in c.rows)
             print(

@@ -201,6 +201,12 @@ class MatmulOperands:
         return err / self.ref_norm if self.ref_norm else err
 
 
+def contiguous_pitches(dtype: str, N: int, K: int) -> tuple[int, int]:
+    """The row pitches in bytes of the tuner's C-contiguous A (M x K) and B (K x N) of ``dtype``."""
+    item = 1 if dtype == FP8_DTYPE else np_dtype(dtype).itemsize
+    return K * item, N * item
+
+
 def operands_for(dtype: str) -> type:
     """The tuner's operands for ``dtype``: :class:`.tune_fp8.Fp8Operands` for FP8_DTYPE, else MatmulOperands."""
     return Fp8Operands if dtype == FP8_DTYPE else MatmulOperands
@@ -267,6 +273,7 @@ def tune(
             deadline=t0 + OFFLINE_SHARE * budget,
             progress=progress,
             tflops=Operands.tflops,
+            pitches=contiguous_pitches(dtype, N, K),
         )
         rows = cand.rows
         by_key = {config_key(spec, r["config"]): r for r in rows}
