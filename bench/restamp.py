@@ -15,7 +15,8 @@ tune it again). It prints what it compared and what it kept.
 spells its configuration (so the cubins differ in their symbol names), variants are compared by their SASS with
 the kernel's name masked (cuobjdump: CUOBJDUMP or PATH, see bench/cuobjdump.py) instead of byte for byte. The same
 checks a parameter added to a spec, run while its default is the value that renders the old code (the entries
-then say that value before the default changes: UWG = 0 in wgmma_ws and wgmma_cluster_split_k).
+then say that value before the default changes: UWG = 0 in wgmma_ws and wgmma_cluster_split_k, until they were
+tuned again and the parameter went, --drop UWG once more).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
     kernel's name masked), and the kernels' template hashes."""
     from cupy.cuda import nvrtc
 
+    from cumm.core.errors import CompileError
     from cumm.ladder import REGISTRY
     from cumm.runtime.compile import NVRTC_OPTIONS, _nvrtc_compile
     from cumm.runtime.render import render, template_hash
@@ -80,7 +82,10 @@ def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
         arch = spec.target(cc)
         full = spec.resolve(dict(cfg), cc)  # (a dropped parameter the spec still has: its default)
         name, source = render(spec, full, flags)
-        _, cubin = _nvrtc_compile(nvrtc, spec, full, arch, source, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}"])
+        try:
+            _, cubin = _nvrtc_compile(nvrtc, spec, full, arch, source, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}"])
+        except CompileError as e:  # a variant the kernel refuses (a cluster's batch): the same if both trees do
+            return json.dumps(job), "refused: " + str(e).splitlines()[-1][:200]
         return json.dumps(job), hashlib.sha256(sass(cubin, name).encode() if drop else cubin).hexdigest()
 
     with ThreadPoolExecutor(os.cpu_count() or 4) as ex:

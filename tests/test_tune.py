@@ -149,15 +149,17 @@ def test_the_first_seed_is_what_matmul_runs_at_the_shape():
     """The tuner times first what auto would run with no entry: the defaults through the spec's shape rule (128 x
     192 at 512 x 5120 x 5120, where the defaults' 128 x 256 tiles are fewer than the multiprocessors) and, with the
     operands' pitches, its pitch rule (clusters of two where B's rows start off 32 bytes: N = 5000 in bf16). The
-    unadjusted defaults stay among the seeds."""
+    unadjusted defaults stay among the seeds, and are what an entry of an adjusted seed keeps."""
     spec = get_spec("wgmma_ws")
     first = _space.candidates("wgmma_ws", 512, 5120, 5120, max_configs=8, compile=False).configs
     assert (first[0]["BM"], first[0]["BN"], first[0]["SK"]) == (128, 192, spec.defaults["SK"])
     assert spec.default_config(90) in first
     pitches = _search.contiguous_pitches("bfloat16", 5000, 2000)
     assert pitches == (4000, 10000)
-    odd = _space.candidates("wgmma_ws", 3000, 5000, 2000, max_configs=8, compile=False, pitches=pitches).configs
-    assert odd[0] == {**spec.default_config(90), "CL": 2}
+    odd = _space.candidates("wgmma_ws", 3000, 5000, 2000, max_configs=8, compile=False, pitches=pitches)
+    assert odd.configs[0] == {**spec.default_config(90), "CL": 2}
+    # what an entry keeps: the seed as written (matmul's rules give it CL = 2 at this pitch, and not to a batch)
+    assert odd.given[_space.config_key(spec, odd.configs[0])] == spec.default_config(90)
     even = _space.candidates("wgmma_ws", 3000, 5120, 2000, max_configs=8, compile=False, pitches=(4000, 10240))
     assert even.configs[0] == spec.default_config(90)
 
@@ -420,6 +422,17 @@ def test_shipped_tables_are_well_formed():
         for key, e in doc["entries"].items():
             assert _store._well_formed(e), key
             assert key == _store.entry_key(e)
+            # every parameter a spec has no more (a removed one: bench/restamp.py --drop) gone from the entries
+            assert not set(e["config"]) - set(REGISTRY[e["kernel"]].params), key
+
+
+def test_shipped_entries_run_batches_and_transposed_operands():
+    """No shipped wgmma_ws entry holds clusters of two: the pitch rule adds them at run time where they apply, and a
+    batch or a transposed B looked up at the entry's shape must compile (CL = 2 refuses both)."""
+    for t in _store.shipped_tables():
+        for key, e in json.loads(t.read_text())["entries"].items():
+            if e["kernel"] == "wgmma_ws":
+                assert e["config"].get("CL", 1) == 1, key
 
 
 def test_shipped_tables_have_one_winner_a_shape():
@@ -788,6 +801,33 @@ def test_plan_races_the_branch_only_where_tiles_are_few(capsys):
     assert "wgmma_ws 4096x4096x4096: 1 candidates" in out and "wgmma_cluster_split_k 4096x4096x4096" not in out
 
 
+def test_tune_takes_a_suites_shapes_as_the_table_looks_them_up(capsys, tmp_path):
+    """`cumm tune --suite`: each shape a suite times, once, a batch as one product that many times as tall (the key
+    half batches are looked up by; q @ k^T's transposed B under the same key); an unknown suite is the parser's
+    error naming it."""
+    from cumm.tools.suite import load
+
+    llm = load("llm").tuned_shapes()
+    assert len(llm) == len(set(llm)) and (131072, 128, 4096) in llm and (131072, 4096, 128) in llm
+    doc = {
+        "name": "two",
+        "description": "two shapes",
+        "shapes": [
+            {"name": "a", "category": "odd", "M": 1000, "N": 3000, "K": 500},
+            {"name": "pv", "category": "attention", "M": 256, "N": 128, "K": 256, "batch": 8},
+        ],
+    }
+    f = tmp_path / "two.json"
+    f.write_text(json.dumps(doc))
+    argv = ["tune", "--plan", "--no-compile", "--dtype", "bf16", "--rungs", "wgmma_ws", "--max-configs", "1"]
+    assert _cli.main([*argv, "--suite", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "wgmma_ws 1000x3000x500: 1 candidates" in out and "wgmma_ws 2048x128x256: 1 candidates" in out
+    with pytest.raises(SystemExit) as e:
+        _cli.main([*argv, "--suite", "no_such_suite"])
+    assert e.value.code == 2 and "unknown suite 'no_such_suite'" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------------------------------------
 # GPU
 # ----------------------------------------------------------------------------------------------------------
@@ -925,6 +965,33 @@ def test_the_rungs_race_side_by_side_and_the_entries_keep_the_race(cache, capsys
     assert len(win) == 1 and win[0]["tflops"] == max(e["tflops"] for e in entries)
     for e in entries:
         assert e["tflops"] == pytest.approx(2.0 * 512 * 1024 * 512 / (e["ms"] * 1e9))
+
+
+@pytest.mark.gpu
+def test_an_entry_keeps_the_seed_as_written_and_matmul_runs_what_was_timed(cache, rng):
+    """At 3000 x 5000 x 2000 (bf16: B's rows start off 32 bytes) the first seed timed is the defaults with clusters
+    of two (the pitch rule); the entry keeps the defaults, auto runs them with CL = 2 there as timed, and a batch
+    looked up at the same shape runs CL = 1 (clusters of two do not run batches)."""
+    import cupy
+
+    from cumm.api.decision import decision
+
+    if int(cupy.cuda.Device().compute_capability) < 90:
+        pytest.skip("wgmma_ws runs on compute capability 9.0")
+    res = _tune.tune("wgmma_ws", 3000, 5000, 2000, dtype="bfloat16", max_configs=1, progress=False)
+    assert res.config["CL"] == 2 and res.entry["config"]["CL"] == 1
+    _auto.clear_cache()
+    bf16 = np_dtype("bfloat16")
+    a = rng.standard_normal((3000, 2000), dtype="float32").astype(bf16)
+    b = rng.standard_normal((2000, 5000), dtype="float32").astype(bf16)
+    for x, y in ((a, b), (a.reshape(2, 1500, 2000), cupy.stack([b, b]))):
+        out = cupy.full((*x.shape[:-1], 5000), math.nan, dtype=bf16)
+        cumm.matmul(x, y, out=out)
+        ran = decision(x, y, out)
+        assert ran.startswith("wgmma_ws") and ("CL=2" in ran) == (x.ndim == 2), ran
+        f64 = [v.astype(cupy.float32).astype(cupy.float64) for v in (x, y, out)]
+        ref = f64[0] @ f64[1]
+        assert float(cupy.linalg.norm(f64[2] - ref) / cupy.linalg.norm(ref)) < 1e-2
 
 
 @pytest.mark.gpu

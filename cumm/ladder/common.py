@@ -134,19 +134,18 @@ WGMMA_CONSTRAINTS = [
 ]
 
 
+# LEAN (wgmma_ws, wgmma_cluster_split_k): 1 builds a k-slab's wgmma descriptors as constant steps from one a stage
+# and counts slabs unsigned (sm90.cuh, cumm_wgmma_slab16, CummSlab): a 128 x 64 tile's k-slab 107 -> 66 instructions.
+# 0, the default, is the code the tuned entries raced (not yet timed against it on a GPU).
+LEAN_CONSTRAINT = C("LEAN in (0, 1)", "LEAN is 0 (each wgmma's descriptors built anew) or 1 (constant steps)")
+
+
 # The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
 # consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
 WS_SHAPE = [
     C("NUM_THREADS == 128 * (WGS + 1)", "NUM_THREADS is a producer and WGS consumer warpgroups"),
     C("BM % (64 * WGS) == 0", "each consumer warpgroup owns whole 64-row wgmma tiles"),
 ]
-
-
-# UWG (wgmma_ws, wgmma_cluster_split_k): 1 passes the warpgroup index through a shuffle, so the compiler knows it is
-# warp-uniform and keeps A's descriptors in uniform registers (a 128 x 64 tile's k-slab 106 -> 91 instructions for
-# 8 wgmma; H200, bf16 1024 x 1024 x 8192 on 128 x 64 tiles +6-10 %); 0 is the code the tuned entries raced (they
-# say UWG = 0 until tuned again; the tuner's space has only 1).
-UWG_CONSTRAINT = C("UWG in (0, 1)", "UWG is 1 (the warpgroup index known warp-uniform) or 0 (the tuned entries' code)")
 
 
 # Stream-K's workspace, shared by wgmma_ws and wgmma_grouped (one scratch buffer a stream serves both): the flags at

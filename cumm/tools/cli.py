@@ -75,9 +75,16 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
     if args.command == "check":
         return _run_check(args, argv, registered, prog)
     if args.command == "tune":
+        if args.suite:  # the products a suite times, as the tuned table is looked up for them
+            from .suite import SuiteError, load
+
+            try:
+                args.shape = [*args.shape, *load(args.suite).tuned_shapes()]
+            except SuiteError as e:
+                args.subparser.error(str(e))
         if not args.standard and not args.shape:
             args.subparser.error(
-                "give --shape (with --kernel, or without it to race the dtype's top rungs), or --standard"
+                "give --shape (with --kernel, or without it to race the dtype's top rungs), --suite or --standard"
             )
         if args.budget is not None and not args.budget > 0:
             args.subparser.error(f"--budget must be a positive number of seconds, got {args.budget}")

@@ -268,6 +268,11 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     )
     t.add_argument("--standard", action="store_true", help="tune the standard kernels and shapes")
     t.add_argument(
+        "--suite",
+        metavar="NAME|FILE.json",
+        help="tune the shapes a suite times (bench --suite), a batch as one product that many times as tall",
+    )
+    t.add_argument(
         "--rungs",
         type=_rungs,
         default=None,

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.spec import KernelSpec, cdiv
 from ..ladder import get_spec
@@ -133,13 +133,17 @@ def _seeds(
     shape: tuple[int, int, int] | None = None,
     sms: int = 0,
     pitches: tuple[int, int] | None = None,
+    given: dict | None = None,
 ) -> list[dict[str, int]]:
     """Known-good starting points timed first: the defaults, and the spec's named configurations (the heuristic's
     small tiles among them). In a large space the budget may end before the ranking reaches them (H200, bf16
     512 x 4096 x 4096: wgmma_ws's one-warpgroup 128 x 128 tiles won at 543 TFLOP/s in one tuning run and were not
     reached in the next, whose best was 461). With ``shape`` (and ``sms``), each seed as matmul runs it there comes
     first: through the spec's shape rule and, given the row ``pitches`` in bytes (A's, B's), its pitch rule, so no
-    entry is slower than no entry (docs/auto.md, section 5: bf16 512 x 5120 x 5120)."""
+    entry is slower than no entry (docs/auto.md, section 5: bf16 512 x 5120 x 5120). ``given`` receives, per
+    adjusted seed's config_key, the seed as written: what a tuned entry keeps, since matmul applies the rules to a
+    tuned configuration too (the same configuration runs at this shape), and only where they apply (clusters of two
+    from the pitch rule run neither batches nor a transposed B)."""
     base = spec.default_config(cc)
     # (not a named configuration outside the space: fp8_wgmma's "fast_accum" sets PROMO = 0, which is not searched)
     named = [o for o in spec.configs.values() if all(v in spec.space.get(k, ()) for k, v in o.items())]
@@ -147,12 +151,15 @@ def _seeds(
     if shape is None:
         return seeds
     chosen = []
-    for cfg in seeds:
+    for seed in seeds:
+        cfg = seed
         if spec.shape_config is not None and sms:
             cfg = spec.adjusted(cfg, cc, spec.shape_config, *shape, sms) or cfg
         if spec.pitch_config is not None and pitches is not None:
             cfg = spec.adjusted(cfg, cc, spec.pitch_config, *pitches) or cfg
         chosen.append(dict(cfg))
+        if given is not None and cfg != seed:
+            given.setdefault(config_key(spec, cfg), dict(seed))
     keys = [config_key(spec, s) for s in (*chosen, *seeds)]  # as matmul would run them first, then as given
     return [s for i, s in enumerate((*chosen, *seeds)) if keys[i] not in keys[:i]]
 
@@ -354,6 +361,8 @@ class Candidates:
     configs: list[dict[str, int]]
     rows: list[dict]  # one per configuration that reached the compile stage
     counts: dict
+    # config_key of a seed as matmul runs it at the shape -> the seed as written (what an entry keeps: _seeds)
+    given: dict = field(default_factory=dict)
 
 
 def compile_workers() -> int:
@@ -409,7 +418,8 @@ def candidates(
         else:
             rule = why.split(":")[0]
             counts["static_rejects"][rule] = counts["static_rejects"].get(rule, 0) + 1
-    seeds = _seeds(spec, device.cc, (M, N, K), device.sms, pitches)
+    given: dict = {}
+    seeds = _seeds(spec, device.cc, (M, N, K), device.sms, pitches, given)
     seeds = [s for s in seeds if static_reject(spec, s, M, N, K, device) is None]
     order, floored = rank(spec, keep, M, N, K, device, seeds)
     counts["score_floor"] = floored
@@ -417,7 +427,7 @@ def candidates(
     n = max_configs if max_configs is not None else default_count(M, N, K, budget_s, tflops)
     counts["wanted"] = n
     if not compile:
-        return Candidates(kernel, order[:n], [], counts)
+        return Candidates(kernel, order[:n], [], counts, given)
 
     arch = f"sm_{device.cc}"
     rows: list[dict] = []
@@ -466,4 +476,4 @@ def candidates(
     counts["compiled"] = compiled
     counts["compile_rejects"] = sum(1 for r in rows if r["status"] == "rejected")
     counts["candidates"] = len(survivors)
-    return Candidates(kernel, survivors, rows, counts)
+    return Candidates(kernel, survivors, rows, counts, given)

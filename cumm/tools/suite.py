@@ -81,6 +81,17 @@ class Suite:
     shapes: tuple[SuiteShape, ...]
     source: str  # the file it was read from
 
+    def tuned_shapes(self) -> list[tuple[int, int, int]]:
+        """The shapes whose tuned entries auto looks up for this suite (``cumm tune --suite``), each once: a batch
+        of ``batch`` products as one product ``batch`` times as tall (as the table is read for half batches; a
+        transposed B is tuned row-major, the same key)."""
+        out: list[tuple[int, int, int]] = []
+        for s in self.shapes:
+            key = (s.batch * s.M, s.N, s.K)
+            if key not in out:
+                out.append(key)
+        return out
+
 
 def available() -> list[str]:
     """The names of the shipped suites (``--suite NAME``)."""

@@ -6,8 +6,8 @@ configuration the same conditions: ``RACE_ROUNDS`` rounds in which they take tur
 none always follows the same one), each burst after ``SETTLE_S`` of back-to-back launches of itself, operands
 rotated as in the search; the median of the rounds' medians decides and is what the entries store. Measured on the
 H200 (bf16, the re-tune with the warpgroup index in uniform registers): the searches' picks at 128 x 8192 x 8192
-(wgmma_cluster_split_k, 0.7 % ahead of wgmma_ws) and 3000 x 5000 x 2000 (wgmma_pingpong, 0.9 % ahead) ran 2-3 %
-and 1-10 % behind them in interleaved rounds beside torch.matmul (docs/results.md).
+(wgmma_cluster_split_k, 0.7 % ahead of wgmma_ws) and 3000 x 5000 x 2000 (wgmma_pingpong, 0.9 % ahead) ran 1.7-3.4 %
+and 5-14 % behind them in interleaved rounds beside torch.matmul (docs/results.md).
 """
 
 from __future__ import annotations

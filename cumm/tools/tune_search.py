@@ -21,7 +21,8 @@ offline, no GPU needed), then:
 Time budget (``budget_s``, default ``DEFAULT_BUDGET_S`` = 150 s, env ``CUMM_TUNE_BUDGET_S``): offline
 compiles not started by ``OFFLINE_SHARE`` (40 %) of it are cancelled, device compiles likewise at
 ``COMPILE_SHARE`` (60 %), and timing starts no configuration that would end later than ``RESERVE_S``
-before the budget; so one shape stays under 3 minutes on an H200 whatever the estimates say.
+before the budget once one configuration is verified (the first is timed whatever is left); so one shape stays
+under 3 minutes on an H200 whatever the estimates say.
 float16 and bfloat16 (``dtype=``, ``--dtype``): operands of that dtype, the half rungs raced (``KernelSpec.raced``),
 launched through matmul's one-launch call, checked against ``TOLERANCES`` (``core.dtypes.TOLERANCE``). ``FP8_DTYPE``
 ("fp8"): the FP8 rungs through scaled_matmul (:mod:`.tune_fp8`), the entry stored without the formats.
@@ -337,7 +338,10 @@ def tune(
         for i, cfg in enumerate(ready):
             row = by_key[config_key(spec, cfg)]
             now = time.perf_counter()
-            if now + last_cost > deadline or failures_in_row >= 3:
+            # (until one configuration is verified the budget does not stop the timing: with a small budget the
+            # compiles of a cold cache took it all, and the rung left the race untimed: H200, --budget 30 over three
+            # rungs, skinny16 at fp16 1 x 4096 x 4096, 21 configurations compiled, none timed)
+            if (best is not None and now + last_cost > deadline) or failures_in_row >= 3:
                 reason = "time budget spent" if failures_in_row < 3 else "stopped after 3 failures in a row"
                 for c in ready[i:]:
                     by_key[config_key(spec, c)].update(status="skipped", reason=reason)
@@ -407,8 +411,11 @@ def tune(
     res.counts["timed"] = sum(1 for r in rows if r.get("ms") is not None)
     res.split_k = best.get("split_k", 1)
     extra = {"split_k": res.split_k} if res.split_k > 1 else {}  # (read by auto: cumm/plan/auto.py)
+    # the entry keeps a seed as written: matmul's rules make it the configuration timed here (space._seeds)
+    kept = cand.given.get(config_key(spec, best["config"]), best["config"])
+    kept = {k: v for k, v in kept.items() if k not in ops.fixed}
     res.entry = make_entry(
-        dev.name, dev.cc, kernel, dtype, (M, N, K), res.config, res.ms, res.tflops, timed=res.counts["timed"], **extra
+        dev.name, dev.cc, kernel, dtype, (M, N, K), kept, res.ms, res.tflops, timed=res.counts["timed"], **extra
     )
     if save:
         res.saved_to = str(save_entries([res.entry]))

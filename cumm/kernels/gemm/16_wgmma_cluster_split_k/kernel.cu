@@ -66,8 +66,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
         return;
     }
 
-    // UWG = 1: the warpgroup index through a shuffle, known warp-uniform (A's descriptors in uniform registers)
-    const int ct = tid - 128, wg = UWG ? __shfl_sync(~0u, ct / 128, 0) : ct / 128, warp = ct % 128 / 32, lane = tid % 32;
+    // the warpgroup index through a shuffle, known warp-uniform (A's descriptors in uniform registers)
+    const int ct = tid - 128, wg = __shfl_sync(~0u, ct / 128, 0), warp = ct % 128 / 32, lane = tid % 32;
     const int g = lane / 4, t4 = lane % 4;
     float d[MT][BN / 2];
 #pragma unroll
@@ -75,9 +75,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
 #pragma unroll
         for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
     for (int kt = k0; kt < k1; ++kt) {
-        const int i = kt - k0, s = ring.wait(i);
+        const typename CummSlab<LEAN>::type i = kt - k0;
+        const int s = ring.wait(i);
         const unsigned a0 = base + s * SB + wg * MT * 64 * 128, b0 = base + s * SB + BM * 128;
-        cumm_wgmma_slab16<MT, BN, 0, 0>(d, a0, b0);
+        cumm_wgmma_slab16<MT, BN, 0, 0, LEAN>(d, a0, b0);
         cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
         if (i > 0) ring.release<1>((i - 1) % STAGES, lane, 0);
     }
