@@ -138,7 +138,9 @@ def test_one_consumer_warpgroup(shape, config, dt, rng, sm90):
 @pytest.mark.parametrize("dt", HALF)
 @pytest.mark.parametrize("layout", ["row", "A^T", "B^T", "both"])
 @pytest.mark.parametrize(
-    "config", [dict(LEAN=1), dict(LEAN=1, SK=0), ONE_WG[-2]], ids=["default", "whole_tiles", "128x64"]
+    "config",
+    [dict(LEAN=1), dict(LEAN=1, SK=0), dict(WGS=1, NUM_THREADS=256, BM=128, BN=64, EPI=1, STAGES=8, SK=0, LEAN=1)],
+    ids=["default", "whole_tiles", "128x64"],
 )
 @pytest.mark.parametrize("shape", [(1, 1, 1), (127, 131, 137), (300, 1001, 4104), (2112, 4096, 512)], ids=str)
 def test_lean_descriptors_in_every_layout(shape, config, layout, dt, rng, sm90):

@@ -19,9 +19,11 @@ from cumm.plan import auto as _auto
 from cumm.plan import store as _store
 from cumm.runtime.render import template_hash
 from cumm.tools import bench as _bench
+from cumm.tools import candidates as _cand
 from cumm.tools import cli as _cli
 from cumm.tools import space as _space
 from cumm.tools import tune as _tune
+from cumm.tools import tune_operands as _operands
 from cumm.tools import tune_search as _search
 from cumm.tools.bench import np_dtype
 
@@ -83,8 +85,8 @@ def test_enumeration_is_deterministic_and_valid(kernel):
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (512, 512, 512), (128, 4096, 4096), (8192, 8192, 64)])
 def test_candidates_plan_is_deterministic_nonempty_and_filtered(kernel, shape):
     spec = get_spec(kernel)
-    p1 = _space.candidates(kernel, *shape, device=_space.H200, compile=False)
-    p2 = _space.candidates(kernel, *shape, device=_space.H200, compile=False)
+    p1 = _cand.candidates(kernel, *shape, device=_space.H200, compile=False)
+    p2 = _cand.candidates(kernel, *shape, device=_space.H200, compile=False)
     assert p1.configs == p2.configs and p1.configs
     assert len(p1.configs) <= _space.DEFAULT_MAX_CONFIGS
     keys = [_space.config_key(spec, c) for c in p1.configs]
@@ -129,14 +131,14 @@ def test_register_cap():
 
 @pytest.mark.parametrize("n", [1, 3, 7])
 def test_max_configs_is_honored_in_the_plan(n):
-    p = _space.candidates("warptile", 2048, 2048, 2048, device=_space.H200, max_configs=n, compile=False)
+    p = _cand.candidates("warptile", 2048, 2048, 2048, device=_space.H200, max_configs=n, compile=False)
     assert len(p.configs) == n
-    assert p.configs == _space.candidates("warptile", 2048, 2048, 2048, max_configs=10, compile=False).configs[:n]
+    assert p.configs == _cand.candidates("warptile", 2048, 2048, 2048, max_configs=10, compile=False).configs[:n]
 
 
 def test_max_configs_must_be_positive():
     with pytest.raises(ValueError, match="max_configs"):
-        _space.candidates("warptile", 64, 64, 64, max_configs=0, compile=False)
+        _cand.candidates("warptile", 64, 64, 64, max_configs=0, compile=False)
 
 
 def test_default_count_fits_the_budget():
@@ -151,16 +153,16 @@ def test_the_first_seed_is_what_matmul_runs_at_the_shape():
     operands' pitches, its pitch rule (clusters of two where B's rows start off 32 bytes: N = 5000 in bf16). The
     unadjusted defaults stay among the seeds, and are what an entry of an adjusted seed keeps."""
     spec = get_spec("wgmma_ws")
-    first = _space.candidates("wgmma_ws", 512, 5120, 5120, max_configs=8, compile=False).configs
+    first = _cand.candidates("wgmma_ws", 512, 5120, 5120, max_configs=8, compile=False).configs
     assert (first[0]["BM"], first[0]["BN"], first[0]["SK"]) == (128, 192, spec.defaults["SK"])
     assert spec.default_config(90) in first
-    pitches = _search.contiguous_pitches("bfloat16", 5000, 2000)
+    pitches = _operands.contiguous_pitches("bfloat16", 5000, 2000)
     assert pitches == (4000, 10000)
-    odd = _space.candidates("wgmma_ws", 3000, 5000, 2000, max_configs=8, compile=False, pitches=pitches)
+    odd = _cand.candidates("wgmma_ws", 3000, 5000, 2000, max_configs=8, compile=False, pitches=pitches)
     assert odd.configs[0] == {**spec.default_config(90), "CL": 2}
     # what an entry keeps: the seed as written (matmul's rules give it CL = 2 at this pitch, and not to a batch)
     assert odd.given[_space.config_key(spec, odd.configs[0])] == spec.default_config(90)
-    even = _space.candidates("wgmma_ws", 3000, 5120, 2000, max_configs=8, compile=False, pitches=(4000, 10240))
+    even = _cand.candidates("wgmma_ws", 3000, 5120, 2000, max_configs=8, compile=False, pitches=(4000, 10240))
     assert even.configs[0] == spec.default_config(90)
 
 
@@ -172,7 +174,7 @@ def test_offline_compile_filter_with_max_configs():
         nvrtc.getVersion()
     except Exception as e:  # pragma: no cover - no NVRTC library
         pytest.skip(f"NVRTC unavailable: {type(e).__name__}: {e}")
-    p = _space.candidates("warptile", 512, 512, 512, device=_space.H200, max_configs=2)
+    p = _cand.candidates("warptile", 512, 512, 512, device=_space.H200, max_configs=2)
     assert 1 <= len(p.configs) <= 2
     by = {_space.config_key(get_spec("warptile"), r["config"]): r for r in p.rows}
     for cfg in p.configs:
@@ -183,7 +185,7 @@ def test_offline_compile_filter_with_max_configs():
         assert r["status"] in ("candidate", "rejected", "skipped")
         if r["status"] == "rejected":
             assert r["reason"]
-    plan = _space.candidates("warptile", 512, 512, 512, device=_space.H200, max_configs=50, compile=False).configs
+    plan = _cand.candidates("warptile", 512, 512, 512, device=_space.H200, max_configs=50, compile=False).configs
     order = [_space.config_key(get_spec("warptile"), c) for c in plan]
     got = [order.index(_space.config_key(get_spec("warptile"), c)) for c in p.configs]
     assert got == sorted(got), "survivors keep the plan's order"

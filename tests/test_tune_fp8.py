@@ -14,8 +14,8 @@ from cumm.core.dtypes import FP8_DTYPE, FP8_TOLERANCE
 from cumm.ladder import REGISTRY
 from cumm.plan import scaled as plan
 from cumm.plan import store as _store
+from cumm.tools import candidates as _cand
 from cumm.tools import cli as _cli
-from cumm.tools import space as _space
 from cumm.tools import tune as _tune
 
 E4, E5 = "float8_e4m3fn", "float8_e5m2"
@@ -49,7 +49,7 @@ def _save(kernel, shape, tiles, gpu=GPU):
 def test_candidates_keep_the_constraints_formats_and_promotion(kernel, shape):
     spec = REGISTRY[kernel]
     flags = _tune.operands_for(FP8_DTYPE).flags(FP8_DTYPE, *shape)
-    c = _space.candidates(kernel, *shape, flags=flags, max_configs=200, compile=False)
+    c = _cand.candidates(kernel, *shape, flags=flags, max_configs=200, compile=False)
     assert len(c.configs) >= 20, c.counts
     for cfg in c.configs:
         assert not spec.violations(cfg), cfg
@@ -58,7 +58,7 @@ def test_candidates_keep_the_constraints_formats_and_promotion(kernel, shape):
 
 @pytest.mark.parametrize("kernel", FP8_RUNGS)
 def test_sampled_candidates_compile_for_sm_90a_without_spills(kernel):
-    cfgs = _space.candidates(kernel, 4096, 4096, 4096, max_configs=200, compile=False).configs
+    cfgs = _cand.candidates(kernel, 4096, 4096, 4096, max_configs=200, compile=False).configs
     for cfg in (cfgs[2], cfgs[len(cfgs) // 2], cfgs[-1]):  # (the defaults and named ones: tests/test_fp8.py)
         k = cumm.compile(kernel, cfg, "sm_90")
         assert k.arch == "sm_90a" and k.spill_bytes == 0, (cfg, k.registers, k.spill_bytes)

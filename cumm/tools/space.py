@@ -1,6 +1,6 @@
 """The tuner's search space: which configurations of a kernel are worth timing for one shape, in which order.
 
-Steps 1-4 of :func:`cumm.tune` (no GPU needed; :func:`candidates`):
+Steps 1-4 of :func:`cumm.tune` (no GPU needed; :func:`.candidates.candidates` runs them):
 
 1. **Enumerate** ``itertools.product`` over ``spec.space``; parameters without a space keep their
    defaults for the device's compute capability. Configurations violating ``spec.constraints`` go.
@@ -30,20 +30,11 @@ Steps 1-4 of :func:`cumm.tune` (no GPU needed; :func:`candidates`):
 from __future__ import annotations
 
 import itertools
-import math
-import os
-import sys
-import threading
-import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..core.spec import KernelSpec, cdiv
-from ..ladder import get_spec
 from ..plan import auto as _auto
-from ..runtime.compile import compile_offline
-from ..runtime.render import template_hash
 from ..runtime.timing import SETTLE_S
 
 DEFAULT_BUDGET_S = 150.0  # per tune() call; 30 s of headroom under the 3 minutes
@@ -127,41 +118,33 @@ def enumerate_configs(spec: KernelSpec, cc: int) -> tuple[list[dict[str, int]], 
     return [dict(c) for c in hit[1]], hit[2]
 
 
-def _seeds(
-    spec: KernelSpec,
-    cc: int,
-    shape: tuple[int, int, int] | None = None,
-    sms: int = 0,
-    pitches: tuple[int, int] | None = None,
-    given: dict | None = None,
-) -> list[dict[str, int]]:
+def _seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
     """Known-good starting points timed first: the defaults, and the spec's named configurations (the heuristic's
     small tiles among them). In a large space the budget may end before the ranking reaches them (H200, bf16
     512 x 4096 x 4096: wgmma_ws's one-warpgroup 128 x 128 tiles won at 543 TFLOP/s in one tuning run and were not
-    reached in the next, whose best was 461). With ``shape`` (and ``sms``), each seed as matmul runs it there comes
-    first: through the spec's shape rule and, given the row ``pitches`` in bytes (A's, B's), its pitch rule, so no
-    entry is slower than no entry (docs/auto.md, section 5: bf16 512 x 5120 x 5120). ``given`` receives, per
-    adjusted seed's config_key, the seed as written: what a tuned entry keeps, since matmul applies the rules to a
-    tuned configuration too (the same configuration runs at this shape), and only where they apply (clusters of two
-    from the pitch rule run neither batches nor a transposed B)."""
+    reached in the next, whose best was 461)."""
     base = spec.default_config(cc)
     # (not a named configuration outside the space: fp8_wgmma's "fast_accum" sets PROMO = 0, which is not searched)
     named = [o for o in spec.configs.values() if all(v in spec.space.get(k, ()) for k, v in o.items())]
-    seeds = [s for s in (base, *({**base, **over} for over in named)) if not spec.violations(s)]
-    if shape is None:
-        return seeds
-    chosen = []
-    for seed in seeds:
-        cfg = seed
-        if spec.shape_config is not None and sms:
-            cfg = spec.adjusted(cfg, cc, spec.shape_config, *shape, sms) or cfg
-        if spec.pitch_config is not None and pitches is not None:
-            cfg = spec.adjusted(cfg, cc, spec.pitch_config, *pitches) or cfg
-        chosen.append(dict(cfg))
-        if given is not None and cfg != seed:
-            given.setdefault(config_key(spec, cfg), dict(seed))
-    keys = [config_key(spec, s) for s in (*chosen, *seeds)]  # as matmul would run them first, then as given
-    return [s for i, s in enumerate((*chosen, *seeds)) if keys[i] not in keys[:i]]
+    seeds = [base, *({**base, **over} for over in named)]
+    return [s for s in seeds if not spec.violations(s)]
+
+
+def as_run(
+    spec: KernelSpec,
+    cfg: dict[str, int],
+    cc: int,
+    shape: tuple[int, int, int],
+    sms: int,
+    pitches: tuple[int, int] | None,
+) -> dict[str, int]:
+    """``cfg`` as matmul runs it at ``shape`` when it comes from the tuned table: through the spec's shape rule and,
+    given the operands' row ``pitches`` in bytes (A's, B's), its pitch rule (plan/decide.py applies both)."""
+    if spec.shape_config is not None:
+        cfg = spec.adjusted(cfg, cc, spec.shape_config, *shape, sms) or cfg
+    if spec.pitch_config is not None and pitches is not None:
+        cfg = spec.adjusted(cfg, cc, spec.pitch_config, *pitches) or cfg
+    return dict(cfg)
 
 
 def register_cap(threads: int, minb: int, dev: DeviceInfo) -> int:
@@ -300,180 +283,3 @@ def default_count(M: int, N: int, K: int, budget_s: float, tflops: float = ASSUM
     t = 2.0 * M * N * K / (tflops * 1e12) + 10e-6
     per_config = (WARMUP + MIN_REPS) * t + 0.05 + SETTLE_S
     return max(1, min(DEFAULT_MAX_CONFIGS, int((1 - COMPILE_SHARE) * budget_s / per_config)))
-
-
-# ---- Offline compile filter -----------------------------------------------------------------------------------------
-
-_offline: dict[tuple, dict] = {}  # (kernel, template hash, arch, flags, cfg) -> compile report
-_offline_lock = threading.Lock()
-
-
-def _offline_report(spec: KernelSpec, cfg: dict[str, int], arch: str, flags: tuple[int, int, int]) -> dict:
-    key = (spec.name, template_hash(spec), arch, flags, config_key(spec, cfg))
-    with _offline_lock:
-        hit = _offline.get(key)
-    if hit is not None:
-        return hit
-    t0 = time.perf_counter()
-    try:
-        k = compile_offline(spec, cfg, arch=arch, flags=flags)
-        rep = dict(
-            registers=k.registers,
-            spill_bytes=k.spill_bytes,
-            stack_bytes=k.stack_bytes,
-            shared_bytes=k.shared_bytes,
-            threads=k.threads,
-            error=None,
-        )
-    except Exception as e:  # CompileError and anything NVRTC raises: a reason, not a crash
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        rep = dict(
-            registers=None,
-            spill_bytes=None,
-            stack_bytes=None,
-            shared_bytes=None,
-            threads=spec.threads(cfg),
-            error=f"{type(e).__name__}: {first[:200]}",
-        )
-    rep["compile_s"] = round(time.perf_counter() - t0, 3)
-    with _offline_lock:
-        _offline[key] = rep
-    return rep
-
-
-def compile_reject(rep: Mapping, dev: DeviceInfo) -> str | None:
-    if rep["error"]:
-        return f"compile failed: {rep['error']}"
-    if rep["spill_bytes"]:
-        return f"spills {rep['spill_bytes']} B (registers {rep['registers']})"
-    if rep["shared_bytes"] > dev.smem_optin:
-        return f"shared memory {rep['shared_bytes']} B > {dev.smem_optin} B"
-    if rep["registers"] * rep["threads"] > dev.regs_per_block:
-        return f"{rep['registers']} registers x {rep['threads']} threads > {dev.regs_per_block}"
-    return None
-
-
-@dataclass
-class Candidates:
-    """What :func:`candidates` decided: the configurations to time, in order, and why others went."""
-
-    kernel: str
-    configs: list[dict[str, int]]
-    rows: list[dict]  # one per configuration that reached the compile stage
-    counts: dict
-    # config_key of a seed as matmul runs it at the shape -> the seed as written (what an entry keeps: _seeds)
-    given: dict = field(default_factory=dict)
-
-
-def compile_workers() -> int:
-    return max(2, min(32, os.cpu_count() or 4))
-
-
-def progress_bar(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
-
-
-def candidates(
-    kernel: str,
-    M: int,
-    N: int,
-    K: int,
-    *,
-    device: DeviceInfo = H200,
-    flags: tuple[int, int, int] = (1, 1, 1),
-    max_configs: int | None = None,
-    budget_s: float = DEFAULT_BUDGET_S,
-    compile: bool = True,
-    deadline: float | None = None,
-    progress: bool = False,
-    tflops: float = ASSUMED_TFLOPS,
-    pitches: tuple[int, int] | None = None,
-) -> Candidates:
-    """Steps 1-4 of the pipeline (no GPU needed): the configurations worth timing, in order.
-
-    With ``compile=False`` the offline compile filter is skipped (a plan, for inspection). ``deadline``
-    (``time.perf_counter()`` value) cancels compiles not yet started when it passes. ``tflops``: the rate that
-    sizes the default count (:func:`default_count`). ``pitches``: the operands' row pitches in bytes (A's, B's),
-    for the seeds as matmul would run them (:func:`_seeds`).
-    """
-    spec = get_spec(kernel)
-    if spec.kind != "gemm":
-        raise ValueError(f"kernel {kernel!r} is not a matrix-product kernel")
-    if max_configs is not None and max_configs < 1:
-        raise ValueError(f"max_configs must be at least 1, got {max_configs}")
-    valid, total = enumerate_configs(spec, device.cc)
-    counts: dict = {"space": total, "constraint_ok": len(valid), "static_rejects": {}}
-    keep, seen = [], set()
-    for cfg in valid:
-        why = static_reject(spec, cfg, M, N, K, device)
-        if why is None:
-            keep.append(cfg)
-            seen.add(config_key(spec, cfg))
-        else:
-            rule = why.split(":")[0]
-            counts["static_rejects"][rule] = counts["static_rejects"].get(rule, 0) + 1
-    given: dict = {}
-    seeds = _seeds(spec, device.cc, (M, N, K), device.sms, pitches, given)
-    seeds = [s for s in seeds if static_reject(spec, s, M, N, K, device) is None]
-    order, floored = rank(spec, keep, M, N, K, device, seeds)
-    counts["score_floor"] = floored
-    counts["ranked"] = len(order)
-    n = max_configs if max_configs is not None else default_count(M, N, K, budget_s, tflops)
-    counts["wanted"] = n
-    if not compile:
-        return Candidates(kernel, order[:n], [], counts, given)
-
-    arch = f"sm_{device.cc}"
-    rows: list[dict] = []
-    survivors: list[dict[str, int]] = []
-    pos = 0
-    bar = progress_bar(0, f"compile {kernel}", progress)
-    compiled = 0
-    with ThreadPoolExecutor(compile_workers()) as ex:
-        while len(survivors) < n and pos < len(order):
-            if deadline is not None and time.perf_counter() > deadline:
-                counts["compile_deadline"] = True
-                break
-            want = n - len(survivors)
-            batch = order[pos : pos + math.ceil(want * COMPILE_EXTRA) + 2]
-            pos += len(batch)
-            if bar is not None:
-                bar.total += len(batch)
-                bar.refresh()
-            futs = {ex.submit(_offline_report, spec, cfg, arch, flags): i for i, cfg in enumerate(batch)}
-            reps: list[dict | None] = [None] * len(batch)
-            for f in as_completed(futs):
-                if not f.cancelled():
-                    reps[futs[f]] = f.result()
-                if bar is not None:
-                    bar.update()
-                if deadline is not None and time.perf_counter() > deadline:
-                    for g in futs:
-                        g.cancel()
-            for cfg, rep in zip(batch, reps, strict=True):
-                if rep is None:  # cancelled at the deadline
-                    rows.append(dict(config=cfg, status="skipped", reason="compile deadline passed"))
-                    continue
-                compiled += 1
-                why = compile_reject(rep, device)
-                row = dict(config=cfg, **{k: v for k, v in rep.items() if k != "error"})
-                if why is None and len(survivors) < n:
-                    survivors.append(cfg)
-                    row.update(status="candidate", reason=None)
-                elif why is None:
-                    row.update(status="skipped", reason="enough candidates survived")
-                else:
-                    row.update(status="rejected", reason=why)
-                rows.append(row)
-    if bar is not None:
-        bar.close()
-    counts["compiled"] = compiled
-    counts["compile_rejects"] = sum(1 for r in rows if r["status"] == "rejected")
-    counts["candidates"] = len(survivors)
-    return Candidates(kernel, survivors, rows, counts, given)

@@ -20,15 +20,15 @@ from ..core.spec import cdiv
 from ..ladder import REGISTRY, get_spec
 from ..plan.store import save_entries, user_table_path
 from ..runtime.timing import gpu_unavailable
-from .space import H200, candidates
+from .candidates import candidates
+from .space import H200
+from .tune_operands import contiguous_pitches, operands_for
 from .tune_race import race
 from .tune_search import (
     TuneError,  # noqa: F401 - re-exported
     TuneResult,
     _budget,
     _compact,
-    contiguous_pitches,
-    operands_for,
     takes,
     tune,
 )

@@ -33,7 +33,7 @@ def dequantized_product(a, b, sa, sb, block: bool):
 
 
 class Fp8Operands:
-    """An FP8 rung's input sets and launches for the tuner (:class:`.tune_search.MatmulOperands`' fields):
+    """An FP8 rung's input sets and launches for the tuner (:class:`.tune_operands.MatmulOperands`' fields):
     bench_fp8's operands (e4m3, per-tensor scales, or for the block-scaled rung per-K-block scales with scale_a
     K-block-major, read in place), rotated when L2 would hold one set, bfloat16 out."""
 

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from ..ladder import get_spec
 from ..runtime.timing import SETTLE_S, back_to_back_ms, hold
 from .space import MAX_REPS, MIN_REPS, SAMPLE_MS, DeviceInfo
-from .tune_search import TuneResult, operands_for
+from .tune_operands import operands_for
+from .tune_search import TuneResult
 
 RACE_ROUNDS = 5
 

@@ -1,0 +1,100 @@
+"""The tuner's operands (:func:`operands_for`): a product's input sets, a float64 reference and one launch of a
+configuration, for :func:`.tune_search.tune` and :func:`.tune_race.race`; float32 and the half dtypes here
+(:class:`MatmulOperands`), the FP8 rungs' in :mod:`.tune_fp8`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+from ..core.dtypes import FP8_DTYPE
+from ..core.dtypes import TOLERANCE as TOLERANCES
+from ..core.spec import KernelSpec
+from ..runtime.render import dtype_flag
+from ..runtime.timing import rotation_sets
+from .bench_calls import np_dtype
+from .space import ASSUMED_TFLOPS
+from .tune_fp8 import Fp8Operands
+
+
+class MatmulOperands:
+    """A float32 or half product's input sets and launches for :func:`.tune_search.tune`: random normal inputs
+    (rounded to the dtype), rotated when L2 would hold one set, and a float64 reference of set 0. (The FP8 rungs':
+    :class:`.tune_fp8.Fp8Operands`, with the same fields.)"""
+
+    fixed: tuple[str, ...] = ()  # parameters a tuned entry does not store
+    tflops = ASSUMED_TFLOPS  # the rate that sizes the default count (space.default_count)
+
+    @staticmethod
+    def flags(dtype: str, M: int, N: int, K: int) -> tuple[int, ...]:
+        # Operands are fresh C-contiguous allocations (256-byte aligned): 16-byte accesses are legal
+        # exactly when the rows are multiples of 16 bytes (4 floats, 8 halves), as matmul decides for such arrays.
+        v = 4 if dtype == "float32" else 8
+        flags = (int(K % v == 0), int(N % v == 0), int(N % v == 0))
+        return flags if dtype == "float32" else (*flags, 0, dtype_flag(dtype, dtype))
+
+    def __init__(self, kernel: str, spec: KernelSpec, M: int, N: int, K: int, dtype: str, flags, dev, seed: int):
+        import cupy
+
+        self.kernel, self.spec, self.shape, self.flags = kernel, spec, (M, N, K), flags
+        self.dev_id, self.half, self.tolerance = cupy.cuda.runtime.getDevice(), dtype != "float32", TOLERANCES[dtype]
+        rng = cupy.random.default_rng(seed)
+        item = 2 if self.half else 4
+        self.nsets = rotation_sets(item * (M * K + K * N + M * N), dev.l2_bytes)
+        f32, self.dt = cupy.float32, np_dtype(dtype)
+        self.As = [rng.standard_normal((M, K), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
+        self.Bs = [rng.standard_normal((K, N), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
+        self.Cs = [cupy.empty((M, N), dtype=self.dt) for _ in range(self.nsets)]
+        self.ref = self.As[0].astype(cupy.float64) @ self.Bs[0].astype(cupy.float64)
+        self.ref_norm = float(cupy.linalg.norm(self.ref))
+
+    def launcher(self, cfg: Mapping[str, int], split_k: int = 1) -> Callable:
+        """run(s, out=None): ``cfg``'s product of input set s (in ``split_k`` slices of K) into out (set s's C);
+        raises what the rung cannot run. A rung that reads through the copy engine needs its tensor maps, and the
+        half rungs run as one driver launch: those run (and are timed) through matmul's cached call, as does a
+        split; other rungs through their Plan."""
+        from ..api.matmul import matmul
+        from ..plan.plan import get_plan
+
+        (M, N, K), spec, flags = self.shape, self.spec, self.flags
+        if spec.tensor_maps is not None and not (flags[0] and flags[1]):
+            v = 8 if self.half else 4
+            raise ValueError(
+                f"{self.kernel} reads A and B through the copy engine, which needs K % {v} == 0 and N % {v} == 0 "
+                f"(got {M}x{N}x{K}); matmul runs {spec.fallback} for such operands"
+            )
+        As, Bs, Cs = self.As, self.Bs, self.Cs
+        if split_k > 1 or spec.tensor_maps is not None or self.half:
+            split = {"split_k": split_k} if split_k > 1 else {}
+
+            def run(s: int, out=None) -> None:
+                matmul(As[s], Bs[s], kernel=self.kernel, config=cfg, out=Cs[s] if out is None else out, **split)
+
+            return run
+        plan = get_plan(self.kernel, cfg, flags, self.dev_id)
+
+        def launch(s: int, out=None) -> None:
+            plan.launch(M, N, K, 1.0, As[s], K, Bs[s], N, 0.0, Cs[s] if out is None else out, N)
+
+        return launch
+
+    def rel_err(self, run: Callable) -> float:
+        """The relative Frobenius error of run(0, out) into a NaN-filled out against the float64 reference."""
+        import cupy
+
+        out = cupy.empty(self.shape[:2], dtype=self.dt)
+        out.fill(math.nan)
+        run(0, out)
+        err = float(cupy.linalg.norm(out.astype(cupy.float32).astype(cupy.float64) - self.ref))
+        return err / self.ref_norm if self.ref_norm else err
+
+
+def contiguous_pitches(dtype: str, N: int, K: int) -> tuple[int, int]:
+    """The row pitches in bytes of the tuner's C-contiguous A (M x K) and B (K x N) of ``dtype``."""
+    item = 1 if dtype == FP8_DTYPE else np_dtype(dtype).itemsize
+    return K * item, N * item
+
+
+def operands_for(dtype: str) -> type:
+    """The tuner's operands for ``dtype``: :class:`.tune_fp8.Fp8Operands` for FP8_DTYPE, else MatmulOperands."""
+    return Fp8Operands if dtype == FP8_DTYPE else MatmulOperands
