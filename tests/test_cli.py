@@ -253,11 +253,12 @@ def fake_tune(monkeypatch):
     calls = []
     mod = types.ModuleType("cumm.tools.tune")
 
-    def tune_shapes(kernel, shapes, standard, max_configs, dtype="float32", rungs=None):
+    def tune_shapes(kernel, shapes, standard, max_configs, dtype="float32", rungs=None, transposed_b=()):
         calls.append(
             (kernel, shapes, standard, max_configs)
             + ((dtype,) if dtype != "float32" else ())
             + ((tuple(rungs),) if rungs else ())
+            + ((sorted(transposed_b),) if transposed_b else ())
         )
         return 0
 
@@ -294,6 +295,14 @@ def test_tune_a_half_dtype(fake_tune):
 def test_tune_shapes_without_a_kernel_race_the_top_rungs(fake_tune):
     assert _cli.main(["tune", "--shape", "512x4096x4096", "--dtype", "bf16"]) == 0
     assert fake_tune == [(None, [(512, 4096, 4096)], False, None, "bfloat16")]
+
+
+def test_tune_a_suite_times_its_transposed_b_so(fake_tune):
+    """`tune --suite llm`: the suite's shapes as the table looks them up, and its q @ k^T keys to time with B^T."""
+    assert _cli.main(["tune", "--suite", "llm", "--dtype", "bf16"]) == 0
+    ((kernel, shapes, standard, n, dtype, transposed),) = fake_tune
+    assert (kernel, standard, n, dtype) == (None, False, None, "bfloat16") and len(shapes) == 50
+    assert transposed == [(65536, 2048, 128), (131072, 512, 128), (131072, 4096, 128)]
 
 
 def test_tune_exit_code_passes_through(fake_tune, monkeypatch):

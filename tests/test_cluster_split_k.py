@@ -26,9 +26,6 @@ CONFIGS = [
     dict(
         KS=2, BM=128, BN=64, WGS=1, NUM_THREADS=256, STAGES=8
     ),  # one_warpgroup_128x64: the down projection, 128 tokens
-    # the descriptors as constant steps and an unsigned slab count (LEAN)
-    dict(KS=2, LEAN=1),
-    dict(KS=2, BM=128, BN=64, WGS=1, NUM_THREADS=256, STAGES=8, LEAN=1),
 ]
 
 

@@ -352,10 +352,9 @@ def test_batched_variants_compile_without_spills(kernel, arch):
     [
         {},
         {"BM": 64, "BN": 64, "STAGES": 8, "WGS": 1, "GM": 4, "EPI": 0, "SK": 0, "NUM_THREADS": 256},
-        {"LEAN": 1},
-        {"BM": 128, "BN": 64, "STAGES": 8, "WGS": 1, "GM": 4, "EPI": 1, "SK": 0, "NUM_THREADS": 256, "LEAN": 1},
+        {"BM": 128, "BN": 64, "STAGES": 8, "WGS": 1, "GM": 4, "EPI": 1, "SK": 0, "NUM_THREADS": 256},
     ],
-    ids=["default", "64x64", "lean", "lean_128x64"],
+    ids=["default", "64x64", "128x64"],
 )
 def test_wgmma_ws_reads_transposed_operands_without_spills(layout, config):
     """The variants that read a column-major A (layout 1), B (2) or both (3) in place compile offline for sm_90a with

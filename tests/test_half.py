@@ -101,9 +101,8 @@ ONE_WG = [
     *(dict(c) for c in cumm.kernel_spec("wgmma_ws").configs.values() if c.get("WGS") == 1),
     dict(WGS=1, NUM_THREADS=256, BM=64, BN=128, EPI=1, STAGES=6, SK=0),
     dict(WGS=1, NUM_THREADS=256, BM=64, BN=256, EPI=1, STAGES=4, SK=0),
-    # the descriptors as constant steps and an unsigned slab count (LEAN)
-    dict(WGS=1, NUM_THREADS=256, BM=128, BN=64, EPI=1, STAGES=8, SK=0, LEAN=1),
-    dict(WGS=1, NUM_THREADS=256, BM=64, BN=64, EPI=0, STAGES=8, SK=0, LEAN=1),
+    dict(WGS=1, NUM_THREADS=256, BM=128, BN=64, EPI=1, STAGES=8, SK=0),
+    dict(WGS=1, NUM_THREADS=256, BM=64, BN=64, EPI=0, STAGES=8, SK=0),
 ]
 
 
@@ -111,7 +110,7 @@ ONE_WG = [
 @pytest.mark.parametrize(
     "config",
     ONE_WG,
-    ids=lambda c: f"{c['BM']}x{c['BN']}_EPI{c['EPI']}_S{c['STAGES']}" + ("_LEAN" if c.get("LEAN") else ""),
+    ids=lambda c: f"{c['BM']}x{c['BN']}_EPI{c['EPI']}_S{c['STAGES']}",
 )
 @pytest.mark.parametrize("shape", [*SHAPES, (128, 4096, 4096), (2112, 4000, 776)], ids=lambda s: "x".join(map(str, s)))
 def test_one_consumer_warpgroup(shape, config, dt, rng, sm90):
@@ -139,12 +138,12 @@ def test_one_consumer_warpgroup(shape, config, dt, rng, sm90):
 @pytest.mark.parametrize("layout", ["row", "A^T", "B^T", "both"])
 @pytest.mark.parametrize(
     "config",
-    [dict(LEAN=1), dict(LEAN=1, SK=0), dict(WGS=1, NUM_THREADS=256, BM=128, BN=64, EPI=1, STAGES=8, SK=0, LEAN=1)],
+    [dict(), dict(SK=0), dict(WGS=1, NUM_THREADS=256, BM=128, BN=64, EPI=1, STAGES=8, SK=0)],
     ids=["default", "whole_tiles", "128x64"],
 )
 @pytest.mark.parametrize("shape", [(1, 1, 1), (127, 131, 137), (300, 1001, 4104), (2112, 4096, 512)], ids=str)
-def test_lean_descriptors_in_every_layout(shape, config, layout, dt, rng, sm90):
-    """wgmma_ws with LEAN = 1 (each wgmma's descriptors a constant step from one a stage, an unsigned slab count),
+def test_stepped_descriptors_in_every_layout(shape, config, layout, dt, rng, sm90):
+    """wgmma_ws's stepped descriptors (each wgmma's a constant step from one a stage) and unsigned slab count,
     A and B row-major or transposed views read in place (M-major A: TA, K-major B: TB), against float64 and cuBLAS's
     own error; stream-K pieces (2112 x 4096 x 512: a last wave a sixth full) and whole tiles."""
     import cupy

@@ -366,21 +366,3 @@ def test_skinny_rejects_configurations_with_the_rule_named(cfg, words):
     compile or GPU."""
     with pytest.raises(cumm.ConfigError, match=words):
         REGISTRY["skinny"].resolve(cfg, 90)
-
-
-@pytest.mark.parametrize("kernel", ["wgmma_ws", "wgmma_cluster_split_k"])
-def test_lean_values_and_the_tuned_entries_code(kernel):
-    """LEAN is 0 or 1 (a clear error otherwise); 1, timed faster on the H200, is the default and the tuner's only
-    value, and every shipped entry of the rung names the LEAN it runs (so a later default does not move it)."""
-    import json
-    import pathlib
-
-    spec = REGISTRY[kernel]
-    assert spec.defaults["LEAN"] == 1 and tuple(spec.space["LEAN"]) == (1,)
-    assert spec.resolve({"LEAN": 0})["LEAN"] == 0
-    with pytest.raises(cumm.ConfigError) as e:
-        spec.resolve({"LEAN": 2})
-    assert "LEAN is 0 (each wgmma's descriptors built anew) or 1 (constant steps)" in str(e.value)
-    table = pathlib.Path(__file__).resolve().parent.parent / "cumm" / "tuned" / "h200.json"
-    entries = [e for e in json.loads(table.read_text())["entries"].values() if e["kernel"] == kernel]
-    assert entries and all(e["config"].get("LEAN") == 1 for e in entries)

@@ -134,12 +134,6 @@ WGMMA_CONSTRAINTS = [
 ]
 
 
-# LEAN (wgmma_ws, wgmma_cluster_split_k): 1 builds a k-slab's wgmma descriptors as constant steps from one a stage
-# and counts slabs unsigned (sm90.cuh, cumm_wgmma_slab16, CummSlab): a 128 x 64 tile's k-slab 107 -> 66 instructions.
-# 1 is the default: on the H200 it ran 1.5-5 % faster on one-warpgroup tiles, the same elsewhere (docs/results.md).
-LEAN_CONSTRAINT = C("LEAN in (0, 1)", "LEAN is 0 (each wgmma's descriptors built anew) or 1 (constant steps)")
-
-
 # The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
 # consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
 WS_SHAPE = [

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
@@ -109,6 +109,12 @@ def progress_bar(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
 
 
+def _prior_configs(spec: KernelSpec, prior: Sequence[Mapping[str, int]], cc: int) -> list[dict[str, int]]:
+    """``prior``'s configurations over the spec's defaults, those it accepts."""
+    full = [{**spec.default_config(cc), **p} for p in prior]
+    return [c for c in full if set(c) == set(spec.default_config(cc)) and not spec.violations(c)]
+
+
 def candidates(
     kernel: str,
     M: int,
@@ -124,13 +130,15 @@ def candidates(
     progress: bool = False,
     tflops: float = ASSUMED_TFLOPS,
     pitches: tuple[int, int] | None = None,
+    prior: Sequence[Mapping[str, int]] = (),
 ) -> Candidates:
     """Steps 1-4 of the pipeline (no GPU needed): the configurations worth timing, in order.
 
     With ``compile=False`` the offline compile filter is skipped (a plan, for inspection). ``deadline``
     (``time.perf_counter()`` value) cancels compiles not yet started when it passes. ``tflops``: the rate that
     sizes the default count (:func:`default_count`). ``pitches``: the operands' row pitches in bytes (A's, B's),
-    for the seeds as matmul would run them (:func:`_seeds`).
+    for the seeds as matmul would run them (:func:`_seeds`). ``prior``: configurations timed before the seeds
+    (the tuner's: what the tables give the rung at the shape now); one the spec refuses is left out.
     """
     spec = get_spec(kernel)
     if spec.kind != "gemm":
@@ -153,7 +161,7 @@ def candidates(
     # it the configuration timed here, and apply only where they may (the pitch rule's clusters of two run neither
     # batches nor a transposed B).
     given: dict = {}
-    written = _seeds(spec, device.cc)
+    written = [*_prior_configs(spec, prior, device.cc), *_seeds(spec, device.cc)]
     ran = [as_run(spec, s, device.cc, (M, N, K), device.sms, pitches) for s in written]
     for run, seed in zip(ran, written, strict=True):
         if run != seed:

@@ -75,13 +75,15 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
     if args.command == "check":
         return _run_check(args, argv, registered, prog)
     if args.command == "tune":
+        transposed_b: set[tuple[int, int, int]] = set()
         if args.suite:  # the products a suite times, as the tuned table is looked up for them
             from .suite import SuiteError, load
 
             try:
-                args.shape = [*args.shape, *load(args.suite).tuned_shapes()]
+                suite = load(args.suite)
             except SuiteError as e:
                 args.subparser.error(str(e))
+            args.shape, transposed_b = [*args.shape, *suite.tuned_shapes()], suite.transposed_b()
         if not args.standard and not args.shape:
             args.subparser.error(
                 "give --shape (with --kernel, or without it to race the dtype's top rungs), --suite or --standard"
@@ -103,6 +105,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
                 compile=not args.no_compile,
                 dtype=args.dtype,
                 rungs=args.rungs,
+                transposed_b=transposed_b,
             )
         return int(
             _tune.tune_shapes(
@@ -112,6 +115,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cumm") -> int:
                 max_configs=args.max_configs,
                 dtype=args.dtype,
                 rungs=args.rungs,
+                transposed_b=transposed_b,
             )
         )
     return _run_bench(args, command=f"{prog} {shlex.join(argv)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from ..core.dtypes import DTYPES, FP8_DTYPE
 from ..core.dtypes import TOLERANCE as TOLERANCES  # noqa: F401 - re-exported: what tune() checks against
@@ -22,13 +22,14 @@ from ..plan.store import save_entries, user_table_path
 from ..runtime.timing import gpu_unavailable
 from .candidates import candidates
 from .space import H200
-from .tune_operands import contiguous_pitches, operands_for
+from .tune_operands import operands_for, run_as
 from .tune_race import race
 from .tune_search import (
     TuneError,  # noqa: F401 - re-exported
     TuneResult,
     _budget,
     _compact,
+    prior_configs,
     takes,
     tune,
 )
@@ -100,6 +101,7 @@ def tune_shapes(
     max_configs: int | None,
     dtype: str = "float32",
     rungs: Sequence[str] | None = None,
+    transposed_b: Collection[tuple[int, int, int]] = (),
 ) -> int:
     """``cumm tune``: tune each shape (plus ``STANDARD_SHAPES`` with ``standard``) for ``dtype``, print, save.
 
@@ -110,7 +112,8 @@ def tune_shapes(
     512 x 4096 x 4096 and ran 0.69x cuBLAS, 0.86-0.88x on its defaults). The per-shape budget
     (``CUMM_TUNE_BUDGET_S``, default 150 s) is split between the kernels. Results go to the user's ``tuned.json``
     and, when the environment names one in ``CUMM_TUNE_OUT`` (e.g. ``cumm/tuned/h200.json``), to that file too.
-    ``rungs``: race these instead of every top rung (``--rungs``; each must take ``dtype``).
+    ``rungs``: race these instead of every top rung (``--rungs``; each must take ``dtype``). ``transposed_b``: the
+    shapes timed with B a transposed view (``--suite``'s q @ k^T, :meth:`.suite.Suite.transposed_b`).
     Returns 0 when every shape got a result, 1 otherwise, 2 on bad arguments.
     """
     try:
@@ -151,6 +154,7 @@ def tune_shapes(
                         save=False,
                         budget_s=per_kernel,
                         progress=sys.stderr.isatty(),
+                        b_transposed=tuple(shape) in transposed_b,
                     )
                 )
             except Exception as e:
@@ -227,8 +231,10 @@ def print_plan(
     compile: bool = True,
     dtype: str = "float32",
     rungs: Sequence[str] | None = None,
+    transposed_b: Collection[tuple[int, int, int]] = (),
 ) -> int:
-    """``python -m cumm tune --plan``: no GPU; the candidates an H200 would time, per kernel and shape."""
+    """``python -m cumm tune --plan``: no GPU; the candidates an H200 would time, per kernel and shape (with B
+    transposed for the shapes in ``transposed_b``, as tune_shapes times them)."""
     try:
         todo = _check(kernel, shapes, standard, dtype, rungs)
     except ValueError as e:
@@ -237,10 +243,11 @@ def print_plan(
     kernels = [kernel] if kernel else list(rungs) if rungs else top_rungs(90, dtype)
     Operands = operands_for(dtype)
     for shape in todo:
-        flags = Operands.flags(dtype, *shape)  # (as tune() compiles)
+        tb = tuple(shape) in transposed_b
         raced = [kernel] if kernel else raced_at(kernels, shape, H200.sms)
         for k in raced:
             t = time.perf_counter()
+            flags, pitches = run_as(get_spec(k), dtype, Operands.flags(dtype, *shape), *shape[1:], tb)  # (as tune())
             c = candidates(
                 k,
                 *shape,
@@ -250,11 +257,12 @@ def print_plan(
                 progress=sys.stderr.isatty(),
                 budget_s=_budget(None) / len(raced),
                 tflops=Operands.tflops,
-                pitches=contiguous_pitches(dtype, shape[1], shape[2]),
+                pitches=pitches,
+                prior=prior_configs(H200, k, dtype, tuple(shape)),
             )
             cs = sum(r.get("compile_s") or 0 for r in c.rows)
             print(
-                f"{k} {'x'.join(map(str, shape))}: {len(c.configs)} candidates, {c.counts} "
+                f"{k} {'x'.join(map(str, shape))}{' (B^T)' if tb else ''}: {len(c.configs)} candidates, {c.counts} "
                 f"({time.perf_counter() - t:.1f} s wall, {cs:.0f} s of compiles)"
             )
             for cfg in c.configs[:5]:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from ..core.dtypes import FP8_DTYPE
 from ..core.dtypes import TOLERANCE as TOLERANCES
 from ..core.spec import KernelSpec
-from ..runtime.render import dtype_flag
+from ..runtime.render import TRANSPOSED_B, Variant, dtype_flag
 from ..runtime.timing import rotation_sets
 from .bench_calls import np_dtype
 from .space import ASSUMED_TFLOPS
@@ -19,8 +19,10 @@ from .tune_fp8 import Fp8Operands
 
 class MatmulOperands:
     """A float32 or half product's input sets and launches for :func:`.tune_search.tune`: random normal inputs
-    (rounded to the dtype), rotated when L2 would hold one set, and a float64 reference of set 0. (The FP8 rungs':
-    :class:`.tune_fp8.Fp8Operands`, with the same fields.)"""
+    (rounded to the dtype), rotated when L2 would hold one set, and a float64 reference of set 0. With
+    ``b_transposed`` B is the transposed view of an N x K array, as attention's q @ k^T gives it (the rungs that read
+    it in place then run their transposed variant, the others matmul's copy of it: what the user's call costs).
+    (The FP8 rungs': :class:`.tune_fp8.Fp8Operands`, with the same fields.)"""
 
     fixed: tuple[str, ...] = ()  # parameters a tuned entry does not store
     tflops = ASSUMED_TFLOPS  # the rate that sizes the default count (space.default_count)
@@ -33,17 +35,34 @@ class MatmulOperands:
         flags = (int(K % v == 0), int(N % v == 0), int(N % v == 0))
         return flags if dtype == "float32" else (*flags, 0, dtype_flag(dtype, dtype))
 
-    def __init__(self, kernel: str, spec: KernelSpec, M: int, N: int, K: int, dtype: str, flags, dev, seed: int):
+    def __init__(
+        self,
+        kernel: str,
+        spec: KernelSpec,
+        M: int,
+        N: int,
+        K: int,
+        dtype: str,
+        flags,
+        dev,
+        seed: int,
+        *,
+        b_transposed: bool = False,
+    ):
         import cupy
 
         self.kernel, self.spec, self.shape, self.flags = kernel, spec, (M, N, K), flags
+        self.b_transposed = b_transposed
         self.dev_id, self.half, self.tolerance = cupy.cuda.runtime.getDevice(), dtype != "float32", TOLERANCES[dtype]
         rng = cupy.random.default_rng(seed)
         item = 2 if self.half else 4
         self.nsets = rotation_sets(item * (M * K + K * N + M * N), dev.l2_bytes)
         f32, self.dt = cupy.float32, np_dtype(dtype)
         self.As = [rng.standard_normal((M, K), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
-        self.Bs = [rng.standard_normal((K, N), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
+        if b_transposed:
+            self.Bs = [rng.standard_normal((N, K), dtype=f32).astype(self.dt).T for _ in range(self.nsets)]
+        else:
+            self.Bs = [rng.standard_normal((K, N), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
         self.Cs = [cupy.empty((M, N), dtype=self.dt) for _ in range(self.nsets)]
         self.ref = self.As[0].astype(cupy.float64) @ self.Bs[0].astype(cupy.float64)
         self.ref_norm = float(cupy.linalg.norm(self.ref))
@@ -64,7 +83,7 @@ class MatmulOperands:
                 f"(got {M}x{N}x{K}); matmul runs {spec.fallback} for such operands"
             )
         As, Bs, Cs = self.As, self.Bs, self.Cs
-        if split_k > 1 or spec.tensor_maps is not None or self.half:
+        if split_k > 1 or spec.tensor_maps is not None or self.half or self.b_transposed:
             split = {"split_k": split_k} if split_k > 1 else {}
 
             def run(s: int, out=None) -> None:
@@ -93,6 +112,15 @@ def contiguous_pitches(dtype: str, N: int, K: int) -> tuple[int, int]:
     """The row pitches in bytes of the tuner's C-contiguous A (M x K) and B (K x N) of ``dtype``."""
     item = 1 if dtype == FP8_DTYPE else np_dtype(dtype).itemsize
     return K * item, N * item
+
+
+def run_as(spec: KernelSpec, dtype: str, flags: tuple[int, ...], N: int, K: int, b_transposed: bool):
+    """(compile flags, row pitches for the pitch rule or None) of the tuner's operands as matmul runs ``spec`` on
+    them: a transposed B that the rung reads in place is its transposed variant, and matmul's pitch rule is for
+    row-major operands only (plan/decide.py); one it does not read is copied row-major first."""
+    if b_transposed and spec.reads_transposed:
+        return (*Variant(*flags)._replace(layout=TRANSPOSED_B),), None
+    return flags, contiguous_pitches(dtype, N, K)
 
 
 def operands_for(dtype: str) -> type:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from ..ladder import get_spec
 from ..runtime.timing import SETTLE_S, back_to_back_ms, hold
 from .space import MAX_REPS, MIN_REPS, SAMPLE_MS, DeviceInfo
-from .tune_operands import operands_for
+from .tune_operands import operands_for, run_as
 from .tune_search import TuneResult
 
 RACE_ROUNDS = 5
@@ -35,7 +35,9 @@ def race(results: Sequence[TuneResult], rounds: int = RACE_ROUNDS, seed: int = 0
     for r in results:
         Operands = operands_for(r.dtype)
         spec = get_spec(r.kernel)
-        ops = Operands(r.kernel, spec, *r.shape, r.dtype, Operands.flags(r.dtype, *r.shape), dev, seed)
+        flags = run_as(spec, r.dtype, Operands.flags(r.dtype, *r.shape), *r.shape[1:], r.b_transposed)[0]
+        tb = {"b_transposed": True} if r.b_transposed else {}  # (MatmulOperands' only)
+        ops = Operands(r.kernel, spec, *r.shape, r.dtype, flags, dev, seed, **tb)
         launches.append(ops.launcher({**r.config}, r.split_k))
         sets.append(ops.nsets)
         reps.append(int(min(MAX_REPS, max(MIN_REPS, math.ceil(SAMPLE_MS / max(r.ms, 1e-3))))))

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from ..core.dtypes import DTYPES, FP8_DTYPE
 from ..core.spec import KernelSpec
 from ..ladder import REGISTRY, get_spec
-from ..plan.store import make_entry, save_entries
+from ..plan.store import lookup, make_entry, save_entries
 from ..runtime.timing import SETTLE_S, back_to_back_ms, gpu_unavailable, hold
 from .candidates import candidates, compile_workers, progress_bar
 from .space import (
@@ -59,7 +59,7 @@ from .space import (
     DeviceInfo,
     config_key,
 )
-from .tune_operands import contiguous_pitches, operands_for
+from .tune_operands import operands_for, run_as
 
 RESERVE_S = 5.0  # timing stops this long before the budget ends (verification, saving)
 PRUNE_FACTOR = 1.5
@@ -84,6 +84,7 @@ class TuneResult:
     entry: dict = field(default_factory=dict, repr=False)
     saved_to: str | None = None
     split_k: int = 1  # slices of K the winner runs with (a rung that splits K; 1: none)
+    b_transposed: bool = False  # timed with B a transposed view (MatmulOperands)
 
     def summary(self) -> str:
         M, N, K = self.shape
@@ -119,6 +120,14 @@ def _budget(budget_s: float | None) -> float:
         return DEFAULT_BUDGET_S
 
 
+def prior_configs(dev: DeviceInfo, kernel: str, dtype: str, shape: tuple[int, int, int]) -> list[dict[str, int]]:
+    """The configuration the tables give ``kernel`` at ``shape`` now (its nearest entry), a seed timed first: a
+    search whose ranking did not reach it replaced it with a slower one (H200, bf16 1024 x 1024 x 8192: wgmma_ws's
+    one-warpgroup 128 x 64 tiles ran 0.98x cuBLAS; the re-tune's best of 24 others, 0.85x)."""
+    entry = lookup(dev.name, dev.cc, dtype, *shape, kernel=kernel)
+    return [dict(entry["config"])] if entry is not None else []
+
+
 def takes(spec: KernelSpec, dtype: str) -> bool:
     """Whether ``spec``'s rung is tuned for ``dtype``: FP8_DTYPE for the scaled FP8 rungs, else one of its dtypes."""
     return bool(spec.scales) if dtype == FP8_DTYPE else dtype in spec.dtypes
@@ -137,13 +146,17 @@ def tune(
     device_id: int | None = None,
     budget_s: float | None = None,
     seed: int = 0,
+    b_transposed: bool = False,
 ) -> TuneResult:
     """Find the fastest verified configuration of ``kernel`` for an ``M x N x K`` product on a GPU.
 
-    See the module docstring for the pipeline and the time budget (``budget_s``, default 150 s).
+    See the module docstring for the pipeline and the time budget (``budget_s``, default 150 s). ``b_transposed``:
+    time it with B the transposed view of an N x K array (q @ k^T), as matmul runs that (float32 and half dtypes).
     With ``save`` the winner goes to the user's ``tuned.json``, where ``kernel="auto"`` finds it.
     Raises :class:`TuneError` if no configuration survives.
     """
+    if b_transposed and dtype == FP8_DTYPE:
+        raise ValueError("b_transposed is for float32 and the half dtypes; scaled_matmul's FP8 B is K-major already")
     reason = gpu_unavailable()
     if reason:
         raise TuneError(
@@ -172,7 +185,7 @@ def tune(
     Operands = operands_for(dtype)
     with cupy.cuda.Device(dev_id):
         dev = DeviceInfo.from_device(dev_id)
-        flags = Operands.flags(dtype, M, N, K)
+        flags, pitches = run_as(spec, dtype, Operands.flags(dtype, M, N, K), N, K, b_transposed)
         cand = candidates(
             kernel,
             M,
@@ -185,7 +198,8 @@ def tune(
             deadline=t0 + OFFLINE_SHARE * budget,
             progress=progress,
             tflops=Operands.tflops,
-            pitches=contiguous_pitches(dtype, N, K),
+            pitches=pitches,
+            prior=prior_configs(dev, kernel, dtype, (M, N, K)),
         )
         rows = cand.rows
         by_key = {config_key(spec, r["config"]): r for r in rows}
@@ -220,7 +234,8 @@ def tune(
             else:
                 by_key[config_key(spec, cfg)].update(status="failed", reason=err)
 
-        ops = Operands(kernel, spec, M, N, K, dtype, flags, dev, seed)
+        tb = {"b_transposed": True} if b_transposed else {}  # (MatmulOperands' only: FP8 refuses it above)
+        ops = Operands(kernel, spec, M, N, K, dtype, flags, dev, seed, **tb)
         nsets, flops, tolerance = ops.nsets, 2.0 * M * N * K, ops.tolerance
         best: dict | None = None
 
@@ -320,8 +335,10 @@ def tune(
         counts=cand.counts,
     )
     res.counts["timed"] = sum(1 for r in rows if r.get("ms") is not None)
-    res.split_k = best.get("split_k", 1)
+    res.split_k, res.b_transposed = best.get("split_k", 1), b_transposed
     extra = {"split_k": res.split_k} if res.split_k > 1 else {}  # (read by auto: cumm/plan/auto.py)
+    if b_transposed:  # (how it was timed: the table's key is the shape's either way)
+        extra["b_transposed"] = True
     # the entry keeps a seed as written: matmul's rules make it the configuration timed here (candidates.candidates)
     kept = cand.given.get(config_key(spec, best["config"]), best["config"])
     kept = {k: v for k, v in kept.items() if k not in ops.fixed}

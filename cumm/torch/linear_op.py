@@ -6,6 +6,7 @@ import math
 import torch
 
 from ..api.matmul import matmul as _cumm_matmul
+from ..runtime.arrays import torch_one
 from .common import DTYPES, act, act_backward, check_activation, check_dtypes
 
 _LINEAR_SCHEMA = (
@@ -46,6 +47,13 @@ def _linear_check(x, weight, bias, activation, residual) -> tuple:
     return shape
 
 
+def _empty_sum(shape, device, bias, activation, residual) -> torch.Tensor:
+    """K = 0's act(bias) + residual in float32, which no kernel runs (cumm refuses an epilogue at K = 0)."""
+    z = torch.zeros(shape, dtype=torch.float32, device=device)
+    z = act(z + bias.float() if bias is not None else z, activation)
+    return z + residual.float() if residual is not None else z
+
+
 @torch.library.custom_op("cumm::linear", mutates_args=(), schema=_LINEAR_SCHEMA)
 def _linear_op(x, weight, bias=None, activation=None, residual=None, rung="auto"):
     shape = _linear_check(x, weight, bias, activation, residual)
@@ -53,10 +61,8 @@ def _linear_op(x, weight, bias=None, activation=None, residual=None, rung="auto"
     M = math.prod(x.shape[:-1])
     if M == 0 or N == 0:
         return x.new_empty(shape)
-    if K == 0:  # the empty sum: act(bias) + residual, which no kernel runs (cumm refuses an epilogue at K = 0)
-        z = torch.zeros(shape, dtype=torch.float32, device=x.device)
-        z = act(z + bias.float() if bias is not None else z, activation)
-        return (z + residual.float() if residual is not None else z).to(x.dtype)
+    if K == 0:
+        return _empty_sum(shape, x.device, bias, activation, residual).to(x.dtype)
     r2 = residual.reshape(M, N) if residual is not None else None
     y = _cumm_matmul(x.reshape(M, K), weight.t(), kernel=rung, bias=bias, activation=activation, residual=r2)
     y = y.reshape(shape)
@@ -137,10 +143,8 @@ def _linear_fp8_op(x, weight, scale_result, out_dtype, bias=None, activation=Non
     out = torch.empty(shape, dtype=out_dtype, device=x.device)
     if M == 0 or N == 0:
         return out
-    if K == 0:  # the empty sum (no kernel runs): act(bias) + residual, scaled and cast saturating as the kernels do
-        z = torch.zeros(shape, dtype=torch.float32, device=x.device)
-        z = act(z + bias.float() if bias is not None else z, activation)
-        z = (z + residual.float() if residual is not None else z) * scale_result.float().reshape(())
+    if K == 0:  # scaled and cast saturating, as the kernels do
+        z = _empty_sum(shape, x.device, bias, activation, residual) * scale_result.float().reshape(())
         big = torch.finfo(out_dtype).max
         return out.copy_(torch.where(z.isnan(), z, z.clamp(-big, big)))
     r2 = residual.reshape(M, N) if residual is not None else None
@@ -183,8 +187,8 @@ def linear(
     if out_dtype is None or out_dtype == x.dtype:
         torch._check(scale_result is None, lambda: "cumm.linear: scale_result scales an FP8 out_dtype's C")
         return torch.ops.cumm.linear(x, weight, bias, activation, residual, kernel)
-    if scale_result is None:
-        scale_result = torch.ones((), dtype=torch.float32, device=x.device)
+    if scale_result is None:  # 1, made once a device (off the GPU the op says what is wrong)
+        scale_result = torch_one(x.get_device()) if x.is_cuda else torch.ones((), dtype=torch.float32)
     return torch.ops.cumm.linear_fp8(x, weight, scale_result, out_dtype, bias, activation, residual, kernel)
 
 

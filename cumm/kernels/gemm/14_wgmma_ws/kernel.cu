@@ -160,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
     int* const flag = reinterpret_cast<int*>(skw);
     float* const part = skw + CUMM_SK_FLAGS;  // stream-K: a BM x BN partial per block
     auto sk_block = [&](int f) { return CL == 1 ? f : f * CL + rank; };  // item f's block of this rank
-    typename CummSlab<LEAN>::type it = 0;  // slabs consumed (the ring's position)
+    unsigned it = 0;  // slabs consumed (the ring's position; unsigned: its % and / a mask and a shift)
     int t, k0, k1;
     for (int i = 0; walk.next(i, t, k0, k1); ++i) {
         const int2 o = origin(t);
@@ -179,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         for (int kt = k0; kt < k1; ++kt, ++it) {
             const int s = ring.wait(it);
             const unsigned a0 = base + s * SB + wrow * 128, b0 = base + s * SB + BM * 128;
-            cumm_wgmma_slab16<MT, BN, CUMM_TA, CUMM_TB, LEAN>(d, a0, b0);
+            cumm_wgmma_slab16<MT, BN, CUMM_TA, CUMM_TB, 1>(d, a0, b0);
             cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
             if (kt > k0) ring.release<CL>((it - 1) % STAGES, lane, rank);
         }

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
 from cumm.ladder.common import (
-    LEAN_CONSTRAINT,
     SK_MIN_SLABS,
     WGMMA_CONSTRAINTS,
     WS_SHAPE,
@@ -127,7 +126,7 @@ SPEC = KernelSpec(
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
     summary="warp-specialized persistent wgmma: a TMA producer warpgroup, consumers with setmaxnreg, grouped"
     " tile order, TMA-store epilogue",
-    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, SK=4, NUM_THREADS=384, LEAN=1),
+    defaults=dict(BM=128, BN=256, STAGES=4, WGS=2, GM=8, CL=1, EPI=1, SK=4, NUM_THREADS=384),
     # one consumer warpgroup, for products with few tiles (the tuner times these first; H200 winners: 64 x 64
     # at bf16 128 x 4096 x 4096 and 4096 x 128 x 4096, 128 x 128 at 512 x 4096 x 4096 and 8192 x 256 x 8192).
     # Six and eight stages: on the H100 (bf16, bench x cuBLAS) 128 x 128 with 6 stages against 4 ran 0.95 /
@@ -156,7 +155,6 @@ SPEC = KernelSpec(
     ),
     constraints=[
         *WGMMA_CONSTRAINTS,
-        LEAN_CONSTRAINT,
         *positive("GM"),
         *_WS3_CONSTRAINTS,
         C("CL in (1, 2)", "CL is 1, or 2: clusters of two blocks (two tile rows) that share B by multicast"),
@@ -185,6 +183,5 @@ SPEC = KernelSpec(
         EPI=(0, 1),
         SK=(0, 4),
         NUM_THREADS=(256, 384, 512),
-        LEAN=(1,),
     ),
 )

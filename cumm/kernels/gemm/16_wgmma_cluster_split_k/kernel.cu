@@ -75,10 +75,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) __cluster_dims__(KS
 #pragma unroll
         for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
     for (int kt = k0; kt < k1; ++kt) {
-        const typename CummSlab<LEAN>::type i = kt - k0;
+        const unsigned i = kt - k0;  // unsigned: the ring's % and / a mask and a shift
         const int s = ring.wait(i);
         const unsigned a0 = base + s * SB + wg * MT * 64 * 128, b0 = base + s * SB + BM * 128;
-        cumm_wgmma_slab16<MT, BN, 0, 0, LEAN>(d, a0, b0);
+        cumm_wgmma_slab16<MT, BN, 0, 0, 1>(d, a0, b0);
         cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
         if (i > 0) ring.release<1>((i - 1) % STAGES, lane, 0);
     }

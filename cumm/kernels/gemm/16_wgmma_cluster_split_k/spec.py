@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
-from cumm.ladder.common import LEAN_CONSTRAINT, WGMMA_CONSTRAINTS, WS_SHAPE, hopper_half
+from cumm.ladder.common import WGMMA_CONSTRAINTS, WS_SHAPE, hopper_half
 
 C = Constraint
 
@@ -44,7 +44,7 @@ SPEC = KernelSpec(
     # Clusters of two: on the H200 66 clusters of two blocks of ~200 KB fit at once, but only 30 of four (ncu's
     # Max Active Clusters), so 32 tiles of 128 x 256 with KS = 4 ran in two waves (1024 x 1024 x 8192: 54.5
     # against 33.1 us for 64 tiles of 128 x 128 with KS = 2, graph-timed). The tuner times these first.
-    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, KS=2, NUM_THREADS=384, LEAN=1),
+    defaults=dict(BM=128, BN=128, STAGES=6, WGS=2, GM=8, KS=2, NUM_THREADS=384),
     # one_warpgroup_128x64: a few-token product's whole M in one tile row, so B is read once (H200, bf16, 128 x
     # 4096 x 14336: 413 TFLOP/s, 1.01x torch.matmul, interleaved, against 374 for 64 x 64 whole tiles, 342 for two
     # warpgroups' 128 x 128 with KS = 2)
@@ -57,7 +57,6 @@ SPEC = KernelSpec(
     smem=lambda c: c["STAGES"] * (c["BM"] + c["BN"]) * 128 + 1024 + 16 * c["STAGES"],
     constraints=[
         *WGMMA_CONSTRAINTS,
-        LEAN_CONSTRAINT,
         *positive("GM"),
         *_WS_CONSTRAINTS,
         C("KS in (2, 4, 8)", "KS blocks of a cluster share a tile's K: 2, 4 or 8 (8 is the portable cluster size)"),
@@ -78,6 +77,5 @@ SPEC = KernelSpec(
         GM=(4, 8),
         KS=(2, 4, 8),
         NUM_THREADS=(256, 384),
-        LEAN=(1,),
     ),
 )
