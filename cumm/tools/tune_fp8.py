@@ -7,6 +7,7 @@ use_fast_accum=False."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 from ..core.dtypes import FP8_TOLERANCE
@@ -58,8 +59,7 @@ class Fp8Operands:
             torch.manual_seed(seed)
             self.sets = [operands(M, N, K, block, k_block_major=True) for _ in range(self.nsets)]
             self.outs = [torch.empty((M, N), dtype=torch.bfloat16, device="cuda") for _ in range(self.nsets)]
-            self.ref = dequantized_product(*self.sets[0], block)
-        self.ref_norm = float(self.ref.norm())
+        self.dev_id, self.block = dev_id, block
 
     def launcher(self, cfg: Mapping[str, int], split_k: int = 1) -> Callable:
         """run(s, out=None): ``cfg``'s product of input set s into out (set s's C). (``split_k``: always 1, the FP8
@@ -77,4 +77,14 @@ class Fp8Operands:
 
         out = torch.full_like(self.outs[0], float("nan"))
         run(0, out)
-        return float((out.double() - self.ref).norm()) / self.ref_norm
+        ref, norm = self._reference
+        return float((out.double() - ref).norm()) / norm
+
+    @functools.cached_property
+    def _reference(self):
+        """(float64 product of set 0's dequantized operands, its norm): made at the first check."""
+        import torch
+
+        with torch.cuda.device(self.dev_id):
+            ref = dequantized_product(*self.sets[0], self.block)
+        return ref, float(ref.norm())

@@ -4,6 +4,7 @@ configuration, for :func:`.tune_search.tune` and :func:`.tune_race.race`; float3
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 
@@ -19,10 +20,11 @@ from .tune_fp8 import Fp8Operands
 
 class MatmulOperands:
     """A float32 or half product's input sets and launches for :func:`.tune_search.tune`: random normal inputs
-    (rounded to the dtype), rotated when L2 would hold one set, and a float64 reference of set 0. With
-    ``b_transposed`` B is the transposed view of an N x K array, as attention's q @ k^T gives it (the rungs that read
-    it in place then run their transposed variant, the others matmul's copy of it: what the user's call costs).
-    (The FP8 rungs': :class:`.tune_fp8.Fp8Operands`, with the same fields.)"""
+    (rounded to the dtype), rotated when L2 would hold one set, and a float64 reference of set 0 (made when first
+    needed: the race of rungs checks nothing). With ``b_transposed`` B is the transposed view of an N x K array, as
+    attention's q @ k^T gives it (the rungs that read it in place then run their transposed variant, the others
+    matmul's copy of it: what the user's call costs). (The FP8 rungs': :class:`.tune_fp8.Fp8Operands`, with the same
+    fields.)"""
 
     fixed: tuple[str, ...] = ()  # parameters a tuned entry does not store
     tflops = ASSUMED_TFLOPS  # the rate that sizes the default count (space.default_count)
@@ -64,8 +66,6 @@ class MatmulOperands:
         else:
             self.Bs = [rng.standard_normal((K, N), dtype=f32).astype(self.dt) for _ in range(self.nsets)]
         self.Cs = [cupy.empty((M, N), dtype=self.dt) for _ in range(self.nsets)]
-        self.ref = self.As[0].astype(cupy.float64) @ self.Bs[0].astype(cupy.float64)
-        self.ref_norm = float(cupy.linalg.norm(self.ref))
 
     def launcher(self, cfg: Mapping[str, int], split_k: int = 1) -> Callable:
         """run(s, out=None): ``cfg``'s product of input set s (in ``split_k`` slices of K) into out (set s's C);
@@ -104,8 +104,17 @@ class MatmulOperands:
         out = cupy.empty(self.shape[:2], dtype=self.dt)
         out.fill(math.nan)
         run(0, out)
-        err = float(cupy.linalg.norm(out.astype(cupy.float32).astype(cupy.float64) - self.ref))
-        return err / self.ref_norm if self.ref_norm else err
+        ref, norm = self._reference
+        err = float(cupy.linalg.norm(out.astype(cupy.float32).astype(cupy.float64) - ref))
+        return err / norm if norm else err
+
+    @functools.cached_property
+    def _reference(self):
+        """(float64 product of set 0, its norm): made at the first check (the race of rungs checks nothing)."""
+        import cupy
+
+        ref = self.As[0].astype(cupy.float64) @ self.Bs[0].astype(cupy.float64)
+        return ref, float(cupy.linalg.norm(ref))
 
 
 def contiguous_pitches(dtype: str, N: int, K: int) -> tuple[int, int]:
