@@ -134,6 +134,13 @@ WGMMA_CONSTRAINTS = [
 ]
 
 
+# LEAN (wgmma_pingpong, wgmma_swap_ab): 1 builds a k-slab's wgmma descriptors as constant steps from one a stage,
+# counts slabs unsigned and (swap_ab) takes the warpgroup index through a shuffle, as wgmma_ws and
+# wgmma_cluster_split_k do (1.5-5 % on their one-warpgroup tiles). 0, the default, is the code the tuned entries
+# raced, until LEAN = 1 is timed against it on the H200.
+LEAN_CONSTRAINT = C("LEAN in (0, 1)", "LEAN is 0 (each wgmma's descriptors built anew) or 1 (constant steps)")
+
+
 # The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
 # consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
 WS_SHAPE = [
