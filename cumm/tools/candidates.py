@@ -23,12 +23,12 @@ from .space import (
     DEFAULT_BUDGET_S,
     H200,
     DeviceInfo,
-    _seeds,
     as_run,
     config_key,
     default_count,
     enumerate_configs,
     rank,
+    spec_seeds,
     static_reject,
 )
 
@@ -91,7 +91,7 @@ class Candidates:
     configs: list[dict[str, int]]
     rows: list[dict]  # one per configuration that reached the compile stage
     counts: dict
-    # config_key of a seed as matmul runs it at the shape -> the seed as written (what an entry keeps: _seeds)
+    # config_key of a seed as matmul runs it at the shape -> the seed as written (what an entry keeps: spec_seeds)
     given: dict = field(default_factory=dict)
 
 
@@ -137,7 +137,7 @@ def candidates(
     With ``compile=False`` the offline compile filter is skipped (a plan, for inspection). ``deadline``
     (``time.perf_counter()`` value) cancels compiles not yet started when it passes. ``tflops``: the rate that
     sizes the default count (:func:`default_count`). ``pitches``: the operands' row pitches in bytes (A's, B's),
-    for the seeds as matmul would run them (:func:`_seeds`). ``prior``: configurations timed before the seeds
+    for the seeds as matmul would run them (:func:`spec_seeds`). ``prior``: configurations timed before the seeds
     (the tuner's: what the tables give the rung at the shape now); one the spec refuses is left out.
     """
     spec = get_spec(kernel)
@@ -161,7 +161,7 @@ def candidates(
     # it the configuration timed here, and apply only where they may (the pitch rule's clusters of two run neither
     # batches nor a transposed B).
     given: dict = {}
-    written = [*_prior_configs(spec, prior, device.cc), *_seeds(spec, device.cc)]
+    written = [*_prior_configs(spec, prior, device.cc), *spec_seeds(spec, device.cc)]
     ran = [as_run(spec, s, device.cc, (M, N, K), device.sms, pitches) for s in written]
     for run, seed in zip(ran, written, strict=True):
         if run != seed:

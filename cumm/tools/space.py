@@ -118,7 +118,7 @@ def enumerate_configs(spec: KernelSpec, cc: int) -> tuple[list[dict[str, int]], 
     return [dict(c) for c in hit[1]], hit[2]
 
 
-def _seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
+def spec_seeds(spec: KernelSpec, cc: int) -> list[dict[str, int]]:
     """Known-good starting points timed first: the defaults, and the spec's named configurations (the heuristic's
     small tiles among them). In a large space the budget may end before the ranking reaches them (H200, bf16
     512 x 4096 x 4096: wgmma_ws's one-warpgroup 128 x 128 tiles won at 543 TFLOP/s in one tuning run and were not

@@ -68,6 +68,11 @@ class SuiteShape:
         return 2 * self.batch * self.M * self.N * self.K
 
     @property
+    def tuned_key(self) -> tuple[int, int, int]:
+        """The shape the tuned table is read at for it: a batch as one product ``batch`` times as tall."""
+        return self.batch * self.M, self.N, self.K
+
+    @property
     def label(self) -> str:
         """``"4096x6144x4096"``, ``"32 x 2048x2048x128 (B^T)"``."""
         mnk = _bench.shape_str((self.M, self.N, self.K))
@@ -85,12 +90,7 @@ class Suite:
         """The shapes whose tuned entries auto looks up for this suite (``cumm tune --suite``), each once: a batch
         of ``batch`` products as one product ``batch`` times as tall (as the table is read for half batches; a
         transposed B under the same key: :meth:`transposed_b`)."""
-        out: list[tuple[int, int, int]] = []
-        for s in self.shapes:
-            key = (s.batch * s.M, s.N, s.K)
-            if key not in out:
-                out.append(key)
-        return out
+        return list(dict.fromkeys(s.tuned_key for s in self.shapes))
 
     def transposed_b(self) -> set[tuple[int, int, int]]:
         """The :meth:`tuned_shapes` that every product of this suite at them gives with B transposed (q @ k^T): the
@@ -98,8 +98,7 @@ class Suite:
         the tiles tuned with B row-major ran 0.87x cuBLAS, 0.93x on the defaults)."""
         keys: dict[tuple[int, int, int], bool] = {}
         for s in self.shapes:
-            key = (s.batch * s.M, s.N, s.K)
-            keys[key] = keys.get(key, True) and s.b_transposed
+            keys[s.tuned_key] = keys.get(s.tuned_key, True) and s.b_transposed
         return {k for k, t in keys.items() if t}
 
 

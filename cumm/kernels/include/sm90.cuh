@@ -754,11 +754,11 @@ struct CummWgmma16<256, TA, TB> {
 // One 64-deep slab of a consumer warpgroup: its MT m64 blocks of A against N columns of B from one stage (A's
 // blocks at a0, 8 KB apart: 64 rows of 128 bytes K-major, or with TA one M-major box each; B at b0: N / 64 M-major
 // boxes of 64 k rows, or with TB K-major rows of N), four k16 steps, fenced before and committed as one group.
-// STEPPED (wgmma_ws, wgmma_cluster_split_k; a rung's LEAN): one descriptor of A's and one of B's stage, each k16 step and m64
-// block a constant added to its address field (a shared address is below 2^18, so (a + o) >> 4 = (a >> 4) + (o >> 4)
-// never carries past the field's 14 bits), where each wgmma's descriptors were masked, shifted and or-ed anew: a
-// 128 x 64 tile's k-slab of eight m64n64 wgmma 107 -> 72 instructions (66 with an unsigned slab count), 1.5-5 %
-// faster on the H200 on one warpgroup's tiles.
+// STEPPED (wgmma_ws and wgmma_cluster_split_k; a rung's LEAN): one descriptor of A's and one of B's stage, each
+// k16 step and m64 block a constant added to its address field (a shared address is below 2^18, so (a + o) >> 4 =
+// (a >> 4) + (o >> 4) never carries past the field's 14 bits), where each wgmma's descriptors were masked, shifted
+// and or-ed anew: a 128 x 64 tile's k-slab of eight m64n64 wgmma 107 -> 72 instructions (66 with an unsigned slab
+// count), 1.5-5 % faster on the H200 on one warpgroup's tiles.
 template <int MT, int N, int TA, int TB, int STEPPED = 0>
 __device__ __forceinline__ void cumm_wgmma_slab16(float (&d)[MT][N / 2], unsigned a0, unsigned b0) {
     cumm_wgmma_fence();
