@@ -32,7 +32,7 @@ SPEC = KernelSpec(
     **_HALF,
     summary="C^T = B^T A^T: the product's few rows as wgmma's N (8 to 128), 64 columns of B a warpgroup's M,"
     " whole K a block or split over a cluster (for few-token products)",
-    defaults=dict(BM=16, BN=64, STAGES=16, WGS=1, GM=8, KS=1, NUM_THREADS=256, LEAN=0),
+    defaults=dict(BM=16, BN=64, STAGES=16, WGS=1, GM=8, KS=1, NUM_THREADS=256, LEAN=1),
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     grid=lambda c, M, N, K: (c["KS"] * cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
     smem=_smem,
@@ -80,6 +80,6 @@ SPEC = KernelSpec(
         GM=(8,),
         KS=(1, 2, 4),
         NUM_THREADS=(256, 384),
-        LEAN=(0,),
+        LEAN=(1,),
     ),
 )

@@ -64,7 +64,7 @@ SPEC = KernelSpec(
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
     summary="wgmma_ws with a tile per consumer warpgroup: the two take turns on the tensor cores, so one's"
     " epilogue runs under the other's mainloop (short K, fused epilogues)",
-    defaults=dict(BM=128, BN=128, STAGES=6, GM=8, EPI=1, NUM_THREADS=384, LEAN=0),
+    defaults=dict(BM=128, BN=128, STAGES=6, GM=8, EPI=1, NUM_THREADS=384, LEAN=1),
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
     smem=_smem,
@@ -97,6 +97,6 @@ SPEC = KernelSpec(
         GM=(4, 8, 16),
         EPI=(1,),
         NUM_THREADS=(384,),
-        LEAN=(0,),
+        LEAN=(1,),
     ),
 )
