@@ -119,12 +119,12 @@ def test_epilogue_compiles_offline(kernel, dt, batched):
 @pytest.mark.parametrize(
     "kernel,dt,act",
     [("double_buffer", "float32", a) for a in E.ACTIVATIONS]
-    + [("wgmma_pingpong", "bfloat16", "gelu_tanh"), ("wgmma_pingpong", "bfloat16", "silu")]
-    + [("wgmma_ws", "float16", "gelu_tanh")],
+    + [("wgmma_pingpong", "bfloat16", a) for a in ("gelu", "gelu_tanh", "silu")]
+    + [("wgmma_ws", "float16", "gelu_tanh"), ("wgmma_pingpong", "float16", "gelu")],
 )
 def test_named_activation_first_compiles_offline(kernel, dt, act):
     """A named activation is the accumulator's first expression (act_ab / act_a, include/epilogue.cuh), in every
-    C dtype's form (bfloat16 C's halved gelu_tanh / silu, the others')."""
+    C dtype's form (bfloat16 C's halved gelu / gelu_tanh / silu, the others')."""
     spec = REGISTRY[kernel]
     flags = (1, 1, 1, 0, 0 if dt == "float32" else R.dtype_flag(dt, dt))
     for bias in (None, _Fake((7,))):

@@ -9,7 +9,7 @@ element of C, in this order::
     v += bias[col] (1-D bias of N, or (1, N))  or  v += bias[row] ((M, 1) bias)
     v = act(v)                                 (relu, gelu (exact, erf), gelu_tanh, silu)
       (with an activation these three are one expression, act_ab(acc, alpha, bias): include/epilogue.cuh folds
-      gelu_tanh's and silu's halving of v into the first FFMA for bfloat16 C)
+      gelu's, gelu_tanh's and silu's halving of v into the first FFMA for bfloat16 C)
     v += residual[row, col]                    (a matrix like C: (M, N), or (..., M, N) of the batch)
     <the user's snippet>                       (reads v, row, col, z and each named operand x as x[i], ld_x)
     C = v + beta * C, cast to C's dtype
