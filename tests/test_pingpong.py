@@ -27,10 +27,6 @@ CONFIGS = [
     dict(BM=64, BN=64, STAGES=8),
     dict(BM=64, BN=192, STAGES=5, EPI=0),
     dict(BM=128, BN=192, STAGES=4),  # the wide tiles: 192 accumulators a thread under setmaxnreg 240
-    # the descriptors as constant steps and an unsigned slab count (LEAN)
-    dict(LEAN=1),
-    dict(BM=128, BN=192, STAGES=4, LEAN=1),
-    dict(BM=64, BN=192, STAGES=5, EPI=0, LEAN=1),
 ]
 WIDE = dict(BM=128, BN=192, STAGES=4)
 
@@ -55,7 +51,6 @@ def test_compiles_without_spills(config):
         (dict(STAGES=1), r"at least two stages"),
         (dict(EPI=2), r"EPI is 0"),
         (dict(STAGES=8), r"227 KB"),
-        (dict(LEAN=2), r"LEAN is 0 \(each wgmma's descriptors built anew\) or 1 \(constant steps\)"),
     ],
 )
 def test_refused_configurations(config, match):
@@ -119,7 +114,7 @@ def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("config", [None, dict(BM=64, BN=256, STAGES=4), dict(LEAN=1)], ids=_id)
+@pytest.mark.parametrize("config", [None, dict(BM=64, BN=256, STAGES=4)], ids=_id)
 def test_a_batch_of_transposed_keys(config, dt, rng, sm90):
     """Attention's q @ k^T: a batch of 5 products, k^T a transposed view read in place (CUMM_TB), the batch's tiles
     one run; and x @ w with w shared by the batch (a broadcast operand)."""
@@ -158,7 +153,7 @@ def test_wide_tiles_where_their_rounds_cost_no_more():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [None, WIDE, dict(WIDE, LEAN=1)], ids=_id)
+@pytest.mark.parametrize("config", [None, WIDE], ids=_id)
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh", "silu"])
 def test_fused_bias_and_activation(act, config, rng, sm90):
     """The epilogue hook on both of its store paths (the TMA store, a chunk at a time, with tiles wholly inside C

@@ -24,10 +24,6 @@ CONFIGS = [
     dict(BM=32, BN=64, KS=4, STAGES=12),
     dict(BM=64, BN=256, WGS=2, NUM_THREADS=384, STAGES=4),
     dict(BM=128, BN=128, WGS=2, NUM_THREADS=384, STAGES=6, GM=4),
-    # the descriptors as constant steps, an unsigned slab count, the warpgroup index through a shuffle (LEAN)
-    dict(LEAN=1),
-    dict(BM=32, BN=64, KS=4, STAGES=12, LEAN=1),
-    dict(BM=64, BN=256, WGS=2, NUM_THREADS=384, STAGES=4, LEAN=1),
 ]
 
 
@@ -55,7 +51,6 @@ def test_compiles_without_spills(config):
             r"the stage ring takes the tile's FP32 partial sums",
         ),
         (dict(BN=256, STAGES=16), r"227 KB"),
-        (dict(LEAN=2), r"LEAN is 0 \(each wgmma's descriptors built anew\) or 1 \(constant steps\)"),
     ],
 )
 def test_refused_configurations(config, match):
@@ -113,7 +108,7 @@ def test_beta_with_a_half_result_and_a_guard_band(dt, rng, sm90):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("config", [None, dict(BM=32, BN=64, KS=4, STAGES=12), dict(LEAN=1)], ids=_id)
+@pytest.mark.parametrize("config", [None, dict(BM=32, BN=64, KS=4, STAGES=12)], ids=_id)
 def test_a_batch_and_a_broadcast_weight(config, dt, rng, sm90):
     """grid z over the batch (batch16.cuh): 5 products of 12 x 264 x 1000, the weight shared by all of them."""
     import cupy

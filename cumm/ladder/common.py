@@ -134,13 +134,6 @@ WGMMA_CONSTRAINTS = [
 ]
 
 
-# LEAN (wgmma_pingpong, wgmma_swap_ab): 1 builds a k-slab's wgmma descriptors as constant steps from one a stage,
-# counts slabs unsigned and (swap_ab) takes the warpgroup index through a shuffle, as wgmma_ws and
-# wgmma_cluster_split_k do. Timed on the H200 at each entry's tiles (docs/results.md): 1, the default, is as fast or
-# faster (swap_ab 0-3 %; pingpong's bias + gelu_tanh 8192 x 14336 x 1024 4 %); 0 stays only until the parameter goes.
-LEAN_CONSTRAINT = C("LEAN in (0, 1)", "LEAN is 0 (each wgmma's descriptors built anew) or 1 (constant steps)")
-
-
 # The warp-specialized half rungs (14_wgmma_ws.cu, 16_wgmma_cluster_split_k.cu): a producer warpgroup and WGS
 # consumer warpgroups whose accumulators fit under setmaxnreg's 232 registers.
 WS_SHAPE = [

@@ -388,15 +388,6 @@ __device__ __forceinline__ void cumm_tma_store_z(const CummTmap* map, const void
 // the copy engine completes them; the consumers wait on `full` and each of their warps arrives on `empty` once
 // its wgmma have read the slot. Nobody waits for anyone except through the data they share (13's __syncthreads
 // per slab made every warp wait for the slowest).
-// A consumer's count of slabs: unsigned (its % and / a mask and a shift) where a rung's LEAN is 1, else int.
-template <int UNSIGNED_SLABS>
-struct CummSlab {
-    typedef int type;
-};
-template <>
-struct CummSlab<1> {
-    typedef unsigned type;
-};
 
 template <int NSTAGES>
 struct CummRing {
@@ -754,7 +745,7 @@ struct CummWgmma16<256, TA, TB> {
 // One 64-deep slab of a consumer warpgroup: its MT m64 blocks of A against N columns of B from one stage (A's
 // blocks at a0, 8 KB apart: 64 rows of 128 bytes K-major, or with TA one M-major box each; B at b0: N / 64 M-major
 // boxes of 64 k rows, or with TB K-major rows of N), four k16 steps, fenced before and committed as one group.
-// STEPPED (wgmma_ws and wgmma_cluster_split_k; a rung's LEAN): one descriptor of A's and one of B's stage, each
+// STEPPED (every rung above 13, whose slab shows the plain form): one descriptor of A's and one of B's stage, each
 // k16 step and m64 block a constant added to its address field (a shared address is below 2^18, so (a + o) >> 4 =
 // (a >> 4) + (o >> 4) never carries past the field's 14 bits), where each wgmma's descriptors were masked, shifted
 // and or-ed anew: a 128 x 64 tile's k-slab of eight m64n64 wgmma 107 -> 72 instructions (66 with an unsigned slab

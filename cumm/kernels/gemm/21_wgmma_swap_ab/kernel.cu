@@ -66,8 +66,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
         return;
     }
 
-    // (LEAN: the warpgroup index through a shuffle, known warp-uniform: A's descriptors stay in uniform registers)
-    const int ct = tid - 128, wg = LEAN ? __shfl_sync(~0u, ct / 128, 0) : ct / 128, warp = ct % 128 / 32;
+    // the warpgroup index through a shuffle, known warp-uniform: A's descriptors stay in uniform registers
+    const int ct = tid - 128, wg = __shfl_sync(~0u, ct / 128, 0), warp = ct % 128 / 32;
     const int lane = tid % 32;
     const int g = lane / 4, t4 = lane % 4;
     float d[MT][R];
@@ -76,11 +76,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1) CUMM_CLUSTER
 #pragma unroll
         for (int e = 0; e < R; ++e) d[m][e] = 0.0f;
     for (int kt = k0; kt < k1; ++kt) {
-        const typename CummSlab<LEAN>::type i = kt - k0;
+        const unsigned i = kt - k0;  // unsigned: its % a mask
         const int s = ring.wait(i);
         const unsigned b0 = base + s * SB, a0 = b0 + BM * 128 + wg * MT * 8192;
         // wgmma's A: 64 columns of B (M-major boxes, TA); its B: the BM rows of A (K-major, TB)
-        cumm_wgmma_slab16<MT, BM, 1, 1, LEAN>(d, a0, b0);
+        cumm_wgmma_slab16<MT, BM, 1, 1, 1>(d, a0, b0);
         cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
         if (i > 0) ring.release<1>((i - 1) % STAGES, lane, 0);
     }

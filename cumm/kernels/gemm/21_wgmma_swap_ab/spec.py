@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
-from cumm.ladder.common import LEAN_CONSTRAINT, WGMMA_CONSTRAINTS, hopper_half
+from cumm.ladder.common import WGMMA_CONSTRAINTS, hopper_half
 
 C = Constraint
 
@@ -32,13 +32,12 @@ SPEC = KernelSpec(
     **_HALF,
     summary="C^T = B^T A^T: the product's few rows as wgmma's N (8 to 128), 64 columns of B a warpgroup's M,"
     " whole K a block or split over a cluster (for few-token products)",
-    defaults=dict(BM=16, BN=64, STAGES=16, WGS=1, GM=8, KS=1, NUM_THREADS=256, LEAN=1),
+    defaults=dict(BM=16, BN=64, STAGES=16, WGS=1, GM=8, KS=1, NUM_THREADS=256),
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     grid=lambda c, M, N, K: (c["KS"] * cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
     smem=_smem,
     constraints=[
         *WGMMA_CONSTRAINTS,
-        LEAN_CONSTRAINT,
         *positive("GM"),
         C("BM in (8, 16, 32, 64, 128)", "the tile's rows are wgmma's N here: BM is 8, 16, 32, 64 or 128"),
         C(
@@ -80,6 +79,5 @@ SPEC = KernelSpec(
         GM=(8,),
         KS=(1, 2, 4),
         NUM_THREADS=(256, 384),
-        LEAN=(1,),
     ),
 )

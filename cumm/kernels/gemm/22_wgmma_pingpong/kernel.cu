@@ -97,11 +97,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
             for (int e = 0; e < BN / 2; ++e) d[m][e] = 0.0f;
         if (i > 0) cumm_bar_sync<256>(4 + wg);  // the other warpgroup has issued its tile: our turn
-        typename CummSlab<LEAN>::type it = i * KT;  // item i's first slab in the ring (whole tiles: KT slabs each)
+        unsigned it = i * KT;  // item i's first slab in the ring (whole tiles: KT slabs each; unsigned: % a mask)
         for (int kt = k0; kt < k1; ++kt, ++it) {
             const int s = ring.wait(it);
             const unsigned a0 = base + s * SB, b0 = a0 + BM * 128;
-            cumm_wgmma_slab16<MT, BN, CUMM_TA, CUMM_TB, LEAN>(d, a0, b0);
+            cumm_wgmma_slab16<MT, BN, CUMM_TA, CUMM_TB, 1>(d, a0, b0);
             cumm_wgmma_wait<1>();  // the previous slab's wgmma are done: hand its stage back
             if (kt > k0) ring.release<1>((it - 1) % STAGES, lane, 0);
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
-from cumm.ladder.common import LEAN_CONSTRAINT, hopper_half
+from cumm.ladder.common import hopper_half
 
 C = Constraint
 
@@ -64,7 +64,7 @@ SPEC = KernelSpec(
     reads_transposed=True,  # x @ w.T: w.T read in place (CUMM_TA / CUMM_TB)
     summary="wgmma_ws with a tile per consumer warpgroup: the two take turns on the tensor cores, so one's"
     " epilogue runs under the other's mainloop (short K, fused epilogues)",
-    defaults=dict(BM=128, BN=128, STAGES=6, GM=8, EPI=1, NUM_THREADS=384, LEAN=1),
+    defaults=dict(BM=128, BN=128, STAGES=6, GM=8, EPI=1, NUM_THREADS=384),
     block=lambda c: (c["NUM_THREADS"], 1, 1),
     grid=lambda c, M, N, K: (cdiv(M, c["BM"]) * cdiv(N, c["BN"]), 1, 1),
     smem=_smem,
@@ -84,7 +84,6 @@ SPEC = KernelSpec(
         C("STAGES >= 2", "the pipeline needs at least two stages"),
         C("NUM_THREADS == 384", "NUM_THREADS is 384: a producer and two consumer warpgroups"),
         C("EPI in (0, 1)", "EPI is 0 (direct stores) or 1 (TMA-store epilogue for half outputs)"),
-        LEAN_CONSTRAINT,
         C(
             "STAGES * (BM + BN) * 128 + 1024 + 16 * STAGES + 16 + EPI * 32768 <= 232448",
             "the stages (and the two epilogue staging tiles) fit in 227 KB of shared memory per block",
@@ -97,6 +96,5 @@ SPEC = KernelSpec(
         GM=(4, 8, 16),
         EPI=(1,),
         NUM_THREADS=(384,),
-        LEAN=(1,),
     ),
 )
