@@ -10,6 +10,7 @@ import pytest
 import cumm
 from cumm.tools import check as _check
 from cumm.tools import cli as _cli
+from cumm.tools import guard_bands as G
 from cumm.tools.check import CheckReport, CheckRow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,22 +172,22 @@ def test_cli_check_parses_config_and_shapes():
 def test_guard_bands_layout():
     import cupy
 
-    buf, c = _check._guarded_out(5, 7, cupy.dtype("float32"), odd=False)
+    buf, c = G.guarded_out(5, 7, cupy.dtype("float32"), odd=False)
     assert c.shape == (5, 7) and c.strides[1] == 4 and (c.strides[0] // 4) % 4 == 0 and c.data.ptr % 16 == 0
-    assert buf.shape[0] == 5 + 2 * _check.GUARD_ROWS
-    buf2, c2 = _check._guarded_out(5, 7, cupy.dtype("float32"), odd=True)
+    assert buf.shape[0] == 5 + 2 * G.GUARD_ROWS
+    buf2, c2 = G.guarded_out(5, 7, cupy.dtype("float32"), odd=True)
     assert (c2.strides[0] // 4) % 4 != 0
     sentinel = buf[0, 0].copy()
-    assert _check._guard_problems(buf, 5, 7, sentinel) == []
-    buf[_check.GUARD_ROWS + 2, _check.GUARD_COLS + 7] = 1.0  # one past the end of row 2
+    assert G.guard_problems(buf, 5, 7, sentinel) == []
+    buf[G.GUARD_ROWS + 2, G.GUARD_COLS + 7] = 1.0  # one past the end of row 2
     buf[-1, 0] = 2.0
-    problems = _check._guard_problems(buf, 5, 7, sentinel)
+    problems = G.guard_problems(buf, 5, 7, sentinel)
     assert any("below C" in p for p in problems) and any("right of C" in p for p in problems)
-    buf3, c3 = _check._guarded_out(5, 7, cupy.dtype("float16"), odd=False, batch=3)  # a guarded matrix a product
+    buf3, c3 = G.guarded_out(5, 7, cupy.dtype("float16"), odd=False, batch=3)  # a guarded matrix a product
     assert c3.shape == (3, 5, 7) and buf3.shape[0] == 3 and c3.strides[0] == buf3.strides[0]
-    assert _check._guard_problems(buf3, 5, 7, buf3[0, 0, 0].copy()) == []
-    buf3[2, 0, _check.GUARD_COLS] = 0.0  # above product 2's C
-    assert any("above C" in p for p in _check._guard_problems(buf3, 5, 7, buf3[0, 0, 0].copy()))
+    assert G.guard_problems(buf3, 5, 7, buf3[0, 0, 0].copy()) == []
+    buf3[2, 0, G.GUARD_COLS] = 0.0  # above product 2's C
+    assert any("above C" in p for p in G.guard_problems(buf3, 5, 7, buf3[0, 0, 0].copy()))
 
 
 @pytest.mark.gpu

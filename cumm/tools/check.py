@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from ..core.dtypes import TOLERANCE as TOLERANCES
 from ..core.spec import KernelSpec
-from .guard_bands import as_f64, bits, guard_problems, guarded_out, span
+from . import check_fp8 as _fp8
+from .guard_bands import GUARD_COLS, as_f64, bits, guard_problems, guarded_out, span
 
 # (TOLERANCES: relative Frobenius error against the float64 product of the (rounded) inputs; a half result is
 # rounded to 11 (float16) or 8 (bfloat16) significant bits, the thresholds of the benchmark's verification.)
@@ -182,6 +183,8 @@ def check(
     activation: str | None = None,
     reference=None,
     glu: str | None = None,
+    out_dtype: str | None = None,
+    scale_result: float | None = None,
 ) -> CheckReport:
     """Run ``kernel`` (a registered name, or its spec) through ``cumm.matmul(..., kernel=kernel, config=config)``
     on the standard odd shapes (or ``shapes``, each M, N, K) in each of ``dtypes`` (default: the spec's), and
@@ -200,6 +203,11 @@ def check(
     act(alpha * a @ w1) * (alpha * a @ w3), then ``activation`` and ``reference`` over it at C's (row, col), as
     matmul applies them; a rung without ``KernelSpec.glu``, a float32 dtype or a shape whose N is not a multiple of 8
     is a ValueError before the GPU is touched.
+
+    ``out_dtype`` ("float8_e4m3fn" or "float8_e5m2"; needs torch): C is FP8, fp8(scale_result * v) after the
+    epilogue (``scale_result`` a number, default 1), against the float64 result scaled and clamped to the format's
+    range, within 1.5 times the error of the format's own rounding of it (cumm/tools/check_fp8.py); bfloat16 and
+    float16 inputs only (default: the spec's), the cases with beta left out (an FP8 C takes none).
     """
     from . import epiref as _epiref
 
@@ -217,7 +225,11 @@ def check(
         )
     if spec.kind != "gemm":
         raise ValueError(f"kernel {name!r} is a {spec.kind} kernel; cumm.check runs matrix-product (gemm) kernels")
-    dtypes = tuple(spec.dtypes if dtypes is None else ((dtypes,) if isinstance(dtypes, str) else dtypes))
+    dtypes = _fp8.default_dtypes(spec.dtypes, out_dtype) if dtypes is None else dtypes
+    dtypes = tuple((dtypes,) if isinstance(dtypes, str) else dtypes)
+    _fp8.check_args(out_dtype, dtypes, scale_result)
+    if out_dtype is not None:
+        epi = {**epi, "out_dtype": out_dtype, "scale_result": scale_result}
     for d in dtypes:
         if d not in TOLERANCES:
             raise ValueError(f"dtype {d!r} is not one cumm.check knows; choose from {', '.join(TOLERANCES)}")
@@ -230,6 +242,7 @@ def check(
     cases = standard_cases(
         shapes, large=large, batches=supports_batch(spec), transposed=spec.reads_transposed, glu=glu is not None
     )
+    cases = [c for c in cases if out_dtype is None or c.beta == 0.0]
     _epiref.check_glu(glu, dtypes, [spec.name], [c.shape for c in cases])  # matmul's rules, before the GPU
     reason = gpu_unavailable()
     if reason:
@@ -327,15 +340,21 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
     from ..api.decision import decision
 
     M, N, K = case.shape
-    row = CheckRow(case.name, case.shape, dtype_name, None, "ok")
+    epi = dict(epi or {})
+    out_dtype, scale = epi.pop("out_dtype", None), epi.pop("scale_result", None)  # an FP8 C (check_fp8.py)
+    row = CheckRow(case.name, case.shape, dtype_name + (f" -> {out_dtype}" if out_dtype else ""), None, "ok")
+    left = GUARD_COLS if out_dtype is None else _fp8.LEFT
     try:
         dtype = _dtype(dtype_name)
-        glu = (epi or {}).get("glu")
+        glu = epi.get("glu")
         if glu is None:
             a, b = _operands(case, dtype, rng)
         else:  # b has 2N columns, C and the reference N
             a, b, w1, w3 = _glu_operands(case, dtype, rng)
-        buf, c = guarded_out(M, N, dtype, odd=case.layout == "view", batch=case.batch)
+        if out_dtype is None:
+            buf, c = guarded_out(M, N, dtype, odd=case.layout == "view", batch=case.batch)
+        else:
+            buf, c, tc = _fp8.guarded_out(M, N, out_dtype, odd=case.layout == "view", batch=case.batch)
         sentinel = buf[(0,) * buf.ndim].copy()
         if glu is None:
             ref = as_f64(a) @ as_f64(b)
@@ -351,18 +370,29 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
         if case.beta != 0.0:
             c[...] = rng.standard_normal(c.shape, dtype=cupy.float32).astype(dtype)
             ref += case.beta * as_f64(c)
-        else:
+        elif out_dtype is None:
             bits(c)[...] = bits(cupy.full((1, 1), math.nan, dtype=cupy.float32).astype(dtype))  # NaN everywhere
-        _api.matmul(a, b, kernel=kernel, config=config, out=c, alpha=case.alpha, beta=case.beta, **(epi or {}))
-        cupy.cuda.get_current_stream().synchronize()
+        if out_dtype is None:
+            _api.matmul(a, b, kernel=kernel, config=config, out=c, alpha=case.alpha, beta=case.beta, **epi)
+            cupy.cuda.get_current_stream().synchronize()
+        else:  # torch views of the operands (an FP8 C is a torch tensor), C poisoned by guarded_out
+            import torch
+
+            ta, tb, ts = _fp8.as_torch(a), _fp8.as_torch(b), _fp8.scale_tensor(scale)
+            _api.matmul(ta, tb, kernel=kernel, config=config, out=tc, alpha=case.alpha, scale_result=ts, **epi)
+            torch.cuda.synchronize()
     except Exception as e:
         msg = f"{type(e).__name__}: {e}".strip()
         row.verdict, row.problems = "ERROR", [msg if len(msg) < 2000 else msg[:2000] + " ..."]
         return row
-    if config is None and case.alpha == 1.0 and case.beta == 0.0 and not epi:
+    if config is None and case.alpha == 1.0 and case.beta == 0.0 and not epi and out_dtype is None:
         row.ran = decision(a, b, c, kernel=kernel)  # what the call ran ("" when not known)
-    problems = guard_problems(buf, M, N, sentinel)
-    c64, ref = as_f64(c).reshape(-1, N), ref.reshape(-1, N)  # a batch as its products' rows one after another
+    problems = guard_problems(buf, M, N, sentinel, left)
+    if out_dtype is None:
+        c64, tol = as_f64(c), TOLERANCES[dtype_name]
+    else:
+        c64, ref, tol = _fp8.compare(tc, ref, out_dtype, scale)
+    c64, ref = c64.reshape(-1, N), ref.reshape(-1, N)  # a batch as its products' rows one after another
     of = f" (rows of the {case.batch} products one after another, {M} each)" if case.batch else ""
     bad = ~cupy.isfinite(c64)
     nbad = int(cupy.count_nonzero(bad))
@@ -377,7 +407,6 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
         diff = c64 - ref
         err = float(cupy.linalg.norm(diff))
         row.rel_err = err / den if den else err
-        tol = TOLERANCES[dtype_name]
         if not row.rel_err < tol:
             worst = int(cupy.argmax(cupy.abs(diff)))
             wm, wn = divmod(worst, N)

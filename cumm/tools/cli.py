@@ -337,6 +337,13 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
 
     try:  # an epilogue that cannot be verified, a glu= check cumm cannot run: said before the GPU is touched
         _epiref.check_args(args.epilogue, args.activation, args.reference)
+        if args.out_dtype is not None or args.scale_result is not None:
+            from ..ladder import get_spec
+            from . import check_fp8 as _fp8
+
+            for k in kernels:
+                dts = _fp8.default_dtypes(get_spec(k).dtypes, args.out_dtype)
+                _fp8.check_args(args.out_dtype, dts, args.scale_result)
         if args.glu is not None:
             from ..ladder import get_spec
 
@@ -368,6 +375,8 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
                 k,
                 args.config,
                 shapes=args.shapes,
+                out_dtype=args.out_dtype,
+                scale_result=args.scale_result,
                 **_epilogue_args(args),
             )
         except (ValueError, RuntimeError) as e:

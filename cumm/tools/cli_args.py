@@ -343,6 +343,14 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         action="store_true",
         help="run again under compute-sanitizer --tool memcheck (without the 2048^3 case)",
     )
+    c.add_argument(
+        "--out-dtype",
+        choices=("float8_e4m3fn", "float8_e5m2"),
+        default=None,
+        help="an FP8 C: fp8(S * v) after the epilogue, against float64 scaled and clamped, within 1.5x the "
+        "format's own rounding error; bf16 and fp16 inputs, the beta cases left out (needs torch)",
+    )
+    c.add_argument("--scale-result", type=float, default=None, metavar="S", help="the FP8 C's scale S (default 1)")
     n = sub.add_parser(
         "new",
         help="write NAME/kernel.cu and NAME/spec.py: a rung's folder, ready to edit",

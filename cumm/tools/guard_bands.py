@@ -26,7 +26,7 @@ def bits(x):
     """``x`` viewed as unsigned integers of its width: exact comparisons, NaN included, for every dtype."""
     import cupy
 
-    return x.view({2: cupy.uint16, 4: cupy.uint32, 8: cupy.uint64}[x.dtype.itemsize])
+    return x.view({1: cupy.uint8, 2: cupy.uint16, 4: cupy.uint32, 8: cupy.uint64}[x.dtype.itemsize])
 
 
 def as_f64(x):
@@ -35,12 +35,13 @@ def as_f64(x):
     return x.astype(cupy.float32).astype(cupy.float64) if x.dtype.itemsize < 4 else x.astype(cupy.float64)
 
 
-def guard_problems(buf, M: int, N: int, sentinel) -> list[str]:
-    """Where sentinels changed: above, below, left or right of C (of each product's C in a batch)."""
+def guard_problems(buf, M: int, N: int, sentinel, left: int = GUARD_COLS) -> list[str]:
+    """Where sentinels changed: above, below, left or right of C (of each product's C in a batch); ``left``: the
+    guard columns left of C."""
     import cupy
 
     changed = bits(buf) != bits(sentinel)  # bit patterns: a NaN written there counts
-    r0, r1, c0, c1 = GUARD_ROWS, GUARD_ROWS + M, GUARD_COLS, GUARD_COLS + N
+    r0, r1, c0, c1 = GUARD_ROWS, GUARD_ROWS + M, left, left + N
     regions = (
         ("above C (rows before row 0)", changed[..., :r0, :]),
         ("below C (rows past row M - 1)", changed[..., r1:, :]),
