@@ -127,9 +127,9 @@ __device__ __forceinline__ float cumm_gelu(float v) {
 // element's chain of issued instructions, its MUFU among them (16 an SM a cycle): a float16 form with one MUFU but a
 // six-deep Newton chain for the reciprocal ran slower than two MUFU (docs/rejected.md). bfloat16 C: h + h tanh u
 // (h = v / 2), one MUFU.TANH and four FMA-pipe instructions; tanh's 1e-5 stays within C's 1.5 units of last place
-// even where 1 + tanh u cancels (v < 0). float16 C's units are 8x finer: there that tail was 6.8 units off, so float16 and float C keep
-// v sigmoid(2 u) = one exp and one fast division (__fdividef, MUFU.RCP), exact to a few FP32 ulp with no
-// cancellation (tanhf costs ~20 instructions an element).
+// even where 1 + tanh u cancels (v < 0). float16 C's units are 8x finer: there that tail was 6.8 units off, so
+// float16 and float C keep v sigmoid(2 u) = one exp and one fast division (__fdividef, MUFU.RCP), exact to a few
+// FP32 ulp with no cancellation (tanhf costs ~20 instructions an element).
 // cumm_gelu_tanh_h(h) = gelu_tanh(2 h), bfloat16 C's form: u = h (2 c0 + 8 c1 h^2) is v (c0 + c1 v^2) with every
 // rounding scaled by a power of two, so the same bits as from v.
 __device__ __forceinline__ float cumm_gelu_tanh_h(float h) {
