@@ -333,20 +333,17 @@ def _run_check(args: argparse.Namespace, argv: Sequence[str], registered: Sequen
         args.subparser.error("give --kernel, or a --kernel-file that registers a kernel")
     if "auto" in kernels:
         args.subparser.error("check runs a named kernel, not auto")
+    from ..ladder import get_spec
+    from . import check_fp8 as _fp8
     from . import epiref as _epiref
 
-    try:  # an epilogue that cannot be verified, a glu= check cumm cannot run: said before the GPU is touched
+    try:  # an epilogue, FP8 C or glu= check cumm cannot run: said before the GPU is touched (and the sanitizer)
         _epiref.check_args(args.epilogue, args.activation, args.reference)
         if args.out_dtype is not None or args.scale_result is not None:
-            from ..ladder import get_spec
-            from . import check_fp8 as _fp8
-
             for k in kernels:
                 dts = _fp8.default_dtypes(get_spec(k).dtypes, args.out_dtype)
                 _fp8.check_args(args.out_dtype, dts, args.scale_result)
         if args.glu is not None:
-            from ..ladder import get_spec
-
             for k in kernels:
                 _epiref.check_glu(args.glu, get_spec(k).dtypes, [k], args.shapes)
     except (ValueError, TypeError, SyntaxError) as e:

@@ -388,7 +388,6 @@ __device__ __forceinline__ void cumm_tma_store_z(const CummTmap* map, const void
 // the copy engine completes them; the consumers wait on `full` and each of their warps arrives on `empty` once
 // its wgmma have read the slot. Nobody waits for anyone except through the data they share (13's __syncthreads
 // per slab made every warp wait for the slowest).
-
 template <int NSTAGES>
 struct CummRing {
     unsigned long long* full;   // NSTAGES barriers: the slot's slab has landed
