@@ -275,7 +275,7 @@ def test_run_wiring_without_a_gpu(monkeypatch):
     monkeypatch.setattr(_bench, "gpu_unavailable", lambda: None)
     monkeypatch.setattr(_bench, "check_cupy_compute_type", lambda: None)
     monkeypatch.setattr(_bench, "_measure_shape", measure)
-    monkeypatch.setattr(_bench, "_reference", lambda a, b: (None, 1.0))
+    monkeypatch.setattr(_bench, "product_reference", lambda a, b: (None, 1.0))
     monkeypatch.setattr(_suite, "input_sets", lambda rng, s, dtype: [(None, None, None)])
     monkeypatch.setattr(cupy.random, "default_rng", lambda: None)
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: Pool())

@@ -49,12 +49,18 @@ from .bench_calls import (  # noqa: F401 - re-exported
     UNFUSED,
     BenchError,
     c0_scale,
+    fp8_args,
+    fp8_out_call,
+    fp8_sets,
     glu_call,
     glu_input_sets,
+    glu_product_reference,
     input_sets,
     kernel_call,
     np_dtype,
+    product_reference,
     verify,
+    verify_fp8,
 )
 from .bench_env import (  # noqa: F401 - re-exported
     HOST_OVERHEAD_SHAPE,
@@ -91,27 +97,7 @@ from .bench_rows import (  # noqa: F401 - re-exported
 DEFAULT_SIZES = (1024, 2048, 4096)
 
 
-def _reference(a, b):
-    """The float64 product and its Frobenius norm."""
-    import cupy
-
-    ref = a.astype(cupy.float32).astype(cupy.float64) @ b.astype(cupy.float32).astype(cupy.float64)
-    return ref, float(cupy.linalg.norm(ref))
-
-
-reference = _reference  # (bench's and run's `reference` argument is the epilogue's float64 reference)
-
-
-def _glu_reference(glu: str, abc: tuple):
-    """glu='s float64 result on a (A, B, C, W1, W3) set, act(A @ W1) * (A @ W3), and its Frobenius norm."""
-    import cupy
-
-    from .epiref import glu_pair
-
-    a, w1, w3 = (x.astype(cupy.float32).astype(cupy.float64) for x in (abc[0], abc[3], abc[4]))
-    ref = glu_pair(glu, a @ w1, a @ w3)
-    return ref, float(cupy.linalg.norm(ref))
-
+reference = product_reference  # (bench's and run's `reference` argument is the epilogue's float64 reference)
 
 ROUNDS = 3  # each (kernel, shape) is timed in this many rounds, interleaved with the others of its shape
 
@@ -126,31 +112,39 @@ def _prepare(
     beta: float = 0.0,
     fused=None,
     glu: str | None = None,
+    fp8=None,
 ):
-    """(call, relative error) once verified, or (None, the FAIL row): a wrong kernel is never timed. ``fused``:
-    (matmul's epilogue arguments, the float64 transform) for the cumm kernels. ``glu``: the sets are glu_input_sets,
-    ``ref`` the pair's result, the baseline :data:`UNFUSED`."""
+    """(call, relative error, tolerance) once verified, or (None, the FAIL row, tolerance): a wrong kernel is never
+    timed. ``fused``: (matmul's epilogue arguments, the float64 transform) for the cumm kernels. ``glu``: the sets are
+    glu_input_sets, ``ref`` the pair's result, the baseline :data:`UNFUSED`. ``fp8``: (out_dtype, scale_result): the
+    sets are fp8_sets, the cumm kernels write their C8 (the baseline its 16-bit C)."""
     base = UNFUSED if glu is not None else CUBLAS
     if fused is not None and kernel != base and fused[1] is not None:
         from .epiref import apply
 
         ref = apply(fused[1], ref)
         ref_norm = float((ref * ref).sum() ** 0.5)
-    if glu is not None:
-        call = glu_call(kernel, glu, None if kernel == base else fused[0])
-    elif fused is None or kernel == CUBLAS:
-        call = kernel_call(kernel, dtype, beta)
-    else:
-        call = kernel_call(kernel, dtype, beta, fused[0])
+    epi = None if fused is None or kernel == base else fused[0]
     tol = TOLERANCES[dtype]
     try:
-        err = verify(call, sets[0], ref, ref_norm, beta=beta)  # also compiles: keeps compile time out of the warm-up
+        if fp8 is not None and kernel != CUBLAS:
+            call = fp8_out_call(kernel, *fp8, epi)
+            err, tol = verify_fp8(call, sets[0], ref, *fp8)  # (verifying also compiles, out of the warm-up)
+        else:
+            if glu is not None:
+                call = glu_call(kernel, glu, epi)
+            else:
+                call = kernel_call(kernel, dtype, beta, epi)
+                if fp8 is not None:  # (the baseline in an FP8 C race: its 16-bit C, C8 left alone)
+                    call = (lambda plain: lambda a, b, c, _c8: plain(a, b, c))(call)
+            err = verify(call, sets[0], ref, ref_norm, beta=beta)
     except Exception as e:  # a configuration the device rejects, a compile error: report it, keep going
         first = str(e).splitlines()[0] if str(e) else ""
-        return None, make_row(kernel, shape, ms=None, rel_err=None, error=f"{type(e).__name__}: {first}", tolerance=tol)
+        row = make_row(kernel, shape, ms=None, rel_err=None, error=f"{type(e).__name__}: {first}", tolerance=tol)
+        return None, row, tol
     if not err < tol:  # also true for NaN
-        return None, make_row(kernel, shape, ms=None, rel_err=err, tolerance=tol)
-    return call, err
+        return None, make_row(kernel, shape, ms=None, rel_err=err, tolerance=tol), tol
+    return call, err, tol
 
 
 def _measure_shape(
@@ -165,13 +159,14 @@ def _measure_shape(
     beta: float = 0.0,
     fused=None,
     glu: str | None = None,
+    fp8=None,
 ) -> list[Row]:
     """Rows for ``names`` (cuBLAS first) on one shape. The verified calls are timed in ROUNDS interleaved rounds,
     the order rotating every round and reversed every other round (so neither a call's place nor the call before
     it is always the same), each call loaded alone for SETTLE_S before its samples; each row takes the median
     of all its samples: the card's clocks drift under seconds of sustained load and follow the power of what ran
     just before."""
-    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype, beta, fused, glu) for n in names}
+    prepared = {n: _prepare(n, sets, ref, ref_norm, shape, dtype, beta, fused, glu, fp8) for n in names}
     live = [n for n in names if prepared[n][0] is not None]
     samples: dict[str, list[float]] = {n: [] for n in live}
     if warm_s > 0 and live:  # an idle card starts at lower clocks: load it before the first samples
@@ -196,7 +191,7 @@ def _measure_shape(
             samples[n] += sample_ms(fn, **(per_round if r == 0 else dict(per_round, warmup=1)))
     rows = []
     for n in names:
-        call, got = prepared[n]
+        call, got, tol = prepared[n]
         if call is None:
             rows.append(got)
             continue
@@ -206,10 +201,12 @@ def _measure_shape(
             ms=statistics.median(samples[n]),
             rel_err=got,
             runs=len(samples[n]),
-            tolerance=TOLERANCES[dtype],
+            tolerance=tol,
             columns=None if glu is None else 2 * shape[1],  # glu=: the work of the 2N-column product
         )
-        if n != CUBLAS and fused is None:  # which kernel and configuration the call ran (auto's choice, tiles)
+        if (
+            n != CUBLAS and fused is None and fp8 is None
+        ):  # which kernel and configuration the call ran (auto's choice, tiles)
             from ..api.decision import decision
 
             row["ran"] = decision(*sets[0], kernel=n, beta=beta)
@@ -253,6 +250,8 @@ def run(
     activation: str | None = None,
     reference=None,
     glu: str | None = None,
+    out_dtype: str | None = None,
+    scale_result: float | None = None,
 ) -> list[Row]:
     """Benchmark ``kernels`` (default: the whole ladder; "auto" allowed) and cuBLAS on ``shapes``
     (default: squares of DEFAULT_SIZES). Rows come shape by shape, cuBLAS first. ``settle_s``: how long each
@@ -271,13 +270,18 @@ def run(
     columns, so B = cumm.glu_weight(w1, w3) has 2N: the cumm kernels run ``glu=`` (default: the rungs that can, and
     auto), beside the baseline :data:`UNFUSED` (torch's two products and elementwise, what a user writes unfused) in
     the same rounds; ratios are against it, TFLOP/s count the 2N-column product. ``epilogue`` / ``activation`` then
-    apply after the pair in the cumm kernels only. Its errors (dtype, rung, N) come before the GPU is touched."""
+    apply after the pair in the cumm kernels only. Its errors (dtype, rung, N) come before the GPU is touched.
+
+    ``out_dtype`` ("float8_e4m3fn", "float8_e5m2"; bfloat16 / float16 inputs, needs torch): the cumm kernels write
+    an FP8 C, fp8(``scale_result`` * v) after the epilogue, checked as ``cumm check --out-dtype`` checks it; cuBLAS
+    runs the plain product in the inputs' dtype beside."""
     from . import epiref as _epiref
 
     _epiref.check_args(epilogue, activation, reference)
     if not (isinstance(settle_s, (int, float)) and 0 <= settle_s <= 60):
         raise ValueError(f"settle_s must be a number of seconds from 0 to 60, got {settle_s!r}")
     beta = check_beta(beta)  # before the GPU is touched: a bad value fails at once, anywhere
+    fp8 = fp8_args(out_dtype, scale_result, dtype, beta, glu)
     shapes = None if shapes is None else list(shapes)
     if glu is not None:
         from .epiref import check_glu
@@ -320,10 +324,11 @@ def run(
         for shape in shapes:
             if glu is None:
                 sets = input_sets(rng, *shape, dtype=dtype, beta=beta)
-                ref, ref_norm = _reference(*sets[0][:2])
+                ref, ref_norm = product_reference(*sets[0][:2])
+                sets = sets if fp8 is None else fp8_sets(sets)
             else:
                 sets = glu_input_sets(rng, *shape, dtype=dtype)
-                ref, ref_norm = _glu_reference(glu, sets[0])
+                ref, ref_norm = glu_product_reference(glu, sets[0])
             bar.set_postfix_str(f"{shape_str(shape)}")
             first = not results
             rows = _measure_shape(
@@ -338,6 +343,7 @@ def run(
                 beta=beta,
                 fused=fused,
                 glu=glu,
+                fp8=fp8,
             )
             base = rows[0]
             if base["status"] != "ok" and glu is not None:
@@ -377,6 +383,8 @@ def bench(
     activation: str | None = None,
     reference=None,
     glu: str | None = None,
+    out_dtype: str | None = None,
+    scale_result: float | None = None,
 ) -> list[Row]:
     """Time ``kernels`` (names: rungs, registered kernels, "auto"; default all GEMM kernels) beside cuBLAS, as
     ``python -m cumm bench`` does: each result checked against float64 first (a wrong one is a FAIL row with no
@@ -399,6 +407,9 @@ def bench(
     ``glu`` ("silu", "gelu", "gelu_tanh", "relu"): race the gated MLP act(x @ w1) * (x @ w3) fused,
     ``cumm.matmul(x, cumm.glu_weight(w1, w3), glu=glu)``, beside torch's unfused two products and elementwise (the
     "unfused" row, the ratios' baseline); N is the output's columns (B has 2N). See :func:`run`.
+
+    ``out_dtype`` ("float8_e4m3fn" or "float8_e5m2", bfloat16 / float16 inputs, torch installed) and ``scale_result``
+    (a positive float, default 1): race an FP8 C, fp8(scale_result * v) after the epilogue (see :func:`run`).
     """
     beta = check_beta(beta)
     if isinstance(kernels, str):
@@ -423,6 +434,8 @@ def bench(
         activation=activation,
         reference=reference,
         glu=glu,
+        out_dtype=out_dtype,
+        scale_result=scale_result,
     )
     if plot:
         _draw(rows, plot, baseline=baseline_label(dtype, beta))

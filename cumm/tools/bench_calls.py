@@ -44,6 +44,25 @@ def np_dtype(dtype: str):
     return np.dtype(dtype)
 
 
+def product_reference(a, b):
+    """The float64 product and its Frobenius norm."""
+    import cupy
+
+    ref = a.astype(cupy.float32).astype(cupy.float64) @ b.astype(cupy.float32).astype(cupy.float64)
+    return ref, float(cupy.linalg.norm(ref))
+
+
+def glu_product_reference(glu: str, abc: tuple):
+    """glu='s float64 result on a (A, B, C, W1, W3) set, act(A @ W1) * (A @ W3), and its Frobenius norm."""
+    import cupy
+
+    from .epiref import glu_pair
+
+    a, w1, w3 = (x.astype(cupy.float32).astype(cupy.float64) for x in (abc[0], abc[3], abc[4]))
+    ref = glu_pair(glu, a @ w1, a @ w3)
+    return ref, float(cupy.linalg.norm(ref))
+
+
 def input_sets(
     rng, M: int, N: int, K: int, n_sets: int | None = None, dtype: str = "float32", beta: float = 0.0
 ) -> list[tuple]:
@@ -198,3 +217,71 @@ def verify(call: Callable, abc: tuple, ref, ref_norm: float, *, beta: float = 0.
     call(a, b, c)
     got = c.astype(cupy.float32).astype(cupy.float64)
     return float(cupy.linalg.norm(got - want)) / float(cupy.linalg.norm(want))
+
+
+def fp8_sets(sets: list[tuple]) -> list[tuple]:
+    """An FP8 C race's sets: each (A, B, C) with a byte matrix C8 of C's shape after it, the FP8 C the cumm kernels
+    write (cuBLAS, the baseline, writes the plain product into C)."""
+    import cupy
+
+    return [(*s[:3], cupy.empty(s[2].shape, dtype=cupy.uint8)) for s in sets]
+
+
+def fp8_out_call(kernel: str, out_dtype: str, scale_result: float | None, epi: Mapping | None = None) -> Callable:
+    """``call(a, b, c, c8)``: a cumm kernel ("auto" too) on torch views of a and b (bfloat16 / float16) writing
+    fp8(scale_result * v) into c8 as a torch ``out_dtype`` tensor (matmul's FP8 C, after ``epi``'s epilogue)."""
+    import torch
+
+    from ..api import matmul as _api
+    from .check_fp8 import as_torch, scale_tensor
+
+    kw = dict(epi or {})
+    scale = scale_tensor(scale_result)
+    if scale is not None:
+        kw["scale_result"] = scale
+    fmt = getattr(torch, out_dtype)
+    views: dict = {}
+
+    def call(a, b, c, c8):
+        key = (a.data.ptr, b.data.ptr, c8.data.ptr)
+        t = views.get(key)
+        if t is None:
+            t = views[key] = (as_torch(a), as_torch(b), torch.from_dlpack(c8).view(fmt))
+        _api.matmul(t[0], t[1], kernel=kernel, out=t[2], **kw)
+
+    return call
+
+
+def verify_fp8(call: Callable, abcd: tuple, ref, out_dtype: str, scale_result: float | None) -> tuple[float, float]:
+    """(relative Frobenius error, its tolerance) of an FP8 C call: C8 poisoned (NaN bytes) first, compared with
+    the float64 reference scaled and clamped to the format (cumm/tools/check_fp8.py's ``compare``: within 1.5 times
+    the format's own rounding error of it)."""
+    import cupy
+    import torch
+
+    from .check_fp8 import POISON, compare
+
+    c8 = abcd[3]
+    c8.fill(POISON)
+    call(*abcd)
+    got, want, tol = compare(torch.from_dlpack(c8).view(getattr(torch, out_dtype)), ref, out_dtype, scale_result)
+    den = float(cupy.linalg.norm(want))
+    return (float(cupy.linalg.norm(got - want)) / den if den else float(cupy.linalg.norm(got))), tol
+
+
+def fp8_args(out_dtype: str | None, scale_result, dtype: str, beta: float, glu: str | None):
+    """(out_dtype, scale_result) of an FP8 C race, None without one; ValueError, before the GPU is touched, for one
+    the bench cannot run."""
+    from .check_fp8 import check_args
+
+    if out_dtype is None:
+        check_args(out_dtype, [dtype], scale_result)  # (a scale_result without an FP8 C is an error)
+        return None
+    if beta != 0.0:
+        raise ValueError(
+            f"beta={beta:g} with an FP8 C: cumm writes fp8(scale_result * v) and never reads C; race it with beta 0"
+        )
+    if glu is not None:
+        raise ValueError("an FP8 C with glu=: the bench races an FP8 C on the plain product; race glu= with a 16-bit C")
+    check_args(out_dtype, [dtype], scale_result)  # the format, the inputs' dtype, the scale, torch
+    return out_dtype, scale_result

@@ -79,14 +79,19 @@ def build_report(
     settle_s: float | None = None,
     beta: float = 0.0,
     glu: str | None = None,
+    out_dtype: str | None = None,
+    scale_result: float | None = None,
 ) -> dict:
-    """The JSON document: device, cc, cupy, cuda, dtype, beta, [glu], [settle_s], results, [host_overhead],
-    command. ``beta`` is always recorded (0.0: the plain product C = A @ B); ``glu`` when the run raced it."""
+    """The JSON document: device, cc, cupy, cuda, dtype, beta, [glu], [out_dtype, scale_result], [settle_s],
+    results, [host_overhead], command. ``beta`` is always recorded (0.0: the plain product C = A @ B); ``glu`` when
+    the run raced it; ``out_dtype`` when the cumm kernels wrote an FP8 C."""
     doc = {k: device[k] for k in ("device", "cc", "cupy", "cuda")}
     doc["dtype"] = dtype
     doc["beta"] = check_beta(beta)
     if glu is not None:
         doc["glu"] = glu
+    if out_dtype is not None:
+        doc["out_dtype"], doc["scale_result"] = out_dtype, 1.0 if scale_result is None else float(scale_result)
     if settle_s is not None:
         doc["settle_s"] = settle_s
     doc["results"] = [dict(r) for r in results]
@@ -127,6 +132,11 @@ def format_markdown(doc: Mapping) -> str:
             f"the product timed is the gated MLP `{doc['glu']}(x @ w1) * (x @ w3)` (N: its output's columns), "
             f"the cumm kernels as `cumm.matmul(x, cumm.glu_weight(w1, w3), glu={doc['glu']!r})` (TFLOP/s of the "
             f"2N-column product), baseline `unfused`: torch's two products and elementwise on the same {dtype} arrays"
+        )
+    if doc.get("out_dtype"):
+        baseline += (
+            f"; the cumm kernels write an FP8 C, `{doc['out_dtype']}` of {doc['scale_result']:g} v (checked against "
+            "float64 scaled and clamped, within 1.5x the format's own rounding), cuBLAS the plain product"
         )
     title = f"# cumm {dtype} GEMM benchmark" + (f", {product_label(beta)}" if beta != 0.0 else "")
     if doc.get("glu"):

@@ -147,6 +147,11 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
                 raise ValueError(f"--beta {args.beta:g} with --glu: the unfused baseline has no beta; drop --beta")
             shapes = ([] if args.sizes is None else _bench.square(args.sizes)) + (args.shapes or [])
             _epiref.check_glu(args.glu, [args.dtype], args.kernels, shapes)
+        if args.out_dtype is not None or args.scale_result is not None:
+            if args.grouped or args.dtype == FP8_DTYPE:
+                what = "--grouped times grouped products" if args.grouped else "--dtype fp8 races FP8 inputs"
+                raise ValueError(f"--out-dtype races an FP8 C of a bf16 or fp16 product; {what}: drop one")
+            _bench.fp8_args(args.out_dtype, args.scale_result, args.dtype, args.beta, args.glu)
     except (ValueError, TypeError, SyntaxError) as e:
         return fail(str(e))
     if args.plot:
@@ -193,6 +198,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
     shapes += args.shapes or []
     if not shapes:
         shapes = _bench.square(_bench.DEFAULT_SIZES)
+    fp8_c = {k: getattr(args, k) for k in ("out_dtype", "scale_result") if getattr(args, k) is not None}
     try:
         results = _bench.run(
             args.kernels,
@@ -201,6 +207,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
             dtype=args.dtype,
             settle_s=args.settle,
             beta=args.beta,
+            **fp8_c,
             **_epilogue_args(args),
         )
         overhead = _bench.host_overhead() if args.overhead else None
@@ -213,6 +220,7 @@ def _run_bench(args: argparse.Namespace, command: str) -> int:
             settle_s=args.settle,
             beta=args.beta,
             glu=args.glu,
+            **fp8_c,
         )
     except _bench.BenchError as e:
         return fail(str(e))
@@ -254,6 +262,8 @@ def _suite_conflicts(args: argparse.Namespace) -> None:
             ("--activation", args.activation is not None),
             ("--reference", args.reference is not None),
             ("--glu", args.glu is not None),
+            ("--out-dtype", args.out_dtype is not None),
+            ("--scale-result", args.scale_result is not None),
             ("--plot", args.plot is not None),
             ("--overhead", args.overhead),
         )

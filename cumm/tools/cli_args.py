@@ -151,6 +151,18 @@ def _config(text: str) -> dict[str, int]:
     return out
 
 
+def _fp8_out(p: argparse.ArgumentParser, beta_note: str) -> None:
+    """--out-dtype and --scale-result: an FP8 C (check and bench alike)."""
+    p.add_argument(
+        "--out-dtype",
+        choices=("float8_e4m3fn", "float8_e5m2"),
+        default=None,
+        help="an FP8 C: fp8(S * v) after the epilogue, against float64 scaled and clamped, within 1.5x the "
+        f"format's own rounding error; bf16 and fp16 inputs, {beta_note} (needs torch)",
+    )
+    p.add_argument("--scale-result", type=float, default=None, metavar="S", help="the FP8 C's scale S (default 1)")
+
+
 def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
     kernels = ", ".join(gemm_kernels())
     # the package's version: the package is loaded before any of its modules (no import of it from here)
@@ -343,14 +355,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         action="store_true",
         help="run again under compute-sanitizer --tool memcheck (without the 2048^3 case)",
     )
-    c.add_argument(
-        "--out-dtype",
-        choices=("float8_e4m3fn", "float8_e5m2"),
-        default=None,
-        help="an FP8 C: fp8(S * v) after the epilogue, against float64 scaled and clamped, within 1.5x the "
-        "format's own rounding error; bf16 and fp16 inputs, the beta cases left out (needs torch)",
-    )
-    c.add_argument("--scale-result", type=float, default=None, metavar="S", help="the FP8 C's scale S (default 1)")
+    _fp8_out(c, "the beta cases left out")
     n = sub.add_parser(
         "new",
         help="write NAME/kernel.cu and NAME/spec.py: a rung's folder, ready to edit",
@@ -399,6 +404,7 @@ def build_parser(prog: str = "cumm") -> argparse.ArgumentParser:
         "product); fp16 or bf16 (--dtype), the rungs with KernelSpec.glu (default: those and auto); --activation "
         "and --epilogue apply after the pair",
     )
+    _fp8_out(b, "beta 0, no --glu; cuBLAS's plain product in the inputs' dtype beside")
     c.add_argument(
         "--glu",
         default=None,

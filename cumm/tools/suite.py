@@ -254,7 +254,7 @@ def run(
         for i, s in enumerate(suite.shapes):
             bar.set_postfix_str(s.name)
             sets = input_sets(rng, s, dtype)
-            ref, ref_norm = _bench._reference(*sets[0][:2])
+            ref, ref_norm = _bench.product_reference(*sets[0][:2])
             rows = _bench._measure_shape(
                 [_bench.CUBLAS, *kernels], sets, ref, ref_norm, (s.M, s.N, s.K), timing, dtype, 0.5 * (i == 0)
             )
