@@ -1,6 +1,6 @@
 """Keep the tuned tables' entries through a template edit that leaves their kernels' machine code as it was.
 
-    PYTHONPATH=. python3 bench/restamp.py --base REV [--table cumm/tuned/h200.json] [--dry-run]
+    PYTHONPATH=. python3 bench/restamp.py --base REV [--table cumm/tuned/h200.json] [--dry-run] [--sass]
 
 A tuned entry carries the template hash of its kernel (and of the rungs it raced, ``raced``); any code edit of a
 template or of a header it includes changes the hash and retires the entry, since new code needs new timings. An
@@ -17,6 +17,9 @@ the kernel's name masked (cuobjdump: CUOBJDUMP or PATH, see bench/cuobjdump.py) 
 checks a parameter added to a spec, run while its default is the value that renders the old code (the entries
 then say that value before the default changes: UWG = 0 in wgmma_ws and wgmma_cluster_split_k, until they were
 tuned again and the parameter went, --drop UWG once more).
+
+``--sass`` compares by SASS without dropping anything: an edit can change a cubin's other sections and not its
+instructions (the TMA epilogue's walk made one for both formats of C: every cubin 128 bytes larger, its SASS the same).
 """
 
 from __future__ import annotations
@@ -66,9 +69,9 @@ def variants(entries: dict, drop: tuple[str, ...] = ()) -> set[tuple]:
     return jobs
 
 
-def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
-    """Run under the tree on PYTHONPATH: the sha256 of each variant's cubin (with ``drop``: of its SASS, the
-    kernel's name masked), and the kernels' template hashes."""
+def dump(table: str, out: str, drop: tuple[str, ...] = (), by_sass: bool = False) -> None:
+    """Run under the tree on PYTHONPATH: the sha256 of each variant's cubin (with ``drop`` or ``by_sass``: of its
+    SASS, the kernel's name masked), and the kernels' template hashes."""
     from cupy.cuda import nvrtc
 
     from cumm.core.errors import CompileError
@@ -86,7 +89,7 @@ def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
             _, cubin = _nvrtc_compile(nvrtc, spec, full, arch, source, [*NVRTC_OPTIONS, "-ftz=true", f"-arch={arch}"])
         except CompileError as e:  # a variant the kernel refuses (a cluster's batch): the same if both trees do
             return json.dumps(job), "refused: " + str(e).splitlines()[-1][:200]
-        return json.dumps(job), hashlib.sha256(sass(cubin, name).encode() if drop else cubin).hexdigest()
+        return json.dumps(job), hashlib.sha256(sass(cubin, name).encode() if drop or by_sass else cubin).hexdigest()
 
     with ThreadPoolExecutor(os.cpu_count() or 4) as ex:
         shas = dict(ex.map(one, sorted(variants(json.loads(Path(table).read_text())["entries"], drop))))
@@ -94,9 +97,10 @@ def dump(table: str, out: str, drop: tuple[str, ...] = ()) -> None:
     Path(out).write_text(json.dumps({"cubins": shas, "hashes": hashes}))
 
 
-def _run_dump(root: Path, table: Path, out: Path, drop: tuple[str, ...]) -> dict:
+def _run_dump(root: Path, table: Path, out: Path, drop: tuple[str, ...], by_sass: bool) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root)}
     cmd = [sys.executable, __file__, "--dump", str(table), str(out), *(["--drop", ",".join(drop)] if drop else [])]
+    cmd += ["--sass"] if by_sass else []
     subprocess.run(cmd, env=env, check=True, cwd=root)
     return json.loads(out.read_text())
 
@@ -107,11 +111,12 @@ def main(argv=None) -> int:
     p.add_argument("--table", default=str(ROOT / "cumm/tuned/h200.json"))
     p.add_argument("--dry-run", action="store_true", help="compare and print; write nothing")
     p.add_argument("--drop", default="", help="parameters removed from the specs (comma-separated)")
+    p.add_argument("--sass", action="store_true", help="compare SASS, not cubins byte for byte (see above)")
     p.add_argument("--dump", nargs=2, metavar=("TABLE", "OUT"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     drop = tuple(d for d in a.drop.split(",") if d)
     if a.dump:
-        dump(*a.dump, drop=drop)
+        dump(*a.dump, drop=drop, by_sass=a.sass)
         return 0
     if not a.base:
         p.error("--base REV is required")
@@ -122,8 +127,8 @@ def main(argv=None) -> int:
         tar.write_bytes(archive)
         with tarfile.open(tar) as t:
             t.extractall(Path(tmp) / "base", filter="data")
-        old = _run_dump(Path(tmp) / "base", table, Path(tmp) / "old.json", drop)
-        new = _run_dump(ROOT, table, Path(tmp) / "new.json", drop)
+        old = _run_dump(Path(tmp) / "base", table, Path(tmp) / "old.json", drop, a.sass)
+        new = _run_dump(ROOT, table, Path(tmp) / "new.json", drop, a.sass)
     changed = {k for k, h in old["hashes"].items() if new["hashes"].get(k) != h}
     differ = {json.loads(j)[0] for j, sha in old["cubins"].items() if new["cubins"].get(j) != sha}
     keep = {k: (old["hashes"][k], new["hashes"][k]) for k in changed - differ}

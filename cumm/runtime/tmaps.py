@@ -50,7 +50,7 @@ UINT8, SWIZZLE_64B = 0, 2  # CUtensorMapDataType, CUtensorMapSwizzle
 def fp8_c_map(c: MapSpec) -> MapSpec:
     """An FP8 C's map made from the 16-bit C's of the same launch (whose ld and batch stride are already bytes: a
     byte view's): one byte an element, boxes of 64 rows x 64 bytes with the 64-byte swizzle
-    (include/epilogue.cuh's cumm_fp8_tma_store)."""
+    (include/epilogue.cuh's CummStageFp8)."""
     return c._replace(elem=1, dtype=UINT8, swizzle=SWIZZLE_64B)
 
 

@@ -227,17 +227,12 @@ __device__ __forceinline__ int2 cumm_epi_row(const CummAlpha& al, const T* row) 
     return make_int2(z, (int)cumm_epi_div(off, al.ldc));
 }
 
-#ifdef CUMM_EPI_FP8
-#define CUMM_EPI_FP8_ 1
-#else
-#define CUMM_EPI_FP8_ 0
-#endif
 #ifdef CUMM_EPI_FP8  // ---- an FP8 C (3: float8_e4m3fn, 4: float8_e5m2) from a 16-bit rung -----------------
 // The kernel still sees a 16-bit C (cumm_out_t*), but the host passes ldc and the batch stride in bytes (those of a
 // byte view of C): every row pointer the kernel forms is C plus a count of elements that is the row's byte offset,
 // so the direct stores below write at al.c plus that offset as bytes (include/fp8_cvt.cuh) and never touch the
 // 16-bit address. C is never read (beta = 0). The TMA-store rungs' copy-engine path (VEC_C: C, ldc and the batch
-// stride on 16 bytes) stages bytes instead of halves (cumm_fp8_tma_store, below) through a map of bytes.
+// stride on 16 bytes) stages bytes instead of halves (CummStageFp8, below) through a map of bytes.
 __device__ __forceinline__ unsigned char* cumm_epi_bytes(const CummAlpha& al, const cumm_out_t* row) {
     return static_cast<unsigned char*>(const_cast<void*>(al.c)) + (row - static_cast<const cumm_out_t*>(al.c));
 }
@@ -364,74 +359,58 @@ __device__ __forceinline__ void cumm_epi_store(const float (&d)[MT][R], cumm_out
 }
 
 #ifdef CUMM_EPI_FP8
-// An FP8 C through the copy engine: CummTmaEpilogue's walk (a chunk of up to 128 columns of an m64 block at a time,
-// converted while the previous chunk's stores drain), in boxes of 64 rows x 64 bytes (64 columns) with the 64-byte
-// swizzle (16-byte piece c of row r at c ^ (r / 2 % 4): a warp's 2-byte stores of one column block land in 16
-// different banks), through C's map of bytes (cumm/runtime/launch.py). A chunk is 8 KB of the warpgroup's 16 KB
-// staging buffer; thread (warp, g, t4)'s pair of columns of block jj: bytes 8 (jj % 8) + 2 t4 of box jj / 8.
-// A tile across a column N off the 16-byte grid takes the same walk with direct stores of the pairs (the kernels'
-// own test is 16-bit C's 8-column grid; boxes across a column N off the 16-byte grid were once found to write past
-// N): one walk, so the chunk's registers are the same either way.
-template <int MT, int TN, int B3D, class Pre>
-__device__ __forceinline__ void cumm_fp8_tma_store(const CummTmaEpilogue<MT, TN, B3D>& e, const float (&d)[MT][TN / 2],
-                                                   int bn0, int row0, int z, const CummAlpha& al, Pre pre) {
-    const bool tma = al.N % 16 == 0 || bn0 + TN <= al.N;
-    const float s = cumm_epi_scale(al);
+// An FP8 C through the copy engine: CummTmaEpilogue's walk with a pair of columns as 2 bytes, in boxes of 64 rows x
+// 64 bytes (64 columns) with the 64-byte swizzle (16-byte piece c of row r at c ^ (r / 2 % 4): a warp's 2-byte
+// stores of one column block land in 16 different banks), through C's map of bytes (cumm/runtime/launch.py); a
+// chunk is 8 KB of the warpgroup's 16 KB staging buffer, the pair of block jj at bytes 8 (jj % 8) + 2 t4 of box
+// jj / 8. A tile across a column N off the 16-byte grid (``tma`` false) takes the same walk with direct stores of
+// the pairs (the kernels' own test is 16-bit C's 8-column grid; boxes across a column N off the 16-byte grid were
+// once found to write past N): one walk, so the chunk's registers are the same either way.
+struct CummStageFp8 {
+    static constexpr int BOX = 4096;
+    const CummAlpha& al;
+    float s;   // the scale (cumm_epi_scale)
+    bool tma;  // the tile's columns end on the 16-byte grid
+    template <class E, class D>
+    __device__ __forceinline__ bool stage(E& e, const D& d, int m, int half, int nb, int bn0, int row0, int z) const {
+        unsigned short v[16][2];
 #pragma unroll
-    for (int m = 0; m < MT; ++m)
+        for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
-        for (int half = 0; half < (TN + 127) / 128; ++half) {
-            const int nb = TN - half * 128 >= 128 ? 2 : 1;  // 64-column boxes in this chunk
-            pre(d, m, half);
-            unsigned short v[16][2];
-#pragma unroll
-            for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int j = half * 16 + jj;
-                    if (jj < 8 * nb)
-                        v[jj][h] = cumm_f2fp8x2<CUMM_EPI_FP8>(s * d[m][4 * j + 2 * h], s * d[m][4 * j + 2 * h + 1]);
-                }
-            if (!tma) {  // (C's rows on 16 bytes: every pair is 2-byte aligned)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int row = row0 + m * 64 + e.warp * 16 + e.g + 8 * h;
-                    if (row >= al.M) continue;
-                    unsigned char* crow = static_cast<unsigned char*>(const_cast<void*>(al.c)) + z * al.bsc + row * al.ldc;
-#pragma unroll
-                    for (int jj = 0; jj < 16; ++jj) {
-                        const int col = bn0 + half * 128 + 8 * jj + 2 * e.t4;
-                        if (jj >= 8 * nb || col >= al.N) continue;
-                        if (col + 1 < al.N) {
-                            *reinterpret_cast<unsigned short*>(crow + col) = v[jj][h];
-                        } else {
-                            crow[col] = (unsigned char)(v[jj][h] & 0xffu);
-                        }
-                    }
-                }
-                continue;
+            for (int h = 0; h < 2; ++h) {
+                const int j = half * 16 + jj;
+                if (jj < 8 * nb)
+                    v[jj][h] = cumm_f2fp8x2<CUMM_EPI_FP8>(s * d[m][4 * j + 2 * h], s * d[m][4 * j + 2 * h + 1]);
             }
-            if (e.wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
-            cumm_bar_sync<128>(e.bar_id);
+        if (tma) {
+            e.put(v, nb, [&](int jj, int r) {
+                return reinterpret_cast<unsigned short*>(e.cs + (jj / 8) * 4096 + r * 64 +
+                                                         (((jj % 8) / 2) ^ ((r >> 1) & 3)) * 16 + (jj % 2) * 8 + 2 * e.t4);
+            });
+            return true;
+        }
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj)
+        for (int h = 0; h < 2; ++h) {  // (C's rows on 16 bytes: every pair is 2-byte aligned)
+            const int row = row0 + m * 64 + e.warp * 16 + e.g + 8 * h;
+            if (row >= al.M) continue;
+            unsigned char* crow = static_cast<unsigned char*>(const_cast<void*>(al.c)) + z * al.bsc + row * al.ldc;
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = e.warp * 16 + e.g + 8 * h;
-                    if (jj < 8 * nb)
-                        *reinterpret_cast<unsigned short*>(e.cs + (jj / 8) * 4096 + r * 64 +
-                                                           (((jj % 8) / 2) ^ ((r >> 1) & 3)) * 16 + (jj % 2) * 8 +
-                                                           2 * e.t4) = v[jj][h];
+            for (int jj = 0; jj < 16; ++jj) {
+                const int col = bn0 + half * 128 + 8 * jj + 2 * e.t4;
+                if (jj >= 8 * nb || col >= al.N) continue;
+                if (col + 1 < al.N) {
+                    *reinterpret_cast<unsigned short*>(crow + col) = v[jj][h];
+                } else {
+                    crow[col] = (unsigned char)(v[jj][h] & 0xffu);
                 }
-            cumm_fence_proxy_async_shared();  // generic-proxy stores -> the copy engine
-            cumm_bar_sync<128>(e.bar_id);
-            if (e.wtid == 0) {
-                const int r0 = row0 + m * 64;
-                cumm_tma_store_z<B3D>(e.map, e.cs, bn0 + half * 128, r0, z);
-                if (nb == 2) cumm_tma_store_z<B3D>(e.map, e.cs + 4096, bn0 + half * 128 + 64, r0, z);
-                cumm_tma_store_commit();
             }
         }
+        return false;
+    }
+};
+template <int TN>
+__device__ __forceinline__ CummStageFp8 cumm_stage_fp8(const CummAlpha& al, int bn0) {
+    return CummStageFp8{al, cumm_epi_scale(al), al.N % 16 == 0 || bn0 + TN <= al.N};
 }
 #endif
 
@@ -488,7 +467,7 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
                                           const CummAlpha& al, float beta) {
         const CummEpiChunk pre{al, row0, bn0, z, this->warp, this->g, this->t4};
 #ifdef CUMM_EPI_FP8
-        cumm_fp8_tma_store(*this, d, bn0, row0, z, al, pre);
+        this->walk(d, bn0, row0, z, cumm_stage_fp8<TN>(al, bn0), pre);
 #else
         CummTmaEpilogue<MT, TN, B3D>::store(d, bn0, row0, z, 1.0f, beta, pre);
 #endif
@@ -549,12 +528,14 @@ struct CummTmaEpilogueE : CummTmaEpilogue<MT, TN, B3D> {
                                           const CummAlpha& al, float beta) {
         float e[MT][TN / 4];
         cumm_glu_pairs<MT, TN / 2>(d, e, al, row0, bn0, z, this->warp, this->g, this->t4);
-        if constexpr (kTma && CUMM_EPI_FP8_) {
-            cumm_fp8_tma_store(half(), e, bn0 / 2, row0, z, al, CummNoPre{});
-        } else if constexpr (kTma) {
+        if constexpr (kTma) {
+#ifdef CUMM_EPI_FP8
+            half().walk(e, bn0 / 2, row0, z, cumm_stage_fp8<TN / 2>(al, bn0 / 2), CummNoPre{});
+#else
             Half h = half();
             h.store(e, bn0 / 2, row0, z, 1.0f, beta);
             this->cph = h.cph;  // (C's chunks waited for with beta != 0)
+#endif
         } else {
             cumm_epi_store<MT, TN / 4, VEC_C>(e, static_cast<cumm_out_t*>(const_cast<void*>(al.c)), z * al.bsc,
                                              (int)al.ldc, al.M, al.N, row0, bn0 / 2, this->warp, this->g, this->t4, al,

@@ -796,6 +796,53 @@ struct CummNoPre {  // CummTmaEpilogue::store's default chunk hook: nothing
     __device__ __forceinline__ void operator()(const D&, int, int) const {}
 };
 
+// CummTmaEpilogue's 16-bit C: a pair of columns is a 4-byte word, at word t4 of 16-byte chunk jj % 8 of row r in box
+// jj / 8 (64 rows x 128 bytes, 128-byte swizzle). With beta != 0 the copy engine has loaded the chunk of C into the
+// buffer (the first with prefetch, while the mainloop ran; the others once the buffer is free), and each thread
+// reads the pairs it then overwrites.
+struct CummStage16 {
+    static constexpr int BOX = 8192;
+    float alpha, beta;
+    template <class E, class D>
+    __device__ __forceinline__ bool stage(E& e, const D& d, int m, int half, int nb, int bn0, int row0, int z) const {
+        auto at = [&](int jj, int r) {
+            return reinterpret_cast<unsigned*>(e.cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * e.t4);
+        };
+        if (beta == 0.0f) {
+            unsigned v[16][2];
+#pragma unroll
+            for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int j = half * 16 + jj;
+                    if (jj < 8 * nb)  // (a last chunk of 64 columns: the first 8 only)
+                        v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
+                }
+            e.put(v, nb, at);
+            return true;
+        }
+        if (e.wtid == 0 && m + half > 0) {
+            cumm_tma_store_wait_read();
+            cumm_mbar_expect(e.bar, nb * 8192);
+            cumm_tma_load_z<E::kB3D>(e.cs, e.map, bn0 + half * 128, row0 + m * 64, z, e.bar);
+            if (nb == 2) cumm_tma_load_z<E::kB3D>(e.cs + 8192, e.map, bn0 + half * 128 + 64, row0 + m * 64, z, e.bar);
+        }
+        cumm_mbar_wait(e.bar, e.cph++ & 1);
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int j = half * 16 + jj;
+                if (jj >= 8 * nb) continue;  // a last chunk of 64 columns
+                unsigned* const p = at(jj, e.warp * 16 + e.g + 8 * h);
+                const unsigned c = *p;
+                *p = cumm_f2h2(alpha * d[m][4 * j + 2 * h] + beta * cumm_h2f((cumm_h16)(c & 0xffffu)),
+                               alpha * d[m][4 * j + 2 * h + 1] + beta * cumm_h2f((cumm_h16)(c >> 16)));
+            }
+        return true;
+    }
+};
+
 // The TMA-store epilogue (16-bit C, 16-byte aligned, ldc % 8 == 0): the warpgroup writes its 64-row blocks to a
 // 16 KB staging buffer, 128 columns at a time (a last 64 when TN (the tile's columns) % 128 == 64), as 64 x 64 boxes in the
 // 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8): the 8 rows of a warp's stores hit different banks),
@@ -807,6 +854,7 @@ struct CummNoPre {  // CummTmaEpilogue::store's default chunk hook: nothing
 // stores from every thread: 0.81-0.83x cuBLAS's addmm at 4096^3, then 0.91-0.92x). B3D: 3-D maps (a batch).
 template <int MT, int TN, int B3D>
 struct CummTmaEpilogue {
+    static constexpr int kB3D = B3D;
     unsigned char* cs;        // this warpgroup's staging buffer (1024-byte aligned), 64 x 128 halves
     const CummTmap* map;      // C's map: dims N x M, boxes 64 x 64, 128-byte swizzle
     unsigned long long* bar;  // beta != 0: a chunk of C has landed in cs
@@ -822,70 +870,50 @@ struct CummTmaEpilogue {
         if (TN >= 128) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + 64, row0, z, bar);
     }
 
-    // pre(d, m, half): run on a chunk's registers before they are converted (a fused epilogue, a chunk at a time:
-    // its temporaries never share the registers with the whole tile's)
-    template <class Pre = CummNoPre>
-    __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z, float alpha,
-                                          float beta, Pre pre = {}) {
+    // The walk over a tile's chunks (an m64 block's columns, up to 128 at a time), one for every format of C: pre(d,
+    // m, half) on the chunk's registers (a fused epilogue, a chunk at a time: its temporaries never share the
+    // registers with the whole tile's), then f.stage writes the chunk into the staging buffer in F's layout (false:
+    // it stored the chunk itself), and the copy engine stores its one or two 64-column boxes of F::BOX bytes.
+    template <class F, class Pre>
+    __device__ __forceinline__ void walk(const float (&d)[MT][TN / 2], int bn0, int row0, int z, F f, Pre pre) {
 #pragma unroll
         for (int m = 0; m < MT; ++m)
 #pragma unroll
             for (int half = 0; half < (TN + 127) / 128; ++half) {
                 const int nb = TN - half * 128 >= 128 ? 2 : 1;  // 64-column boxes in this chunk
                 pre(d, m, half);
-                // thread (warp, g, t4)'s pair of columns j of row r: 4-byte word t4 of 16-byte chunk j % 8 (of box
-                // j / 8), swizzled
-                auto at = [&](int jj, int r) {
-                    return reinterpret_cast<unsigned*>(cs + (jj / 8) * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + 4 * t4);
-                };
-                if (beta == 0.0f) {
-                    unsigned v[16][2];  // the chunk converted while the previous stores drain
-#pragma unroll
-                    for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const int j = half * 16 + jj;
-                            if (jj < 8 * nb)  // (a last chunk of 64 columns: the first 8 only)
-                                v[jj][h] = cumm_f2h2(alpha * d[m][4 * j + 2 * h], alpha * d[m][4 * j + 2 * h + 1]);
-                        }
-                    if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
-                    cumm_bar_sync<128>(bar_id);
-#pragma unroll
-                    for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-                        for (int h = 0; h < 2; ++h)
-                            if (jj < 8 * nb) *at(jj, warp * 16 + g + 8 * h) = v[jj][h];
-                } else {  // chunk 0 came with the mainloop; the others are loaded once the buffer is free
-                    if (wtid == 0 && m + half > 0) {
-                        cumm_tma_store_wait_read();
-                        cumm_mbar_expect(bar, nb * 8192);
-                        cumm_tma_load_z<B3D>(cs, map, bn0 + half * 128, row0 + m * 64, z, bar);
-                        if (nb == 2) cumm_tma_load_z<B3D>(cs + 8192, map, bn0 + half * 128 + 64, row0 + m * 64, z, bar);
-                    }
-                    cumm_mbar_wait(bar, cph++ & 1);
-#pragma unroll
-                    for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const int j = half * 16 + jj;
-                            if (jj >= 8 * nb) continue;  // a last chunk of 64 columns
-                            unsigned* const p = at(jj, warp * 16 + g + 8 * h);
-                            const unsigned c = *p;
-                            *p = cumm_f2h2(alpha * d[m][4 * j + 2 * h] + beta * cumm_h2f((cumm_h16)(c & 0xffffu)),
-                                           alpha * d[m][4 * j + 2 * h + 1] + beta * cumm_h2f((cumm_h16)(c >> 16)));
-                        }
-                }
+                if (!f.stage(*this, d, m, half, nb, bn0, row0, z)) continue;
                 cumm_fence_proxy_async_shared();  // generic-proxy stores -> the copy engine
                 cumm_bar_sync<128>(bar_id);
                 if (wtid == 0) {
                     const int r0 = row0 + m * 64;
                     cumm_tma_store_z<B3D>(map, cs, bn0 + half * 128, r0, z);
-                    if (nb == 2) cumm_tma_store_z<B3D>(map, cs + 8192, bn0 + half * 128 + 64, r0, z);
+                    if (nb == 2) cumm_tma_store_z<B3D>(map, cs + F::BOX, bn0 + half * 128 + 64, r0, z);
                     cumm_tma_store_commit();
                 }
             }
     }
+
+    // A chunk converted while the previous stores drained (v[jj][h]: thread (warp, g, t4)'s pair of columns of
+    // 8-column block jj, row warp * 16 + g + 8 h) into the buffer once they have read it; at(jj, r): the pair's place
+    template <class W, class At>
+    __device__ __forceinline__ void put(const W (&v)[16][2], int nb, At at) const {
+        if (wtid == 0) cumm_tma_store_wait_read();  // the previous stores have read the buffer
+        cumm_bar_sync<128>(bar_id);
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                if (jj < 8 * nb) *at(jj, warp * 16 + g + 8 * h) = v[jj][h];
+    }
+
+    template <class Pre = CummNoPre>
+    __device__ __forceinline__ void store(const float (&d)[MT][TN / 2], int bn0, int row0, int z, float alpha,
+                                          float beta, Pre pre = {}) {
+        walk(d, bn0, row0, z, CummStage16{alpha, beta}, pre);
+    }
 };
+
 #endif  // CUMM_MMA_T
 #undef CUMM_WGMMA_D16
 #undef CUMM_WGMMA_D4
