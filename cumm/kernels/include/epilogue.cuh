@@ -384,8 +384,9 @@ struct CummStageFp8 {
             }
         if (tma) {
             e.put(v, nb, [&](int jj, int r) {
-                return reinterpret_cast<unsigned short*>(e.cs + (jj / 8) * 4096 + r * 64 +
-                                                         (((jj % 8) / 2) ^ ((r >> 1) & 3)) * 16 + (jj % 2) * 8 + 2 * e.t4);
+                const int piece = ((jj % 8) / 2) ^ ((r >> 1) & 3);  // (the 64-byte swizzle)
+                return reinterpret_cast<unsigned short*>(e.cs + (jj / 8) * 4096 + r * 64 + piece * 16 + (jj % 2) * 8 +
+                                                         2 * e.t4);
             });
             return true;
         }
