@@ -48,6 +48,7 @@ from .bench_calls import (  # noqa: F401 - re-exported
     L2_FALLBACK_BYTES,
     UNFUSED,
     BenchError,
+    beside_fp8,
     c0_scale,
     fp8_args,
     fp8_out_call,
@@ -135,8 +136,8 @@ def _prepare(
                 call = glu_call(kernel, glu, epi)
             else:
                 call = kernel_call(kernel, dtype, beta, epi)
-                if fp8 is not None:  # (the baseline in an FP8 C race: its 16-bit C, C8 left alone)
-                    call = (lambda plain: lambda a, b, c, _c8: plain(a, b, c))(call)
+                if fp8 is not None:  # the baseline in an FP8 C race: its 16-bit C, C8 left alone
+                    call = beside_fp8(call)
             err = verify(call, sets[0], ref, ref_norm, beta=beta)
     except Exception as e:  # a configuration the device rejects, a compile error: report it, keep going
         first = str(e).splitlines()[0] if str(e) else ""
@@ -204,9 +205,8 @@ def _measure_shape(
             tolerance=tol,
             columns=None if glu is None else 2 * shape[1],  # glu=: the work of the 2N-column product
         )
-        if (
-            n != CUBLAS and fused is None and fp8 is None
-        ):  # which kernel and configuration the call ran (auto's choice, tiles)
+        # which kernel and configuration the call ran (auto's choice, tiles; not known for a fused call)
+        if n != CUBLAS and fused is None and fp8 is None:
             from ..api.decision import decision
 
             row["ran"] = decision(*sets[0], kernel=n, beta=beta)

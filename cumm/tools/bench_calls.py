@@ -227,6 +227,11 @@ def fp8_sets(sets: list[tuple]) -> list[tuple]:
     return [(*s[:3], cupy.empty(s[2].shape, dtype=cupy.uint8)) for s in sets]
 
 
+def beside_fp8(call: Callable) -> Callable:
+    """``call(a, b, c)`` taking an FP8 C race's set (a, b, c, c8): the baseline writes c and leaves c8 alone."""
+    return lambda a, b, c, _c8: call(a, b, c)
+
+
 def fp8_out_call(kernel: str, out_dtype: str, scale_result: float | None, epi: Mapping | None = None) -> Callable:
     """``call(a, b, c, c8)``: a cumm kernel ("auto" too) on torch views of a and b (bfloat16 / float16) writing
     fp8(scale_result * v) into c8 as a torch ``out_dtype`` tensor (matmul's FP8 C, after ``epi``'s epilogue)."""

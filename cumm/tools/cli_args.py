@@ -14,6 +14,7 @@ import sys
 from ..core.dtypes import FP8_DTYPE
 from ..ladder import gemm_kernels
 from ..runtime import timing as _timing
+from .check_fp8 import OUT_DTYPES
 
 # The named activations (--activation, --glu): plan/epilogue.py ACTIVATIONS' keys, in its order. Not imported from
 # there: that module imports CuPy, and --help, --version and argument errors must work without it
@@ -155,7 +156,7 @@ def _fp8_out(p: argparse.ArgumentParser, beta_note: str) -> None:
     """--out-dtype and --scale-result: an FP8 C (check and bench alike)."""
     p.add_argument(
         "--out-dtype",
-        choices=("float8_e4m3fn", "float8_e5m2"),
+        choices=OUT_DTYPES,
         default=None,
         help="an FP8 C: fp8(S * v) after the epilogue, against float64 scaled and clamped, within 1.5x the "
         f"format's own rounding error; bf16 and fp16 inputs, {beta_note} (needs torch)",
