@@ -852,7 +852,7 @@ struct CummStage16 {
 // loads each chunk of C into the buffer (the first with `prefetch`, while the mainloop runs; the next once the
 // buffer is free) and each thread reads the values it then overwrites (before, beta != 0 took 4-byte loads and
 // stores from every thread: 0.81-0.83x cuBLAS's addmm at 4096^3, then 0.91-0.92x). B3D: 3-D maps (a batch).
-// The format of C is a policy of the one walk: CummStage16 above, an FP8 C's CummStageFp8 in epilogue.cuh.
+// The format of C is a policy of the one walk: CummStage16 above, or an FP8 C's CummStageFp8 (the fused-epilogue hook).
 template <int MT, int TN, int B3D>
 struct CummTmaEpilogue {
     static constexpr int kB3D = B3D;
