@@ -298,7 +298,13 @@ def test_aux_kernel_table_matches_the_modules():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize(
     "template",
-    ["auxiliary/splitk_reduce.cu", "auxiliary/edge_strip.cu", "auxiliary/repack.cu", "auxiliary/transpose.cu"],
+    [
+        "auxiliary/splitk_reduce.cu",
+        "auxiliary/edge_strip.cu",
+        "auxiliary/repack.cu",
+        "auxiliary/transpose.cu",
+        "auxiliary/pieces.cu",
+    ],
 )
 def test_aux_kernels_compile_offline_without_spills(template, arch):
     import re

@@ -66,7 +66,7 @@ def test_registry_is_in_ladder_order_and_public():
     half = ["mma", "mma_swizzled_pipeline", "wgmma", "wgmma_ws"]
     # the FP32-accurate rung on Hopper and the half branch for few tiles build on the wgmma rungs, then the FP8 rungs
     # (cumm.scaled_matmul's), then the decode rungs (stream B; raced at products of few rows), FP32 and 16-bit, then
-    # ping-pong consumers (short K, fused epilogues)
+    # ping-pong consumers (short K, fused epilogues), then FP32 from FP16 pieces
     assert gemm == fp32 + half + [
         "wgmma_tf32x3",
         "wgmma_cluster_split_k",
@@ -76,8 +76,9 @@ def test_registry_is_in_ladder_order_and_public():
         "skinny16",
         "wgmma_swap_ab",
         "wgmma_pingpong",
+        "wgmma_f16x3",
     ]
-    assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3", "skinny"]
+    assert cumm.kernels(dtype="float32") == fp32 + ["wgmma_tf32x3", "skinny", "wgmma_f16x3"]
     assert (
         cumm.kernels(dtype="float16")
         == cumm.kernels(dtype="bfloat16")

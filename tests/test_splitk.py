@@ -192,7 +192,8 @@ def test_select_splits_the_motivating_case(fake_h200):
     assert _auto.select(64, 64, 4096, 0) == (split, _auto.SMALL_TILES[split], 16)
     assert _auto.select(64, 64, 4096, 0, split_k=3) == (split, _auto.SMALL_TILES[split], 3)
     assert _auto.select(64, 64, 4096, 0, split_k=1) == (top, _auto.SMALL_TILES[top], 1)
-    assert _auto.select(4096, 4096, 4096, 0) == (top, None, 1)
+    big = _auto.top(CC, shape=(4096, 4096, 4096, H200_SMS))  # the FP16-pieces rung takes large products
+    assert big == "wgmma_f16x3" and _auto.select(4096, 4096, 4096, 0) == (big, None, 1)
     # a caller's config: kept; the split follows its tiles (BM/BN over the rung's defaults)
     assert _auto.select(64, 64, 4096, 0, {"BK": 8}) == (split, {"BK": 8}, 16)
     assert _auto.select(300, 300, 8192, 0, {"BM": 64, "BN": 64}) == (split, {"BM": 64, "BN": 64}, 5)
@@ -235,7 +236,7 @@ def test_select_skips_a_tuned_kernel_without_split_when_split_is_asked(fake_h200
 
 def test_select_ignores_a_bucket_tuned_without_the_top_rung(fake_h200):
     # a table made before the top rung existed (or changed): its winner never raced it, the heuristic runs
-    top = _auto.top(CC)
+    top = _auto.top(CC, shape=(4096, 4096, 4096, H200_SMS))  # (the top rung for these shapes)
     _store.save_entries([_entry("tf32x3", (4096, 4096, 4096), tflops=60.0)])
     assert _auto.select(4096, 4096, 4096, 0) == (top, None, 1)
     assert _auto.named("tf32x3", 4096, 4096, 4096, 0) == dict(get_spec("tf32x3").resolve(None, CC))  # still its own

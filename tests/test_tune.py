@@ -477,6 +477,11 @@ def test_shipped_and_user_tables_merge_user_wins(cache, monkeypatch, tmp_path):
 # ----------------------------------------------------------------------------------------------------------
 
 
+def _top(M, N, K):
+    """auto's top rung for an M x N x K float32 product on the fake H200 (wgmma_f16x3 takes the large ones)."""
+    return _auto.top(CC, shape=(M, N, K, 132))
+
+
 def test_auto_public_names():
     assert _auto.top(CC) in REGISTRY
     get_spec(_auto.top(CC)).check(get_spec(_auto.top(CC)).resolve(_auto.SMALL_TILES[_auto.top(CC)], CC))
@@ -488,13 +493,13 @@ def test_select_keeps_an_explicit_config(cache, fake_device):
 
 
 def test_select_falls_back_to_the_heuristic(cache, fake_device):
-    assert _auto.select(8192, 8192, 8192, 0) == (_auto.top(CC), None, 1)
+    assert _auto.select(8192, 8192, 8192, 0) == (_top(8192, 8192, 8192), None, 1) == ("wgmma_f16x3", None, 1)
     assert _auto.select(512, 512, 512, 0) == (_auto.top(CC), _auto.SMALL_TILES[_auto.top(CC)], 1)
 
 
 def test_select_uses_a_tuned_entry(cache, fake_device, monkeypatch):
     cfg = get_spec("warptile").resolve(dict(BK=32, MINB=1), CC)
-    _store.save_entries([_entry(_auto.top(CC), tflops=30.0)])  # the bucket raced the top rung: its winner counts
+    _store.save_entries([_entry(_top(4096, 4096, 4096), tflops=30.0)])  # the bucket raced the top rung: its winner
     _store.save_entries([_entry("warptile", shape=(4096, 4096, 4096), tile=cfg)])
     assert _auto.select(4000, 4100, 3000, 0) == ("warptile", cfg, 1)
     assert _auto.select(3500, 5000, 4096, 0) == ("warptile", cfg, 1)  # the nearest shape's entry
@@ -518,8 +523,8 @@ def test_select_other_gpu_uses_the_heuristic(cache, monkeypatch):
 
 
 def test_saving_refreshes_select(cache, fake_device):
-    assert _auto.select(4096, 4096, 4096, 0) == (_auto.top(CC), None, 1)
-    _store.save_entries([_entry("warptile"), _entry(_auto.top(CC), tflops=30.0)])
+    assert _auto.select(4096, 4096, 4096, 0) == (_top(4096, 4096, 4096), None, 1)
+    _store.save_entries([_entry("warptile"), _entry(_top(4096, 4096, 4096), tflops=30.0)])
     assert _auto.select(4096, 4096, 4096, 0)[0] == "warptile"
 
 
@@ -529,7 +534,7 @@ def test_select_survives_a_broken_lookup(cache, fake_device, monkeypatch):
 
     monkeypatch.setattr(_store, "lookup", boom)
     with pytest.warns(RuntimeWarning, match="heuristic"):
-        assert _auto.select(8192, 8192, 8192, 0) == (_auto.top(CC), None, 1)
+        assert _auto.select(8192, 8192, 8192, 0) == (_top(8192, 8192, 8192), None, 1)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -605,7 +610,7 @@ def test_half_auto_uses_its_dtype_s_entries(cache, fake_device):
     _store.save_entries([e])
     assert _auto.select(4000, 4000, 4000, 0, dtype="bfloat16") == (top, cfg, None)
     assert _auto.select(4096, 4096, 4096, 0, dtype="float16") == (_auto.top(CC, dtype="float16"), None, None)
-    assert _auto.select(4096, 4096, 4096, 0)[0] == _auto.top(CC)  # float32: not a bf16 entry
+    assert _auto.select(4096, 4096, 4096, 0)[0] == _top(4096, 4096, 4096)  # float32: not a bf16 entry
     assert _auto.named(top, 4096, 4096, 4096, 0, dtype="bfloat16") == cfg
     assert _auto.named(top, 4096, 4096, 4096, 0, dtype="float16") is None
     # an entry of a lower rung alone never raced the top one: not used

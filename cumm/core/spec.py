@@ -161,6 +161,12 @@ class KernelSpec:
     # Deeper than epilogue_max_k, the products it still takes in place of the top rung: called with (rows, N, K,
     # multiprocessors), a batch's rows being nb M (cumm/plan/routes.py, short_k_route); None: none.
     epilogue_shapes: Callable[[int, int, int, int], bool] | None = None
+    # Its kernel reads FP16 pieces of the float32 operands (hi and lo, rows and columns scaled by powers of two),
+    # made before each launch by cumm/plan/pieces.py; its maps and lda, ldb are the pieces'.
+    pieces: bool = False
+    # A top rung that kernel="auto" runs only for the products this says (M, N, K, multiprocessors); for the others
+    # the next top rung below it. None: every product.
+    top_shapes: Callable[[int, int, int, int], bool] | None = None
     # Runs batched products in one launch (cumm.runtime.render.supports_batch: its template moves its pointers to
     # its product, or it walks the batch's tiles): set once when the spec is registered (cumm.ladder.registry.add).
     batches: bool = field(default=False, init=False, repr=False)

@@ -16,11 +16,12 @@
    least half the multiprocessors a block, the one with the fewest rounds x tile area, ``_filling``); then the
    spec's shape rule (``shape_config``, applied by the caller) may trade 128 x 256 tiles for smaller ones.
 
-``top(cc)`` is the highest rung whose spec says ``top`` that runs on compute capability ``cc``: for float32
-``wgmma_tf32x3`` on Hopper (9.0: three TF32 products on wgmma, FP32 accuracy), ``tf32x3`` where the GPU has TF32
-tensor cores (8.0+: the same split on mma.sync), else the SIMT rung ``warptile``; for fp16 and bf16 ``wgmma_ws``
-on Hopper, else ``mma_swizzled_pipeline``. A product that splits K takes the first of them that
-can (wgmma_tf32x3 runs unsplit); a batched product, the first that runs batches (wgmma_tf32x3 does: 3-D maps).
+``top(cc)`` is the highest rung whose spec says ``top`` that runs on compute capability ``cc`` (and takes the shape,
+where its spec's ``top_shapes`` limits that): for float32 ``wgmma_f16x3`` on Hopper for products its rule takes
+(three FP16 products of pieces split before the launch), else ``wgmma_tf32x3`` (three TF32 products), ``tf32x3``
+where the GPU has TF32 tensor cores (8.0+: the same split on mma.sync), else the SIMT rung ``warptile``; for fp16
+and bf16 ``wgmma_ws`` on Hopper, else ``mma_swizzled_pipeline``. A product that splits K takes the first of them
+that can (wgmma_tf32x3 runs unsplit); a batched product, the first that runs batches (wgmma_tf32x3 does: 3-D maps).
 A batch of fp16/bf16 products takes the entry tuned for one product as tall as the batch (``_half_batch``) when its
 rung runs batches, else the dtype's top rung (wgmma_ws, which walks the batch's tiles as one run).
 
@@ -99,14 +100,23 @@ def split_count(M: int, N: int, K: int, bm: int, bn: int, sms: int) -> int:
     return max(1, min(sms // blocks, K // SPLIT_MIN_DEPTH))
 
 
-def top(cc: int, batched: bool = False, split: bool = False, dtype: str = DTYPE) -> str:
+def top(
+    cc: int,
+    batched: bool = False,
+    split: bool = False,
+    dtype: str = DTYPE,
+    shape: tuple[int, int, int, int] | None = None,
+) -> str:
     """The rung the heuristic (and a caller's bare configuration) runs for ``dtype`` on compute capability ``cc``:
     the highest of the ladder's rungs whose spec says ``top`` that takes ``dtype`` and runs on ``cc`` (and runs
-    batches, or splits K, when asked). The ladder's rungs only, as registered now (a replaced rung counts as its
-    replacement); a kernel a user registers is run by name, never chosen by auto in its place."""
+    batches, or splits K, when asked; and takes ``shape``, (M, N, K, multiprocessors), when its spec's
+    ``top_shapes`` limits the products it serves). The ladder's rungs only, as registered now (a replaced rung
+    counts as its replacement); a kernel a user registers is run by name, never chosen by auto in its place."""
     for name in reversed(list(_BUILTIN)):
         spec = REGISTRY[name]
         if not (_BUILTIN[name].top and spec.kind == "gemm" and dtype in spec.dtypes and spec.supports(cc)):
+            continue
+        if spec.top_shapes is not None and (shape is None or not spec.top_shapes(*shape)):
             continue
         if (not batched or spec.batches) and (not split or spec.split_k):
             return name
@@ -128,7 +138,7 @@ def _lookup(
 ) -> tuple[str, dict[str, int], int] | None:
     try:
         gpu, cc = device_key(device_id)
-        best = top(cc, dtype=dtype)
+        best = top(cc, dtype=dtype, shape=(*shape, multiprocessors(device_id)))
         # the table's answers first: the nearest entry (of ``kernel``, when named), and auto's the top rung's own
         entry = _store.lookup(gpu, cc, dtype, *shape, kernel=kernel)
         at_top = _store.lookup(gpu, cc, dtype, *shape, kernel=best) if kernel is None else None
@@ -223,7 +233,9 @@ def select(
     if dtype != DTYPE:  # the top rung, as it runs when named: its own nearest tuned entry, else its small rule
         best = top(cc, dtype=dtype)
         return best, config if config is not None else named(best, M, N, K, device_id, dtype=dtype), split_k
-    kernel = top(cc, batched, split=split_k is not None and split_k > 1)
+    # (a caller's configuration runs on the top rung that takes any product: its parameters are that rung's)
+    work = None if batched or config is not None else (M, N, K, multiprocessors(device_id))
+    kernel = top(cc, batched, split=split_k is not None and split_k > 1, shape=work)
     given = config is not None
     if not given:
         config = _small(kernel, M, N, K, device_id, max(1, int(batched)))

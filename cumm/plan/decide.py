@@ -21,6 +21,7 @@ from ..runtime.launch import Call
 from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B, Variant, dtype_flag
 from . import auto as _auto
 from . import edges as _edges
+from . import pieces as _pieces
 from . import repack as _repack
 from . import routes as _routes
 from . import splitk as _splitk
@@ -127,7 +128,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     # operands the copy engine cannot read: copied into rows it reads, or the rung's fallback (any alignment). A
     # batch is copied when the fallback runs no batches; a product, where the copy pays (repack.pads_for_...).
     pad_a = pad_b = False
-    if spec.tensor_maps is not None and not (vec[0] and vec[1]):
+    if spec.tensor_maps is not None and not spec.pieces and not (vec[0] and vec[1]):
         if batch:
             pad_a = pad_b = not (spec.fallback is not None and REGISTRY[spec.fallback].batches)
         elif _repack.ENABLED:
@@ -147,7 +148,9 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
             bsb = 0 if bsb == 0 or not batch else K * ldb
         if pad_a or pad_b:
             vec[0] = vec[1] = 1
-    if spec.tensor_maps is not None and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
+    if (
+        spec.tensor_maps is not None and not spec.pieces and not (vec[0] and vec[1])
+    ):  # the fallback rung, with its tiles for the shape
         kernel = spec.fallback
         spec, config = REGISTRY[kernel], _auto.named(kernel, M, N, K, dev, nb, dt)
         if epilogue is not None and not spec.epilogue:  # the fallback rung cannot take it: the rung asked above
@@ -159,6 +162,8 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         la, lb = lay_a.rows, lay_b.rows
         (lda, bsa), (ldb, bsb) = (la.ld, la.bs), (lb.ld, lb.bs)
         vec[:2] = la.readable, lb.readable
+    if spec.pieces:  # the kernel reads FP16 pieces of the operands, made on each call in rows the copy engine reads
+        (lda, ldb), vec[0], vec[1] = _pieces.lds(N, K), 1, 1
     layout = (TRANSPOSED_A if la.transposed else 0) | (TRANSPOSED_B if lb.transposed else 0)
     # the spec's shape and pitch rules, on a configuration cumm chose (a batch whose tiles are one run: as one
     # product nb times as tall, as for the tuned lookup)
@@ -210,7 +215,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     if strips and not plain and splits == 1 and _edges.ENABLED:
         mm, nn = _edges.split(M, N, bm, bn, lambda m, n: plan.blocks(m, n, K), plan.slots(dev))
     # copies made of the operands on each call: a layout the rung does not read in place, rows padded
-    ab = (("A", a3, a, repack_a), ("B", b3, b, repack_b))
+    ab = (("A", a3, a, repack_a or spec.pieces), ("B", b3, b, repack_b or spec.pieces))
     copies = tuple(n for n, x3, x, more in ab if more or not shares(x3, x))
     # fast: the plan's kernel straight on the caller's arrays (no copy, no strips): one driver launch, or with split-K
     # two (the slices into a workspace from the allocator of the launch's stream, then the reduce)
@@ -227,6 +232,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         "nn": nn,
         "pad_a": pad_a,
         "pad_b": pad_b,
+        "pieces": spec.pieces,
         "copies": copies + (("C",) if stage else ()),
     }
     ops = (a3, b3, c3) if batch else (a3[0], b3[0], c3[0])  # (views: what the launch paths take)

@@ -13,6 +13,7 @@ from ..runtime.driver import multiprocessors
 from ..runtime.launch import Call
 from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B
 from . import edges as _edges
+from . import pieces as _pieces
 from . import repack as _repack
 from .operands import aligned, row_major
 from .plan import get_plan
@@ -30,7 +31,7 @@ def execute(call: Call, ops: tuple, a, b, out, alpha: float, beta: float) -> Non
             call.plan.launch(
                 M, N, K, alpha, ops[0], call.lda, ops[1], call.ldb, beta, ops[2], call.ldc, batch=call.batch
             )
-        elif call.direct:  # one launch on the row-major operands decide made (copies or views)
+        elif call.direct and not call.decisions.get("pieces"):  # one launch on the row-major operands decide made
             call.launch(ops[0].data.ptr, ops[1].data.ptr, ops[2].data.ptr, alpha, beta, sptr)
         else:
             run(call, *ops, alpha, beta)
@@ -49,6 +50,12 @@ def run(call: Call, a, b, c, alpha: float, beta: float) -> None:
         a, lda = _repack.copy_engine_rows(a)
     if d.get("pad_b"):
         b, ldb = _repack.copy_engine_rows(b)
+    if d.get("pieces"):  # one launch on the operands' FP16 pieces (their lds are the call's)
+        buf, pa, pb = _pieces.split(a, lda, b, ldb, M, N, K)
+        with cupy.cuda.Device(call.dev):
+            call.launch(pa, pb, c.data.ptr, alpha, beta, cupy.cuda.get_current_stream().ptr)
+        del buf  # (back to the pool behind the launch, on this stream)
+        return
     if call.direct:  # a copy-engine or half rung: one launch on the row-major copies (its maps made per pointer)
         with cupy.cuda.Device(call.dev):
             call.launch(a.data.ptr, b.data.ptr, c.data.ptr, alpha, beta, cupy.cuda.get_current_stream().ptr)

@@ -326,16 +326,19 @@ AUX_KERNELS: dict[str, tuple[str, ...]] = {
     "auxiliary/edge_strip.cu": ("cumm_edge_rows", "cumm_edge_cols"),
     "auxiliary/repack.cu": ("cumm_repack", "cumm_unpack"),
     "auxiliary/transpose.cu": ("cumm_transpose_b16", "cumm_transpose_b32"),
+    "auxiliary/pieces.cu": ("cumm_pieces_rows", "cumm_pieces_colmax", "cumm_pieces_cols"),
 }
+# Headers an auxiliary kernel takes after common.cuh (pieces.cu: tc16.cuh's FP16 conversions)
+AUX_HEADERS: dict[str, tuple[str, ...]] = {"auxiliary/pieces.cu": ("include/tc16.cuh",)}
 
 
 def aux_source(template: str) -> str:
-    """common.cuh, then ``template`` (a file of cumm/kernels): the whole source of an auxiliary kernel."""
+    """common.cuh, the template's AUX_HEADERS, then ``template`` (files of cumm/kernels): the whole source of an
+    auxiliary kernel."""
     from .render import COMMON_HEADER, template_text
 
-    return "\n".join(
-        [f'#line 1 "{COMMON_HEADER}"', template_text(COMMON_HEADER), f'#line 1 "{template}"', template_text(template)]
-    )
+    parts = (COMMON_HEADER, *AUX_HEADERS.get(template, ()), template)
+    return "\n".join(line for f in parts for line in (f'#line 1 "{f}"', template_text(f)))
 
 
 _aux: dict[tuple, tuple] = {}
