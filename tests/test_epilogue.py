@@ -96,6 +96,7 @@ def test_pack_layout():
         ("blocktile_2d", "float32"),
         ("double_buffer", "float32"),
         ("wgmma_tf32x3", "float32"),
+        ("wgmma_f16x3", "float32"),
         ("mma_swizzled_pipeline", "bfloat16"),
         ("wgmma", "float16"),
         ("wgmma_ws", "bfloat16"),
@@ -374,6 +375,7 @@ RUNGS = [
     ("blocktile_2d", "float32"),
     ("double_buffer", "float32"),
     ("wgmma_tf32x3", "float32"),
+    ("wgmma_f16x3", "float32"),  # (FP32 from FP16 pieces: auto's FP32 rung for large products)
     ("mma_swizzled_pipeline", "bfloat16"),
     ("wgmma", "float16"),
     ("wgmma_ws", "bfloat16"),
@@ -383,7 +385,7 @@ RUNGS = [
     ("auto", "bfloat16"),
 ]
 SHAPES = [(1, 1, 1), (37, 41, 13), (129, 256, 65), (257, 131, 300)]  # N = 256: wgmma_ws's TMA store; 131: direct
-_SM90 = {"wgmma_tf32x3", "wgmma", "wgmma_ws", "wgmma_swap_ab"}
+_SM90 = {"wgmma_tf32x3", "wgmma_f16x3", "wgmma", "wgmma_ws", "wgmma_swap_ab"}
 
 
 def _b(rng, K, N, dt):

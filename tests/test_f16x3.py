@@ -106,6 +106,7 @@ def test_the_pieces_keep_fp32_accuracy_emulated(m, n, k, spread, seed):
     rng = np.random.default_rng(seed)
     a = (rng.standard_normal((m, k)) * np.exp2(rng.integers(-spread, spread + 1, (m, 1)))).astype(np.float32)
     b = (rng.standard_normal((k, n)) * np.exp2(rng.integers(-spread, spread + 1, (1, n)))).astype(np.float32)
+    a *= np.exp2(rng.integers(-12, 13, a.shape)).astype(np.float32)  # and each element by its own 2^e, |e| <= 12
     ref = a.astype(np.float64) @ b.astype(np.float64)
     bound = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
     err = np.abs(_emulated(a, b) - ref)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import cupy
 
 from ..plan import epilogue as _epilogue
+from ..plan import pieces as _pieces
+from ..plan.operands import row_major
 from ..runtime import arrays as _arrays
 
 calls: dict[tuple, tuple] = {}  # (kernel, key()) -> (Call, operand layouts, (M, N))
@@ -162,8 +164,13 @@ def first(call, ops: tuple, p, alpha: float, beta: float, epi_ops, key: tuple | 
     its Call kept under ``key`` when it can be run again as it is."""
     sptr = cupy.cuda.get_current_stream().ptr
     pa, pb, pc = (p.a.data.ptr, p.b.data.ptr, p.out.data.ptr) if call.fast else (x.data.ptr for x in ops)
+    buf = None
+    if call.decisions.get("pieces"):  # a rung that reads FP16 pieces of the operands: made first (never cached)
+        (a, lda), (b, ldb) = row_major(ops[0], "a", copy_ok=True), row_major(ops[1], "b", copy_ok=True)
+        buf, pa, pb = _pieces.split(a, lda, b, ldb, call.M, call.N, call.K)
     bsc = call.batch[3] if call.batch is not None else 0
     N = call.plan.flags.epilogue.columns(p.N)  # C's columns: CummAlpha's N
     with cupy.cuda.Device(p.dev):
         call.launch(pa, pb, pc, _epilogue.pack(alpha, p.M, N, pc, call.ldc, bsc, epi_ops), beta, sptr)
+    del buf  # (the pieces back to the pool behind the launch, on this stream)
     keep(key, call, epi_args, epi_ops, (p.M, N))

@@ -66,7 +66,6 @@ SPEC = KernelSpec(
     persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
     pieces=True,  # its kernel reads the operands' FP16 pieces, made before each launch
     top_shapes=_takes,
-    epilogue=False,  # direct FP32 stores after the unscaling: a fused epilogue runs on wgmma_tf32x3
     tensor_maps=_piece_maps,
     shape_config=_wide_tiles,
     summary="FP32 from three FP16 wgmma products (hi and lo pieces of rows and columns scaled by powers of two, split"
