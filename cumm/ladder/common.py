@@ -199,6 +199,7 @@ def warptile_block(c):
 FP8_FORMATS = ("float8_e4m3fn", "float8_e5m2")  # FA, FB = the index
 # OUT = the index; 3 and 4 (FP8, with scale_result) render include/fp8_out.cuh (cumm.runtime.render.fp8_out)
 FP8_OUTPUTS = ("bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2")
+PIECES_SLAB = 64  # K per stage of wgmma_f16x3 (64 halves: a 128-byte swizzled row); its pieces pad K to this
 FP8_SLAB = 128  # K per stage: one 128-byte swizzled row of FP8 (the kernels' 128; a block scale's depth)
 FP8_CONSTRAINTS = [
     C("FA in (0, 1) and FB in (0, 1)", "FA and FB pick A's and B's format: 0 float8_e4m3fn, 1 float8_e5m2"),

@@ -14,11 +14,11 @@ import cupy
 import numpy as np
 
 from ..core.spec import cdiv
+from ..ladder.common import PIECES_SLAB
 from ..runtime.compile import AUX_KERNELS, aux_kernels
 
 TEMPLATE = "auxiliary/pieces.cu"
 NAMES = AUX_KERNELS[TEMPLATE]  # rows (A), column maxima and columns (B)
-SLAB = 64  # K' is K rounded up to this (the kernel's k-slab: a piece never shares a slab with the other)
 COLMAX_ROWS = 64  # rows of B per block of cumm_pieces_colmax
 THREADS = 256
 MAX_ROW_BLOCKS = 1 << 16  # cumm_pieces_rows' blocks stride over rows past this
@@ -26,7 +26,7 @@ MAX_COL_ROW_BLOCKS = 1024  # cumm_pieces_cols' blocks in y stride over the K' ro
 
 
 def padded_k(K: int) -> int:
-    return cdiv(K, SLAB) * SLAB
+    return cdiv(K, PIECES_SLAB) * PIECES_SLAB  # (a piece never shares a k-slab with the other)
 
 
 def lds(N: int, K: int) -> tuple[int, int]:

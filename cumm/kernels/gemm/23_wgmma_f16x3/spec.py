@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cumm.core.spec import Constraint, KernelSpec, cdiv, positive
+from cumm.ladder.common import PIECES_SLAB
 
 C = Constraint
 
@@ -52,7 +53,7 @@ def _piece_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map
     (N x 2 K', 64 x 64), 16-bit elements moved as bits, 128-byte swizzle; lda, ldb are the pieces' (halves)."""
     from cumm.runtime.tmaps import MapSpec
 
-    kp2 = 2 * cdiv(K, 64) * 64
+    kp2 = 2 * cdiv(K, PIECES_SLAB) * PIECES_SLAB
     return MapSpec(0, kp2, M, lda, 64, cfg["BM"], 3, 2, 1), MapSpec(1, N, kp2, ldb, 64, 64, 3, 2, 1)
 
 
