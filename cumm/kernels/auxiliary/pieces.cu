@@ -36,14 +36,14 @@ extern "C" __global__ void __launch_bounds__(256) cumm_pieces_rows(const int M, 
     for (int n = blockIdx.x * 256 + threadIdx.x; n < N; n += gridDim.x * 256) mx[n] = 0u;
     for (int r = blockIdx.x; r < M; r += gridDim.x) {
         const float* row = a + (i64)r * lda;
-        float mx = 0.0f;
-        for (int k = threadIdx.x; k < K; k += 256) mx = fmaxf(mx, cumm_pieces_mag(row[k]));
-        for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(~0u, mx, o));
-        if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+        float m = 0.0f;  // the row's largest finite magnitude
+        for (int k = threadIdx.x; k < K; k += 256) m = fmaxf(m, cumm_pieces_mag(row[k]));
+        for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
+        if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
         __syncthreads();
-        mx = red[0];
-        for (int w = 1; w < 8; ++w) mx = fmaxf(mx, red[w]);
-        const int s = cumm_pieces_shift(mx);
+        m = red[0];
+        for (int w = 1; w < 8; ++w) m = fmaxf(m, red[w]);
+        const int s = cumm_pieces_shift(m);
         unsigned* const o = out + (i64)r * KP;  // the row's 2 KP halves as KP words: hi, then lo
         for (int w = threadIdx.x; w < KP / 2; w += 256) {
             const int k = 2 * w;

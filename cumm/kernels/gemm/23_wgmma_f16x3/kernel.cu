@@ -1,8 +1,8 @@
 // wgmma_f16x3: FP32 products from three FP16 products on wgmma (sm_90a). What changes from 15_wgmma_tf32x3, and
 // why it is faster:
 // - FP16 pieces instead of TF32 ones. A value x of a row of A (scaled by 2^s, s the row's shift: its largest
-//   finite magnitude into [2^14, 2^15)) is hi = fp16(x) and lo = fp16(x - hi): 22 bits of x's 24, as TF32's
-//   big + small give 21 + 24. C = 2^-(s_row + s_col) (Al Bh + Ah Bl + Ah Bh): three FP16 wgmma, which run at
+//   finite magnitude into [2^14, 2^15)) is hi = fp16(x) and lo = fp16(x - hi): 22 of x's 24 bits, as many as
+//   3xTF32's big and small keep. C = 2^-(s_row + s_col) (Al Bh + Ah Bl + Ah Bh): three FP16 wgmma, which run at
 //   twice TF32's rate and read half its bytes, so three of them cost what 1.5 TF32 products do.
 // - The split is done once, before the product (cumm/plan/pieces.py, kernels/auxiliary/pieces.cu): A's pieces
 //   [Ah | Al] (M x 2K', K' = K rounded up to 64, zeros past K) and B's [Bh; Bl] (2K' x N), each row's and column's
