@@ -128,7 +128,9 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     # operands the copy engine cannot read: copied into rows it reads, or the rung's fallback (any alignment). A
     # batch is copied when the fallback runs no batches; a product, where the copy pays (repack.pads_for_...).
     pad_a = pad_b = False
-    if spec.tensor_maps is not None and not spec.pieces and not (vec[0] and vec[1]):
+    # a rung that reads the caller's operands through the copy engine (a rung reading pieces reads its own copies)
+    copy_engine = spec.tensor_maps is not None and not spec.pieces
+    if copy_engine and not (vec[0] and vec[1]):
         if batch:
             pad_a = pad_b = not (spec.fallback is not None and REGISTRY[spec.fallback].batches)
         elif _repack.ENABLED:
@@ -148,9 +150,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
             bsb = 0 if bsb == 0 or not batch else K * ldb
         if pad_a or pad_b:
             vec[0] = vec[1] = 1
-    if (
-        spec.tensor_maps is not None and not spec.pieces and not (vec[0] and vec[1])
-    ):  # the fallback rung, with its tiles for the shape
+    if copy_engine and not (vec[0] and vec[1]):  # the fallback rung, with its tiles for the shape
         kernel = spec.fallback
         spec, config = REGISTRY[kernel], _auto.named(kernel, M, N, K, dev, nb, dt)
         if epilogue is not None and not spec.epilogue:  # the fallback rung cannot take it: the rung asked above
