@@ -224,3 +224,89 @@ def test_auto_runs_it_on_large_products_only(rng, sm90):
     small = rng.standard_normal((512, 512), dtype=cupy.float32)
     cumm.matmul(small, small)
     assert decision(small, small, None).split()[0] != KERNEL
+
+
+def _no_room(*args, **kwargs):
+    import cupy
+
+    raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
+def test_no_room_for_the_pieces_runs_the_fallback(unaligned, rng, sm90, monkeypatch):
+    """Where the pieces' memory cannot be had, the product runs on the spec's fallback (wgmma_tf32x3: FP32 read in
+    place, its own fallback for operands the copy engine cannot read), first and cached calls alike, each on its
+    own arrays."""
+    import cupy
+
+    assert SPEC.fallback == "wgmma_tf32x3"
+    monkeypatch.setattr(_pieces, "split", _no_room)  # (the checked path's)
+    monkeypatch.setattr(_pieces.Splitter, "__call__", _no_room)  # (the cached calls')
+    for _ in range(3):  # the first call, then the cached one twice on new data (the fallback decided once)
+        a = rng.standard_normal((300, 523 if unaligned else 520), dtype=cupy.float32)[:, :517]
+        b = rng.standard_normal((517, 260), dtype=cupy.float32)
+        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        out = cupy.full((300, 260), math.nan, dtype=cupy.float32)
+        cumm.matmul(a, b, kernel=KERNEL, out=out)
+        assert rel_err(out, ref) < max(FLOOR, rel_err(a @ b, ref))
+
+
+def _bias_gelu(a, b, bias, tanh: bool):
+    """act(a @ b + bias) in float64 (GELU exact, or its tanh form)."""
+    import cupy
+    from cupyx.scipy.special import erf
+
+    v = a.astype(cupy.float64) @ b.astype(cupy.float64) + bias.astype(cupy.float64)[None, :]
+    if tanh:
+        return 0.5 * v * (1 + cupy.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3)))
+    return 0.5 * v * (1 + erf(v / math.sqrt(2)))
+
+
+@pytest.mark.gpu
+def test_no_room_for_the_pieces_with_an_epilogue(rng, sm90, monkeypatch):
+    import cupy
+
+    monkeypatch.setattr(_pieces, "split", _no_room)
+    monkeypatch.setattr(_pieces.Splitter, "__call__", _no_room)
+    for _ in range(2):  # (not kept: each call finds no room and runs the fallback)
+        a = rng.standard_normal((257, 384), dtype=cupy.float32)
+        b = rng.standard_normal((384, 200), dtype=cupy.float32)
+        bias = rng.standard_normal(200, dtype=cupy.float32)
+        got = cumm.matmul(a, b, kernel=KERNEL, bias=bias, activation="gelu")
+        assert rel_err(got, _bias_gelu(a, b, bias, False)) < 1e-6
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_cached_calls_make_the_pieces_on_the_callers_pointers(kind, rng, sm90):
+    """Plain and fused calls are kept (the pieces made on each later call by the Splitter's launches, on the
+    caller's pointers and stream) and give each call's own result; A a view with a row stride past K."""
+    import cupy
+
+    from cumm.api import fused as _fused
+    from cumm.api import matmul as _matmul
+    from cumm.api.decision import decision
+
+    torch = pytest.importorskip("torch") if kind == "torch" else None
+
+    def as_kind(x):
+        return torch.as_tensor(x, device="cuda") if torch is not None else x
+
+    for i in range(3):
+        a = rng.standard_normal((300, 524), dtype=cupy.float32)[:, :517]
+        b = rng.standard_normal((517, 264), dtype=cupy.float32)
+        bias = rng.standard_normal(264, dtype=cupy.float32)
+        got = cupy.asarray(cumm.matmul(as_kind(a), as_kind(b), kernel=KERNEL))
+        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        assert rel_err(got, ref) < max(FLOOR, rel_err(a @ b, ref)), i
+        got = cupy.asarray(
+            cumm.matmul(as_kind(a), as_kind(b), kernel=KERNEL, bias=as_kind(bias), activation="gelu_tanh")
+        )
+        assert rel_err(got, _bias_gelu(a, b, bias, True)) < 1e-6, i
+    plain = [c for c in _matmul._calls.values() if c.plan.spec.name == KERNEL and c.decisions.get("splitter")]
+    fused = [h for (k, _), h in _fused.calls.items() if k == KERNEL and h[0].decisions.get("splitter")]
+    assert plain and fused, "the calls were not kept with their Splitter"
+    x, w, z = as_kind(a), as_kind(b), as_kind(bias)
+    assert decision(x, w, None, kernel=KERNEL, bias=z, activation="gelu_tanh").startswith(KERNEL)
+    assert decision(x, w, None, kernel=KERNEL, bias=z, activation="silu") == ""  # (not run with silu)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..plan.operands import compute_capability
+from . import fused as _fused
 from . import scaled as _scaled
 from .matmul import _calls, _key
 
@@ -19,12 +20,21 @@ def decision(
     config: Mapping[str, int] | None = None,
     beta: float = 0.0,
     split_k: int | None = None,
+    **epilogue_args,
 ) -> str:
     """What the earlier runs of ``matmul(a, b, kernel=kernel, config=config, out=out, beta=beta, split_k=split_k)``
     made: "<kernel> <non-default parameters>", the split count and the operands copied on each call, e.g. "tf32x3
-    BM=64 BN=64 split_k=4", "wgmma_ws (copies B)"; "" if not known."""
-    key = _key(a, b, out, kernel, config, split_k, float(beta))
-    call = _calls.get(key) if key is not None else None
+    BM=64 BN=64 split_k=4", "wgmma_ws (copies B)"; "" if not known. ``epilogue_args``: matmul's epilogue keywords
+    (``bias``, ``activation``, ``residual``, ``epilogue``, ``operands``, ``aux``, ``glu``, ``scale_result``): what its
+    fused calls with those made, for a call kept in the fused cache (one launch on the caller's arrays, or on FP16
+    pieces of them: cumm/api/fused.py)."""
+    epi = _fused.arguments(out, **epilogue_args)
+    key = _key(a, b, out, kernel, config, split_k, float(beta), epi)
+    if epi is not None:
+        hit = _fused.calls.get(key) if key is not None else None
+        call = hit[0] if hit is not None else None
+    else:
+        call = _calls.get(key) if key is not None else None
     if call is None:
         return ""
     spec, cfg = call.plan.spec, call.plan.cfg

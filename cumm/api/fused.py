@@ -3,8 +3,9 @@
 The first call with a key (``kernel`` beside this module's :func:`key`: every array's kind, shape, strides,
 dtype, device and 16-byte misalignment, ``config``, ``split_k``, whether beta is zero, the activation and the
 snippet) runs matmul's checked path, which keeps its Call in ``calls`` when it is one launch on the caller's own
-arrays (no copy of an operand); a later call packs the CummAlpha argument with its pointers and launches
-(:func:`run`).
+arrays (no copy of an operand), or one launch after the FP16 pieces of the caller's own A and B (a rung with
+``pieces``); a later call packs the CummAlpha argument with its pointers, makes the pieces if any, and launches
+(:func:`run`). Where the pieces' memory cannot be had, the call runs on the rung's fallback (not kept).
 """
 
 from __future__ import annotations
@@ -13,12 +14,53 @@ import cupy
 
 from ..plan import epilogue as _epilogue
 from ..plan import pieces as _pieces
+from ..plan.execute import without_pieces
 from ..plan.operands import row_major
 from ..runtime import arrays as _arrays
 
 calls: dict[tuple, tuple] = {}  # (kernel, key()) -> (Call, operand layouts, (M, N))
 _CALLS_MAX = 1024
 _ND = cupy.ndarray
+
+
+def arguments(
+    out,
+    bias=None,
+    activation: str | None = None,
+    residual=None,
+    epilogue: str | None = None,
+    operands=None,
+    aux=None,
+    glu: str | None = None,
+    scale_result=None,
+) -> dict | None:
+    """matmul's epilogue arguments as one dict, or None when the call has none. An FP8 out (a torch tensor, written
+    by the epilogue's stores) is an epilogue call, its scale 1 when not given (torch._scaled_mm's default)."""
+    fp8 = out is not None and type(out) is not _ND and _arrays.fp8_code(out)
+    if not (
+        operands
+        or fp8
+        or bias is not None
+        or activation is not None
+        or residual is not None
+        or epilogue is not None
+        or aux is not None
+        or glu is not None
+        or scale_result is not None
+    ):
+        return None
+    if fp8 and scale_result is None:
+        scale_result = _arrays.torch_one(out.get_device())
+    return dict(
+        bias=bias,
+        activation=activation,
+        residual=residual,
+        epilogue=epilogue,
+        operands=operands,
+        aux=aux,
+        glu=glu,
+        scale_result=scale_result,
+    )
 
 
 def _sig(x) -> tuple | None:
@@ -72,8 +114,9 @@ def key(a, b, out, config, split_k, beta, epi_args: dict) -> tuple | None:
 
 
 def keep(k: tuple | None, call, epi_args: dict, arrays, shape) -> None:
-    """Keep ``call`` under ``k`` when it launches on the caller's arrays and every operand is read in place."""
-    if k is None or not call.fast:
+    """Keep ``call`` under ``k`` when it launches on the caller's arrays (or on FP16 pieces made from them) and
+    every epilogue operand is read in place."""
+    if k is None or not (call.fast or _pieces.splitter(call)):
         return
     users = _in_order(epi_args)
     if len(users) != len(arrays) or any(_ptr(u) != x.data.ptr for u, (x, _, _) in zip(users, arrays, strict=True)):
@@ -85,7 +128,7 @@ def keep(k: tuple | None, call, epi_args: dict, arrays, shape) -> None:
 
 def run(hit: tuple, a, b, out, alpha: float, beta: float, epi_args: dict):
     """The cached launch of ``hit`` (an entry of ``calls``) on these arrays; None when out overlaps an input (then
-    the checked path, which says so)."""
+    the checked path, which says so) or the pieces' memory cannot be had (the checked path runs the fallback)."""
     call, layouts, shape = hit
     torch_in = type(a) is not _ND
     if out is None:
@@ -105,7 +148,13 @@ def run(hit: tuple, a, b, out, alpha: float, beta: float, epi_args: dict):
     ptrs = [(_ptr(x), ld, bs) for x, (ld, bs) in zip(_in_order(epi_args), layouts, strict=True)]
     packed = _epilogue.pack_pointers(alpha, M, N, pc, call.ldc, bsc, ptrs)
     stream = _arrays.torch_stream(call.dev) if torch_in else cupy.cuda.get_current_stream().ptr
+    sp = call.decisions.get("splitter")  # a rung reading FP16 pieces: made first, on the launch's stream
     with cupy.cuda.Device(call.dev):
+        if sp is not None:
+            try:
+                buf, pa, pb = sp(pa, pb, stream)
+            except cupy.cuda.memory.OutOfMemoryError:
+                return None  # (the checked path runs the fallback rung)
         call.launch(pa, pb, pc, packed, beta, stream)
     return out
 
@@ -165,9 +214,14 @@ def first(call, ops: tuple, p, alpha: float, beta: float, epi_ops, key: tuple | 
     sptr = cupy.cuda.get_current_stream().ptr
     pa, pb, pc = (p.a.data.ptr, p.b.data.ptr, p.out.data.ptr) if call.fast else (x.data.ptr for x in ops)
     buf = None
-    if call.decisions.get("pieces"):  # a rung that reads FP16 pieces of the operands: made first (never cached)
+    if call.decisions.get("pieces"):  # a rung that reads FP16 pieces of the operands: made first
         (a, lda), (b, ldb) = row_major(ops[0], "a", copy_ok=True), row_major(ops[1], "b", copy_ok=True)
-        buf, pa, pb = _pieces.split(a, lda, b, ldb, call.M, call.N, call.K)
+        try:
+            buf, pa, pb = _pieces.split(a, lda, b, ldb, call.M, call.N, call.K)
+        except cupy.cuda.memory.OutOfMemoryError:  # no room for them: the rung that reads FP32 in place (not kept)
+            alt, alt_ops = without_pieces(call, a, b, ops[2], beta, call.plan.flags.epilogue)
+            first(alt, alt_ops, p._replace(a=a, b=b, out=ops[2]), alpha, beta, epi_ops, None, epi_args)
+            return
     bsc = call.batch[3] if call.batch is not None else 0
     N = call.plan.flags.epilogue.columns(p.N)  # C's columns: CummAlpha's N
     with cupy.cuda.Device(p.dev):

@@ -122,41 +122,16 @@ def matmul(
         out = new_out(a, b, out, out_dtype, glu is not None, beta)
     plain = type(alpha) is float and type(beta) is float and abs(alpha) <= F32_MAX and abs(beta) <= F32_MAX
     # (cached paths: alpha, beta floats that float32 holds, else the checks name them); every miss ends at the bottom
-    key = epi = None
-    # (an FP8 out: a torch tensor; it is written by the epilogue's stores, so it takes the epilogue's path)
-    fp8 = out is not None and type(out) is not _ND and _arrays.fp8_code(out)
-    if (
-        operands
-        or fp8
-        or not (
-            bias is None
-            and activation is None
-            and residual is None
-            and epilogue is None
-            and aux is None
-            and glu is None
-            and scale_result is None
-        )
-    ):
-        if fp8 and scale_result is None:  # (torch._scaled_mm's default: 1)
-            scale_result = _arrays.torch_one(out.get_device())
-        epi = dict(
-            bias=bias,
-            activation=activation,
-            residual=residual,
-            epilogue=epilogue,
-            operands=operands,
-            aux=aux,
-            glu=glu,
-            scale_result=scale_result,
-        )
+    key = None
+    epi = _fused.arguments(out, bias, activation, residual, epilogue, operands, aux, glu, scale_result)
+    if epi is not None:
         key = _key(a, b, out, kernel, config, split_k, beta, epi)  # its own call cache (cumm/api/fused.py)
         hit = _fused.calls.get(key) if key is not None else None
         if hit is not None and plain:
             got = _fused.run(hit, a, b, out, alpha, beta, epi)
             if got is not None:
                 return got
-            key = None  # out overlaps an input: its checks, its message
+            key = None  # out overlaps an input (its checks, its message), or no room for pieces (the fallback)
     elif type(a) is _ND and type(b) is _ND and plain and (out is None or type(out) is _ND):
         da, db = a.data, b.data
         pa, pb = da.ptr, db.ptr

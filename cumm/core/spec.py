@@ -120,6 +120,8 @@ class KernelSpec:
     # In a batched variant each map gets the batch as a third dimension (MapSpec.batched; a batch stride that is
     # not a multiple of 16 bytes runs ``fallback``), and the kernel reads matrix z (0 for a broadcast operand).
     tensor_maps: Callable | None = None
+    # (A rung with ``pieces``: the rung that runs its product, on the FP32 operands, when the pieces' memory cannot be
+    # had: cumm/plan/execute.py, cumm/api/fused.py.)
     fallback: str | None = None
     # A scratch buffer the kernel takes as its last argument (after any maps): workspace(cfg, M, N, K, blocks)
     # gives its bytes for a product launched on `blocks` blocks in x, 0 for a null pointer. cumm keeps one per

@@ -162,6 +162,7 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         la, lb = lay_a.rows, lay_b.rows
         (lda, bsa), (ldb, bsb) = (la.ld, la.bs), (lb.ld, lb.bs)
         vec[:2] = la.readable, lb.readable
+    src_lds = (lda, ldb)  # (the operands' own, before a rung reading pieces takes the pieces')
     if spec.pieces:  # the kernel reads FP16 pieces of the operands, made on each call in rows the copy engine reads
         (lda, ldb), vec[0], vec[1] = _pieces.lds(N, K), 1, 1
     layout = (TRANSPOSED_A if la.transposed else 0) | (TRANSPOSED_B if lb.transposed else 0)
@@ -234,6 +235,9 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
         "pad_b": pad_b,
         "pieces": spec.pieces,
         "copies": copies + (("C",) if stage else ()),
+        # a rung reading pieces made from the caller's own arrays (none laid out anew): their row strides, from
+        # which a cached call makes the pieces on the caller's pointers (cumm/plan/pieces.py's splitter)
+        "pieces_from": src_lds if spec.pieces and shares(a3, a) and shares(b3, b) else None,
     }
     ops = (a3, b3, c3) if batch else (a3[0], b3[0], c3[0])  # (views: what the launch paths take)
     call = Call(

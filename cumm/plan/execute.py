@@ -8,6 +8,7 @@ import contextlib
 
 import cupy
 
+from ..ladder import REGISTRY
 from ..runtime import arrays as _arrays
 from ..runtime.driver import multiprocessors
 from ..runtime.launch import Call
@@ -15,6 +16,7 @@ from ..runtime.render import TRANSPOSED_A, TRANSPOSED_B
 from . import edges as _edges
 from . import pieces as _pieces
 from . import repack as _repack
+from .decide import decide
 from .operands import aligned, row_major
 from .plan import get_plan
 
@@ -51,7 +53,11 @@ def run(call: Call, a, b, c, alpha: float, beta: float) -> None:
     if d.get("pad_b"):
         b, ldb = _repack.copy_engine_rows(b)
     if d.get("pieces"):  # one launch on the operands' FP16 pieces (their lds are the call's)
-        buf, pa, pb = _pieces.split(a, lda, b, ldb, M, N, K)
+        try:
+            buf, pa, pb = _pieces.split(a, lda, b, ldb, M, N, K)
+        except cupy.cuda.memory.OutOfMemoryError:  # no room for the pieces: the rung that reads FP32 in place
+            _without_pieces(call, a, b, c, alpha, beta)
+            return
         with cupy.cuda.Device(call.dev):
             call.launch(pa, pb, c.data.ptr, alpha, beta, cupy.cuda.get_current_stream().ptr)
         del buf  # (back to the pool behind the launch, on this stream)
@@ -84,9 +90,42 @@ def run(call: Call, a, b, c, alpha: float, beta: float) -> None:
         _repack.unstage_out(tgt, ldt, c, ldc)
 
 
+def without_pieces(call: Call, a, b, c, beta: float, epilogue=None) -> tuple[Call, tuple]:
+    """(Call, operands) of ``call``'s product on its rung's fallback (``KernelSpec.fallback``: a rung reading the FP32
+    operands in place), decided on the row-major cupy views ``a``, ``b``, ``c``: for a call on a rung that reads FP16
+    pieces (``KernelSpec.pieces``) when the pieces' memory cannot be had. ``epilogue``: the call's fused one."""
+    spec = REGISTRY[call.plan.spec.fallback]
+    return decide(a, b, c, (), spec, None, None, beta, call.dev, call.kind, epilogue)
+
+
+def _without_pieces(call: Call, a, b, c, alpha: float, beta: float) -> None:
+    """The product on the fallback rung (decided once, kept in the call's decisions), on this call's arrays."""
+    d = call.decisions
+    if "without_pieces" not in d:
+        d["without_pieces"] = without_pieces(call, a, b, c, beta)[0]
+    alt = d["without_pieces"]
+    if alt.fast:  # (decided on these row-major views: their pointers are the call's)
+        with cupy.cuda.Device(alt.dev):
+            alt.launch(a.data.ptr, b.data.ptr, c.data.ptr, alpha, beta, cupy.cuda.get_current_stream().ptr)
+    else:
+        run(alt, a, b, c, alpha, beta)
+
+
 def run_cached(call: Call, a, b, out, alpha: float, beta: float, stream: int):
     """A cached call that is not a single launch, on the caller's arrays (of any kind): cupy views of them, the
-    kernels on ``stream``."""
+    kernels on ``stream``. A rung reading pieces of the caller's own arrays: the pieces' launches and the kernel's
+    on their pointers (no views)."""
+    sp = _pieces.splitter(call)
+    if sp is not None:
+        ptr = (lambda x: x.data_ptr()) if call.kind == _arrays.TORCH else (lambda x: x.data.ptr)
+        try:
+            with cupy.cuda.Device(call.dev):
+                buf, pa, pb = sp(ptr(a), ptr(b), stream)
+                call.launch(pa, pb, ptr(out), alpha, beta, stream)
+            del buf  # (back to its allocator behind the launches, on their stream)
+            return out
+        except cupy.cuda.memory.OutOfMemoryError:
+            pass  # run() finds no room either: the fallback rung
     va, vb, vo = _arrays.as_cupy(a, "a"), _arrays.as_cupy(b, "b"), _arrays.as_cupy(out, "out")
     va = va[None, :] if va.ndim == 1 else va  # numpy's rules for vectors, as in cumm.plan.operands.prepare
     vb = vb[:, None] if vb.ndim == 1 else vb

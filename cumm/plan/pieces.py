@@ -10,12 +10,16 @@ finds it in cache) and written as 4 bytes an element; a 2048 x 2048 operand is 1
 
 from __future__ import annotations
 
+import functools
+
 import cupy
 import numpy as np
 
 from ..core.spec import cdiv
 from ..ladder.common import PIECES_SLAB
+from ..runtime import arrays as _arrays
 from ..runtime.compile import AUX_KERNELS, aux_kernels
+from ..runtime.launch import Launch
 
 TEMPLATE = "auxiliary/pieces.cu"
 NAMES = AUX_KERNELS[TEMPLATE]  # rows (A), column maxima and columns (B)
@@ -34,18 +38,26 @@ def lds(N: int, K: int) -> tuple[int, int]:
     return 2 * padded_k(K), cdiv(N, 8) * 8
 
 
+def _sizes(M: int, N: int, K: int) -> tuple[int, int, int, int, int]:
+    """(A's pieces' bytes, B's, A's part with its shifts, B's, the buffer's bytes): A's pieces then its shifts, B's
+    pieces then its shifts (each part on 128 bytes), B's column maxima."""
+    kp = padded_k(K)
+    la, lb = lds(N, K)
+    sa, sb = 2 * M * la, 2 * (2 * kp * lb)
+    na, nb = _align(sa + 4 * M), _align(sb + 4 * N)
+    return sa, sb, na, nb, na + nb + 4 * N
+
+
 def split(a: cupy.ndarray, lda: int, b: cupy.ndarray, ldb: int, M: int, N: int, K: int):
     """(buffer, A's pieces' address, B's): one fresh buffer (cupy's pool, current stream) holding both, laid out as
     the module says (each part on 128 bytes); ``a`` (M x K) and ``b`` (K x N) are row-major float32 with row strides
     ``lda``, ``ldb`` elements. Addresses, not views: this runs on every call, and a view costs microseconds."""
     kp = padded_k(K)
     la, lb = lds(N, K)
-    # bytes: A's pieces then its shifts, B's pieces then its shifts, B's column maxima
-    sa, sb = 2 * M * la, 2 * (2 * kp * lb)
-    na, nb = _align(sa + 4 * M), _align(sb + 4 * N)
+    sa, sb, na, nb, total = _sizes(M, N, K)
     i32, i64, ptr = np.int32, np.int64, np.uint64
     with a.device:
-        buf = cupy.empty(na + nb + 4 * N, dtype=cupy.uint8)
+        buf = cupy.empty(total, dtype=cupy.uint8)
         pa = buf.data.ptr
         pb, mx = pa + na, pa + na + nb
         rows, colmax, cols = aux_kernels(TEMPLATE, NAMES, a.device.id)
@@ -61,6 +73,59 @@ def split(a: cupy.ndarray, lda: int, b: cupy.ndarray, ldb: int, M: int, N: int, 
             (i32(K), i32(N), b, i64(ldb), i32(kp), i32(lb), ptr(mx), ptr(pb), ptr(pb + sb)),
         )
     return buf, pa, pb
+
+
+class Splitter:
+    """The pieces of one cached call's A and B (shapes and row strides fixed by its key) on the caller's pointers:
+    split's three launches with their arguments packed once (runtime.launch.Launch), into a buffer from the
+    allocator of the launches' stream (torch's caching allocator for torch tensors, else cupy's pool on cupy's
+    current stream: a block freed behind the launches is reused only behind them). CuPy's launches of the same
+    kernels and the operands' views cost 60-160 us a call on the host at 2048^3, more than the product there."""
+
+    def __init__(self, M: int, N: int, K: int, lda: int, ldb: int, dev: int, kind: str):
+        kp = padded_k(K)
+        lb = lds(N, K)[1]
+        sa, sb, na, nb, self.nbytes = _sizes(M, N, K)
+        self.offsets = (sa, na, na + sb, na + nb)  # A's shifts, B's pieces, B's shifts, B's column maxima
+        rows, colmax, cols = aux_kernels(TEMPLATE, NAMES, dev)
+        # (None: a pointer each call gives, in the order of the tuple __call__ passes)
+        self.rows = Launch(rows, min(M, MAX_ROW_BLOCKS), THREADS, 0, (M, K, None, lda, kp, None, None, N, None))
+        grid = (cdiv(N, THREADS), min(cdiv(K, COLMAX_ROWS), 65535), 1)
+        self.colmax = Launch(colmax, grid, THREADS, 0, (K, N, None, ldb, None))
+        grid = (cdiv(lb // 2, THREADS), min(kp, MAX_COL_ROW_BLOCKS), 1)
+        self.cols = Launch(cols, grid, THREADS, 0, (K, N, None, ldb, kp, lb, None, None, None))
+        self.torch = kind == _arrays.TORCH
+        self.alloc = (
+            _arrays.torch_empty((self.nbytes,), np.uint8, dev)
+            if self.torch
+            else functools.partial(cupy.empty, self.nbytes, dtype=cupy.uint8)
+        )
+
+    def __call__(self, a: int, b: int, stream: int) -> tuple[object, int, int]:
+        """(buffer, A's pieces' address, B's) for A at ``a``, B at ``b``, made on ``stream`` (the device current);
+        CuPy's OutOfMemoryError when the buffer cannot be had (either allocator's)."""
+        try:
+            buf = self.alloc()
+        except Exception as e:
+            if type(e).__name__ != "OutOfMemoryError":  # (torch's is its own class)
+                raise
+            raise cupy.cuda.memory.OutOfMemoryError(self.nbytes, 0) from e
+        p = buf.data_ptr() if self.torch else buf.data.ptr
+        sa, pb, sb, mx = (p + o for o in self.offsets)
+        self.rows((a, p, sa, mx), stream)
+        self.colmax((b, mx), stream)
+        self.cols((b, mx, pb, sb), stream)
+        return buf, p, pb
+
+
+def splitter(call) -> Splitter | None:
+    """A cached call's Splitter (made once, kept in its decisions) when its rung reads pieces made from the caller's
+    own arrays (decide's ``pieces_from``: their row strides), else None."""
+    d = call.decisions
+    sp = d.get("splitter")
+    if sp is None and d.get("pieces_from"):
+        sp = d["splitter"] = Splitter(call.M, call.N, call.K, *d["pieces_from"], call.dev, call.kind)
+    return sp
 
 
 def _align(nbytes: int) -> int:

@@ -225,6 +225,7 @@ _TORCH_DTYPES = {
     "float16": lambda: _torch_dtype("float16"),
     "bfloat16": lambda: _torch_dtype("bfloat16"),
     "float64": lambda: _torch_dtype("float64"),
+    "uint8": lambda: _torch_dtype("uint8"),  # (byte buffers: cumm/plan/pieces.py's)
 }
 
 

@@ -68,7 +68,7 @@ class Launch:
     def __init__(
         self,
         kern,
-        grid: int,
+        grid: int | tuple[int, int, int],
         threads: int,
         smem: int,
         layout: tuple[int | None, ...],
@@ -81,7 +81,8 @@ class Launch:
         self.kern = kern  # keeps the module loaded
         self.persistent = persistent  # its call passes T and the barrier word after A, B, C, E (plans.run)
         self.scratch = scratch  # bytes of the scratch array (T)
-        self.func, self.grid, self.threads, self.smem = kern.kernel.ptr, grid, threads, smem
+        self.func, self.threads, self.smem = kern.kernel.ptr, threads, smem
+        self.grid = grid if isinstance(grid, tuple) else (grid, 1, 1)  # (blocks in x, or the grid's three)
         self.slots = np.zeros(len(layout), dtype=np.uint64)
         for slot, value in enumerate(layout):
             if value is not None:
@@ -104,7 +105,7 @@ class Launch:
         if self.ex is not None:
             self.attr = LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION)
             self.attr.value[0] = 1  # programmaticStreamSerializationAllowed
-            self.config = LaunchConfig((grid, 1, 1), (threads, 1, 1), smem, None, ctypes.addressof(self.attr), 1)
+            self.config = LaunchConfig(self.grid, (threads, 1, 1), smem, None, ctypes.addressof(self.attr), 1)
             self.config_ref = ctypes.byref(self.config)
 
     def __call__(self, pointers: tuple[int, ...], stream: int, retry: bool = True) -> None:
@@ -117,9 +118,7 @@ class Launch:
                 self.ptrs[arg] = maps.known.get(ptr) or maps.make(ptr)
             if self.ex is None:
                 try:
-                    _driver.launchKernel(
-                        self.func, self.grid, 1, 1, self.threads, 1, 1, self.smem, stream, self.params, 0
-                    )
+                    _driver.launchKernel(self.func, *self.grid, self.threads, 1, 1, self.smem, stream, self.params, 0)
                     return
                 except _driver.CUDADriverError as e:
                     err = e

@@ -66,6 +66,7 @@ SPEC = KernelSpec(
     arch_specific=True,  # wgmma, setmaxnreg: sm_90a only
     persistent=True,  # one block per multiprocessor walks the tiles: grid = min(tiles, resident blocks)
     pieces=True,  # its kernel reads the operands' FP16 pieces, made before each launch
+    fallback="wgmma_tf32x3",  # where the pieces' memory cannot be had: the product runs there (FP32 read in place)
     top_shapes=_takes,
     tensor_maps=_piece_maps,
     shape_config=_wide_tiles,
