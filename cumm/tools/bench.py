@@ -205,11 +205,11 @@ def _measure_shape(
             tolerance=tol,
             columns=None if glu is None else 2 * shape[1],  # glu=: the work of the 2N-column product
         )
-        # which kernel and configuration the call ran (auto's choice, tiles; not known for a fused call)
-        if n != CUBLAS and fused is None and fp8 is None:
+        # which kernel and configuration the call ran (auto's choice, tiles; a fused call's when it was kept)
+        if n != CUBLAS and glu is None and fp8 is None:
             from ..api.decision import decision
 
-            row["ran"] = decision(*sets[0], kernel=n, beta=beta)
+            row["ran"] = decision(*sets[0], kernel=n, beta=beta, **(fused[0] if fused is not None else {}))
         rows.append(row)
     return rows
 

@@ -385,8 +385,8 @@ def _run_case(kernel: str, config, case: Case, dtype_name: str, rng, epi=None, f
         msg = f"{type(e).__name__}: {e}".strip()
         row.verdict, row.problems = "ERROR", [msg if len(msg) < 2000 else msg[:2000] + " ..."]
         return row
-    if config is None and case.alpha == 1.0 and case.beta == 0.0 and not epi and out_dtype is None:
-        row.ran = decision(a, b, c, kernel=kernel)  # what the call ran ("" when not known)
+    if config is None and case.alpha == 1.0 and case.beta == 0.0 and out_dtype is None:
+        row.ran = decision(a, b, c, kernel=kernel, **epi)  # what the call ran ("" when not known)
     problems = guard_problems(buf, M, N, sentinel, left)
     if out_dtype is None:
         c64, tol = as_f64(c), TOLERANCES[dtype_name]
