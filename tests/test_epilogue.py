@@ -77,6 +77,21 @@ def test_with_flags_pads_defaults():
     assert R.variant((1, 1, 1)).epilogue is None and E.with_flags((1, 1, 1), SNIPPET).epilogue is SNIPPET
 
 
+def test_epilogue_arguments_gathered_once():
+    """matmul's epilogue keywords as one dict (None without any: the plain product's path), shared by decision(),
+    which names a keyword matmul does not take."""
+    from cumm.api import fused
+    from cumm.api.decision import decision
+
+    assert fused.arguments(None) is None and fused.arguments(None, operands={}) is None
+    got = fused.arguments(None, bias="b", activation="gelu")
+    assert got == dict(
+        bias="b", activation="gelu", residual=None, epilogue=None, operands=None, aux=None, glu=None, scale_result=None
+    )
+    with pytest.raises(TypeError, match="gate"):
+        decision(None, None, None, gate="silu")
+
+
 def test_pack_layout():
     x = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x1000))
     b = E.pack(2.0, 7, 9, 0x2000, 16, 0, [(x, 5, 3)])
