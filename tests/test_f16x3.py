@@ -241,8 +241,7 @@ def test_no_room_for_the_pieces_runs_the_fallback(unaligned, rng, sm90, monkeypa
     import cupy
 
     assert SPEC.fallback == "wgmma_tf32x3"
-    monkeypatch.setattr(_pieces, "split", _no_room)  # (the checked path's)
-    monkeypatch.setattr(_pieces.Splitter, "__call__", _no_room)  # (the cached calls')
+    monkeypatch.setattr(_pieces.Splitter, "__call__", _no_room)  # (the checked path's and the cached calls')
     for _ in range(3):  # the first call, then the cached one twice on new data (the fallback decided once)
         a = rng.standard_normal((300, 523 if unaligned else 520), dtype=cupy.float32)[:, :517]
         b = rng.standard_normal((517, 260), dtype=cupy.float32)
@@ -267,7 +266,6 @@ def _bias_gelu(a, b, bias, tanh: bool):
 def test_no_room_for_the_pieces_with_an_epilogue(rng, sm90, monkeypatch):
     import cupy
 
-    monkeypatch.setattr(_pieces, "split", _no_room)
     monkeypatch.setattr(_pieces.Splitter, "__call__", _no_room)
     for _ in range(2):  # (not kept: each call finds no room and runs the fallback)
         a = rng.standard_normal((257, 384), dtype=cupy.float32)

@@ -217,7 +217,7 @@ def first(call, ops: tuple, p, alpha: float, beta: float, epi_ops, key: tuple | 
     if call.decisions.get("pieces"):  # a rung that reads FP16 pieces of the operands: made first
         (a, lda), (b, ldb) = row_major(ops[0], "a", copy_ok=True), row_major(ops[1], "b", copy_ok=True)
         try:
-            buf, pa, pb = _pieces.split(a, lda, b, ldb, call.M, call.N, call.K)
+            buf, pa, pb = _pieces.split(call, a, lda, b, ldb)
         except cupy.cuda.memory.OutOfMemoryError:  # no room for them: the rung that reads FP32 in place (not kept)
             alt, alt_ops = without_pieces(call, a, b, ops[2], beta, call.plan.flags.epilogue)
             first(alt, alt_ops, p._replace(a=a, b=b, out=ops[2]), alpha, beta, epi_ops, None, epi_args)

@@ -54,7 +54,7 @@ def run(call: Call, a, b, c, alpha: float, beta: float) -> None:
         b, ldb = _repack.copy_engine_rows(b)
     if d.get("pieces"):  # one launch on the operands' FP16 pieces (their lds are the call's)
         try:
-            buf, pa, pb = _pieces.split(a, lda, b, ldb, M, N, K)
+            buf, pa, pb = _pieces.split(call, a, lda, b, ldb)
         except cupy.cuda.memory.OutOfMemoryError:  # no room for the pieces: the rung that reads FP32 in place
             _without_pieces(call, a, b, c, alpha, beta)
             return

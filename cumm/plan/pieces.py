@@ -48,39 +48,12 @@ def _sizes(M: int, N: int, K: int) -> tuple[int, int, int, int, int]:
     return sa, sb, na, nb, na + nb + 4 * N
 
 
-def split(a: cupy.ndarray, lda: int, b: cupy.ndarray, ldb: int, M: int, N: int, K: int):
-    """(buffer, A's pieces' address, B's): one fresh buffer (cupy's pool, current stream) holding both, laid out as
-    the module says (each part on 128 bytes); ``a`` (M x K) and ``b`` (K x N) are row-major float32 with row strides
-    ``lda``, ``ldb`` elements. Addresses, not views: this runs on every call, and a view costs microseconds."""
-    kp = padded_k(K)
-    la, lb = lds(N, K)
-    sa, sb, na, nb, total = _sizes(M, N, K)
-    i32, i64, ptr = np.int32, np.int64, np.uint64
-    with a.device:
-        buf = cupy.empty(total, dtype=cupy.uint8)
-        pa = buf.data.ptr
-        pb, mx = pa + na, pa + na + nb
-        rows, colmax, cols = aux_kernels(TEMPLATE, NAMES, a.device.id)
-        rows(
-            (min(M, MAX_ROW_BLOCKS),),
-            (THREADS,),
-            (i32(M), i32(K), a, i64(lda), i32(kp), ptr(pa), ptr(pa + sa), i32(N), ptr(mx)),
-        )
-        colmax((cdiv(N, THREADS), min(cdiv(K, COLMAX_ROWS), 65535)), (THREADS,), (i32(K), i32(N), b, i64(ldb), ptr(mx)))
-        cols(
-            (cdiv(lb // 2, THREADS), min(kp, MAX_COL_ROW_BLOCKS)),
-            (THREADS,),
-            (i32(K), i32(N), b, i64(ldb), i32(kp), i32(lb), ptr(mx), ptr(pb), ptr(pb + sb)),
-        )
-    return buf, pa, pb
-
-
 class Splitter:
-    """The pieces of one cached call's A and B (shapes and row strides fixed by its key) on the caller's pointers:
-    split's three launches with their arguments packed once (runtime.launch.Launch), into a buffer from the
-    allocator of the launches' stream (torch's caching allocator for torch tensors, else cupy's pool on cupy's
-    current stream: a block freed behind the launches is reused only behind them). CuPy's launches of the same
-    kernels and the operands' views cost 60-160 us a call on the host at 2048^3, more than the product there."""
+    """The pieces of A and B of fixed shapes and row strides, made by the module's three kernels launched through
+    the driver with their arguments packed once (runtime.launch.Launch) on the pointers each call gives, into a
+    buffer from the allocator of the launches' stream (torch's caching allocator for torch tensors, else cupy's pool
+    on cupy's current stream: a block freed behind the launches is reused only behind them). CuPy's launches of the
+    same kernels and the operands' views cost 60-160 us a call on the host at 2048^3, more than the product there."""
 
     def __init__(self, M: int, N: int, K: int, lda: int, ldb: int, dev: int, kind: str):
         kp = padded_k(K)
@@ -126,6 +99,19 @@ def splitter(call) -> Splitter | None:
     if sp is None and d.get("pieces_from"):
         sp = d["splitter"] = Splitter(call.M, call.N, call.K, *d["pieces_from"], call.dev, call.kind)
     return sp
+
+
+def split(call, a: cupy.ndarray, lda: int, b: cupy.ndarray, ldb: int) -> tuple[object, int, int]:
+    """(buffer, A's pieces' address, B's) for the checked path's row-major cupy views ``a`` (M x K) and ``b``
+    (K x N), row strides ``lda``, ``ldb`` (the caller's arrays or decide's copies), made on cupy's current stream
+    by a Splitter kept in the call's decisions per pair of strides; CuPy's OutOfMemoryError when there is no room."""
+    d = call.decisions
+    key = ("split", lda, ldb)
+    sp = d.get(key)
+    with cupy.cuda.Device(call.dev):
+        if sp is None:
+            sp = d[key] = Splitter(call.M, call.N, call.K, lda, ldb, call.dev, _arrays.CUPY)
+        return sp(a.data.ptr, b.data.ptr, cupy.cuda.get_current_stream().ptr)
 
 
 def _align(nbytes: int) -> int:
