@@ -83,6 +83,56 @@ def test_auto_runs_it_for_a_fused_epilogue_at_short_k():
         assert short_k_route("mma_swizzled_pipeline", 1024, dt, 80) == "mma_swizzled_pipeline"  # sm_90a only
 
 
+def test_auto_runs_it_deeper_where_the_tuned_table_ties_it_with_the_top_rung(tmp_path, monkeypatch):
+    """Deeper than epilogue_max_k (and where epilogue_shapes does not take the shape), a fused call under auto goes
+    here with its tuned configuration when the tuned table raced it and the top rung at the call's shape (within
+    TIE_DISTANCE) and its plain product ran within EPILOGUE_TIE of the top rung's; not for a batch, an epilogue
+    reading an M x N operand, a caller's named rung, or another dtype's entries."""
+    import dataclasses
+
+    from cumm.ladder import get_spec
+    from cumm.plan import auto as _auto
+    from cumm.plan import epilogue as E
+    from cumm.plan import routes as RT
+    from cumm.plan import store as _store
+
+    monkeypatch.setenv("CUMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_store, "shipped_tables", lambda: [])
+    monkeypatch.setattr(_auto, "device_key", lambda device_id: ("NVIDIA H200", 90))
+    monkeypatch.setattr(RT, "compute_capability", lambda dev: 90)
+    monkeypatch.setattr(RT, "multiprocessors", lambda dev: 132)
+    _store.clear_caches()
+    tuned = dict(BM=128, BN=128, STAGES=4, GM=4)
+
+    def entry(kernel, shape, ms, tile=None, dtype="bfloat16"):
+        cfg = get_spec(kernel).resolve(tile, 90)
+        return _store.make_entry("NVIDIA H200", 90, kernel, dtype, shape, cfg, ms, 2 * math.prod(shape) / ms / 1e9)
+
+    bias = E.Epilogue("v += bias[col];", "", (("bias", "bfloat16"),), "bias")
+    matrix = dataclasses.replace(bias, reads_matrix=True)
+
+    def ask(shape, epi=bias, auto=True, batch=(), dtype="bfloat16"):
+        return RT.routes("wgmma_ws", auto, None, batch, dtype, 0, shape, epi)
+
+    try:
+        sq, wide = (4096, 4096, 4096), (2048, 8192, 4096)
+        assert ask(sq) == ("wgmma_ws", None, None)  # no table: the top rung
+        _store.save_entries([entry("wgmma_ws", sq, 0.2119), entry(NAME, sq, 0.2124, tuned)])
+        _store.save_entries([entry("wgmma_ws", wide, 0.2000), entry(NAME, wide, 0.2060, tuned)])  # 3 % slower
+        want = get_spec(NAME).resolve(tuned, 90)
+        assert ask(sq)[0] == NAME and ask(sq)[2] == want
+        assert ask((4096, 4096, 3584))[2] == want  # within TIE_DISTANCE of the tuned shape
+        assert ask((2048, 4096, 4096))[0] == "wgmma_ws"  # a log2 unit away: another shape
+        assert ask(wide)[0] == "wgmma_ws"  # its plain product slower there
+        assert ask(sq, epi=matrix)[0] == "wgmma_ws"
+        assert ask(sq, auto=False)[0] == "wgmma_ws"
+        assert ask((1024, 4096, 4096), batch=(4,))[0] == "wgmma_ws"
+        assert ask(sq, dtype="float16")[0] == "wgmma_ws"  # (the entries are bf16's)
+        assert ask((4096, 4096, 1024))[::2] == (NAME, None)  # short K: the short-K route, its own tiles
+    finally:
+        _store.clear_caches()
+
+
 # K % 8 == 0 for the copy engine (K = 1 checks the fallback); 1 x 1 x 8: one tile, warpgroup 1 idle; 3 tiles of
 # 128 x 128 on a block (300 x 200 with 64-wide tiles...): odd counts of items; 4097 rows: a last tile row of one
 GPU_SHAPES = [

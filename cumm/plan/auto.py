@@ -357,6 +357,41 @@ def named(
     return dict(small) if 2 * count * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]) < multiprocessors(device_id) else None
 
 
+# A fused epilogue deeper than a rung's epilogue_max_k still goes to it in the top rung's place (wgmma_pingpong: its
+# epilogue under the other warpgroup's mainloop, where the top rung's runs between two mainloops) where the tuned table
+# raced the two at this shape (entries of both at one shape within TIE_DISTANCE log2 units) and its plain product ran
+# within EPILOGUE_TIE of the top rung's: there the epilogue hidden outweighs the gap. H200, bf16, x auto's plain
+# product, 3 runs of 9 interleaved rounds, wgmma_ws -> wgmma_pingpong 128 x 128 with its 4096^3 entry (STAGES 4, GM 4;
+# 1.0027x wgmma_ws's time there): 4096^3 bias 1.056 -> 1.025, silu 1.035 -> 1.020, bias + gelu_tanh 1.074 -> 1.056
+# (another run: 1.038 -> 1.019, 1.024 -> 1.014, 1.068 -> 1.048), 3072 x 4096 x 4096 1.051 -> 1.027, 1.038 -> 1.021,
+# 1.075 -> 1.044. Where its plain product ran 2-3 % slower it lost (2048 x 8192 x 4096: silu 1.024 -> 1.044, bias +
+# gelu_tanh 1.072 -> 1.083); its defaults (STAGES 6, GM 8) lost at 4096^3 (bias + gelu_tanh 1.077).
+EPILOGUE_TIE = 1.01
+TIE_DISTANCE = 0.5
+
+
+def epilogue_tie(kernel: str, M: int, N: int, K: int, device_id: int, dtype: str) -> tuple[str, dict[str, int]] | None:
+    """(rung, its tuned configuration) for a fused epilogue K deep on the top rung ``kernel``, where a rung that takes
+    fused epilogues in its place at shorter K (``KernelSpec.epilogue_max_k`` below K) ran a plain product within
+    EPILOGUE_TIE of ``kernel``'s in the tuned table at this shape (see above); else None (no such entries, or no
+    device facts)."""
+    try:
+        gpu, cc = device_key(device_id)
+        at_top = _store.lookup(gpu, cc, dtype, M, N, K, TIE_DISTANCE, kernel=kernel)
+        if at_top is None:
+            return None
+        for name, s in REGISTRY.items():
+            if not 0 < s.epilogue_max_k < K or s.top or dtype not in s.dtypes or not s.supports(cc):
+                continue
+            e = _store.lookup(gpu, cc, dtype, M, N, K, TIE_DISTANCE, kernel=name)
+            same = e is not None and _store.entry_shape(e) == _store.entry_shape(at_top)
+            if same and e["ms"] <= EPILOGUE_TIE * at_top["ms"]:
+                return name, dict(e["config"])
+    except Exception:  # (a broken table is reported by auto's own lookup): the route as without the table
+        return None
+    return None
+
+
 def clear_cache() -> None:
     """Forget memoized tuned answers (after a table changed); device facts stay cached."""
     _tuned.clear()

@@ -94,8 +94,10 @@ def decide(a, b, out, batch, spec, config, split_k, beta, dev, akind, epilogue=N
     rerouted = None  # (with an epilogue, the rung for it should the rung's fallback not take it)
     if epilogue is not None:  # one unsplit launch of a rung whose stores take it (plan/routes.py)
         shape = (nb * M if batch else M, N, K)
-        routed, rerouted = _routes.routes(kernel, auto, None if batch else split_arg, batch, dt, dev, shape, epilogue)
-        kernel, config, split_k = routed, config if routed == kernel else None, None
+        routed, rerouted, tied = _routes.routes(
+            kernel, auto, None if batch else split_arg, batch, dt, dev, shape, epilogue
+        )
+        kernel, config, split_k = routed, config if routed == kernel else tied, None
     spec = REGISTRY[kernel]  # (the caller's rung, or one chosen above: a registered name)
     if half and split_k not in (None, 1):
         raise ValueError(f"split_k={split_k} is for float32 products; {dt} runs unsplit (split_k=None or 1)")

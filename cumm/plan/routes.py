@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..ladder import REGISTRY, gemm_kernels
 from ..runtime.driver import multiprocessors
+from . import auto as _auto
 from .epilogue import Epilogue
 from .operands import GLU_BLOCK, compute_capability
 
@@ -63,21 +64,26 @@ def routes(
     epi: Epilogue,
 ):
     """(the rung an epilogue call runs: :func:`route` of ``kernel``, auto's choice or the caller's, for auto at
-    ``shape`` (rows, N, K; a batch's rows nb M) :func:`short_k_route` of it; for a batch under auto, a rung that runs
-    the batch in one launch; and :func:`fallback_route` of that rung): every question decide asks of this module, asked
-    at once. Not the short-K route for an epilogue that reads an M x N operand (``epi.reads_matrix``): there
-    wgmma_pingpong ran slower than the top rung (H200, bf16 8192 x 14336 x 1024, the snippet v * sigmoid(v) *
-    aux[row, col]: 0.616 against 0.557 ms; the gated MLP's second product, reading h: 1.028 against 0.907 ms for
-    both products)."""
+    ``shape`` (rows, N, K; a batch's rows nb M) :func:`short_k_route` of it, or deeper the rung the tuned table ties
+    with it (cumm.plan.auto.epilogue_tie, for one product); for a batch under auto, a rung that runs the batch in one
+    launch; :func:`fallback_route` of that rung; and the configuration the tie gives, else None): every question
+    decide asks of this module, asked at once. Neither for an epilogue that reads an M x N operand
+    (``epi.reads_matrix``): there wgmma_pingpong ran slower than the top rung (H200, bf16 8192 x 14336 x 1024, the
+    snippet v * sigmoid(v) * aux[row, col]: 0.616 against 0.557 ms; the gated MLP's second product, reading h: 1.028
+    against 0.907 ms for both products)."""
     routed = route(kernel, "auto" if auto else kernel, split_k)
     if epi.fp8 and compute_capability(dev) < 89:
         raise ValueError(
             f"an FP8 C needs compute capability 8.9 or newer (cvt.rn.satfinite.e4m3x2 / e5m2x2); device {dev} is "
             f"{compute_capability(dev)}: pass a bfloat16 or float16 out"
         )
+    config = None
     if auto and not epi.reads_matrix:
         rows, N, K = shape
-        routed = short_k_route(routed, K, dtype, compute_capability(dev), rows, N, multiprocessors(dev))
+        short = short_k_route(routed, K, dtype, compute_capability(dev), rows, N, multiprocessors(dev))
+        deep = short == routed and REGISTRY[routed].top and not batch  # (the table's shapes are single products)
+        tie = _auto.epilogue_tie(routed, rows, N, K, dev, dtype) if deep else None
+        routed, config = tie or (short, None)
     if epi.glu and not REGISTRY[routed].glu:
         routed = glu_route(routed, auto, dtype, compute_capability(dev), bool(batch))
     if batch and auto and not REGISTRY[routed].batches:
@@ -87,7 +93,7 @@ def routes(
         able = [n for n in able if REGISTRY[n].min_cc <= cc and REGISTRY[n].epilogue]
         able = [n for n in able if REGISTRY[n].glu or not epi.glu]
         routed = able[-1] if able else routed
-    return routed, fallback_route(routed)
+    return routed, fallback_route(routed), config
 
 
 def glu_rungs() -> list[str]:
