@@ -60,6 +60,7 @@ def _piece_maps(cfg, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, c_map
 SPEC = KernelSpec(
     name="wgmma_f16x3",
     top=True,  # kernel="auto" runs it for float32 where _takes says so (top_shapes), else wgmma_tf32x3
+    raced=True,  # the tuner races it (timed through matmul: the pieces' launches count)
     template=Path(__file__).with_name("kernel.cu"),
     headers=("include/out_f32.cuh", "include/tc16.cuh", "include/sm90.cuh"),
     min_cc=90,
