@@ -560,6 +560,34 @@ def test_torch_epilogue_and_errors(rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_cached_fused_calls_run_on_each_calls_arrays(kind, rng):
+    """A fused call kept after its first run (cumm/api/fused.py) launches on each later call's own arrays: new inputs,
+    bias and out (given, or made), each against float64."""
+    import cupy
+
+    from cumm.api import fused as _fused
+    from cumm.api import matmul as _matmul
+
+    torch = pytest.importorskip("torch") if kind == "torch" else None
+
+    def as_kind(x):
+        return torch.as_tensor(x, device="cuda") if torch is not None else x
+
+    for i in range(4):
+        a, b = (as_kind(rng.standard_normal(s, dtype="float32").astype("float16")) for s in ((130, 264), (264, 200)))
+        bias = as_kind(rng.standard_normal(200, dtype="float32").astype("float16"))
+        ref = cupy.maximum(_f64(a) @ _f64(b) + _f64(bias)[None, :], 0.0)
+        out = as_kind(cupy.full((130, 200), math.nan, dtype="float16")) if i % 2 else None
+        got = cumm.matmul(a, b, bias=bias, activation="relu", out=out)
+        assert got is out if out is not None else got.shape == (130, 200)
+        assert _rel(got, ref) < _tol("float16", ref), i
+        if i:  # (kept after the first call with its key)
+            key = _matmul._key(a, b, out, "auto", None, None, 0.0, _fused.arguments(out, bias, "relu"))
+            assert key in _fused.calls, i
+
+
+@pytest.mark.gpu
 def test_auto_routes_around_split_k_and_tf32x3(rng):
     """Shapes where auto would split K or pick tf32x3 still get the epilogue once, on the whole sum."""
     import cupy

@@ -63,14 +63,12 @@ def arguments(
     )
 
 
-def _sig(x) -> tuple | None:
-    """(kind, shape, strides, dtype, device, misalignment) of a cupy array or torch tensor; None for None."""
-    if x is None:
-        return None
+def _sig(x) -> tuple:
+    """(kind, shape, strides, dtype, device, misalignment) of a cupy array or torch tensor (callers test None)."""
     if type(x) is _ND:
         return ("cupy", x.shape, x.strides, x.dtype, x.data.device_id, x.data.ptr & 15)
-    if type(x).__module__ == "torch":
-        return ("torch", tuple(x.shape), x.stride(), x.dtype, x.get_device(), x.data_ptr() & 15)
+    if type(x).__module__ == "torch":  # (its shape a torch.Size: a tuple)
+        return ("torch", x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() & 15)
     raise TypeError  # another kind: the checked path
 
 
@@ -90,22 +88,22 @@ def key(a, b, out, config, split_k, beta, epi_args: dict) -> tuple | None:
     """The call's key but the kernel's name (cumm.matmul puts it beside), or None when it is not cached (another
     kind of array, an unhashable argument)."""
     try:
-        ops = epi_args["operands"] or {}
+        ops, bias, res, aux, sr = (epi_args[n] for n in ("operands", "bias", "residual", "aux", "scale_result"))
         k = (
             _sig(a),
             _sig(b),
-            _sig(out),
+            None if out is None else _sig(out),
             None if config is None else tuple(sorted(config.items())),
             split_k,
             beta == 0.0,
             epi_args["activation"],
             epi_args["epilogue"],
-            _sig(epi_args["bias"]),
-            _sig(epi_args["residual"]),
-            tuple((n, _sig(x)) for n, x in ops.items()),
-            _sig(epi_args["aux"]),
+            None if bias is None else _sig(bias),
+            None if res is None else _sig(res),
+            tuple((n, None if x is None else _sig(x)) for n, x in ops.items()) if ops else (),
+            None if aux is None else _sig(aux),
             epi_args["glu"],
-            _sig(epi_args["scale_result"]),
+            None if sr is None else _sig(sr),
         )
         hash(k)
         return k
@@ -136,6 +134,8 @@ def run(hit: tuple, a, b, out, alpha: float, beta: float, epi_args: dict):
             if call.torch_empty is None:
                 call.torch_empty = _arrays.torch_empty(call.out_shape, call.dtype, call.dev)
             out = call.torch_empty()
+        elif call.dev == _getdevice():
+            out = _ND(call.out_shape, call.dtype)
         else:
             with cupy.cuda.Device(call.dev):
                 out = _ND(call.out_shape, call.dtype)
@@ -148,15 +148,26 @@ def run(hit: tuple, a, b, out, alpha: float, beta: float, epi_args: dict):
     ptrs = [(_ptr(x), ld, bs) for x, (ld, bs) in zip(_in_order(epi_args), layouts, strict=True)]
     packed = _epilogue.pack_pointers(alpha, M, N, pc, call.ldc, bsc, ptrs)
     stream = _arrays.torch_stream(call.dev) if torch_in else cupy.cuda.get_current_stream().ptr
-    sp = call.decisions.get("splitter")  # a rung reading FP16 pieces: made first, on the launch's stream
+    if call.dev == _getdevice():  # (the common case: no device switch, which costs microseconds a call)
+        return _launch(call, pa, pb, pc, packed, beta, stream, out)
     with cupy.cuda.Device(call.dev):
-        if sp is not None:
-            try:
-                buf, pa, pb = sp(pa, pb, stream)
-            except cupy.cuda.memory.OutOfMemoryError:
-                return None  # (the checked path runs the fallback rung)
-        call.launch(pa, pb, pc, packed, beta, stream)
+        return _launch(call, pa, pb, pc, packed, beta, stream, out)
+
+
+def _launch(call, pa: int, pb: int, pc: int, packed: bytes, beta: float, stream: int, out):
+    """run's launch on the call's device: the FP16 pieces first for a rung reading them (None when their memory
+    cannot be had: the checked path runs the fallback rung), then the kernel; ``out``."""
+    sp = call.decisions.get("splitter")
+    if sp is not None:
+        try:
+            buf, pa, pb = sp(pa, pb, stream)  # (buf freed on return, behind the launch on its stream)
+        except cupy.cuda.memory.OutOfMemoryError:
+            return None
+    call.launch(pa, pb, pc, packed, beta, stream)
     return out
+
+
+_getdevice = cupy.cuda.runtime.getDevice
 
 
 def build(p, akind: str, a_in, epi_args: dict):
