@@ -1,4 +1,4 @@
-# ruff: noqa: B023, E501, B007, E741, E702, E401, I001
+# ruff: noqa: B023, E501, B007, E741, E702, E401, I001, E402
 """2048^3 bf16: a fused call's time in bursts against alone, and what a burst launches (torch profiler)."""
 
 import statistics
