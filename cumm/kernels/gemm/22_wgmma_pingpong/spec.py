@@ -39,7 +39,8 @@ def _wide_tiles(cfg, M: int, N: int, K: int, sms: int) -> dict[str, int]:
 def _deep_epilogue(M: int, N: int, K: int, sms: int) -> bool:
     """Deeper than epilogue_max_k, auto still runs a fused epilogue here where the 128 x 192 tiles fill the rounds
     (``_wide_tiles``): the top rung's epilogue runs between two mainloops (bias + gelu_tanh 1.058x its plain product
-    at 8192 x 14336 x 4096 against 1.017x here). At 4096^3 they leave a round short and the top rung stays."""
+    at 8192 x 14336 x 4096 against 1.017x here). At 4096^3 they leave a round short and this rule keeps the top rung;
+    the tuned table may still send the call here on its 128 x 128 tiles (cumm.plan.auto.epilogue_tie)."""
     return bool(_wide_tiles(SPEC.defaults, M, N, K, sms))
 
 
