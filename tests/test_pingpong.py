@@ -27,6 +27,7 @@ CONFIGS = [
     dict(BM=64, BN=64, STAGES=8),
     dict(BM=64, BN=192, STAGES=5, EPI=0),
     dict(BM=128, BN=192, STAGES=4),  # the wide tiles: 192 accumulators a thread under setmaxnreg 240
+    dict(BM=128, BN=128, STAGES=4, GM=4),  # the tuned 4096^3 entry the tie route runs fused epilogues on
 ]
 WIDE = dict(BM=128, BN=192, STAGES=4)
 
